@@ -1,0 +1,104 @@
+"""Bytes to events and events to bytes.
+
+`decode` turns one wire message (a Kafka value, a JSONL line) into a validated input
+event or raises `DecodeError` with a reason code and a sentence that says what was
+wrong and where. `encode` is deterministic: the same record always gives the same bytes,
+with non-finite floats written as "NaN", "Infinity" and "-Infinity".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import orjson
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from events.models import InputEvent
+
+MAX_EVENT_BYTES: Final = 1_048_576
+"""Largest accepted input message: Kafka's default message.max.bytes (EVENTS.md leaves it open)."""
+
+INPUT_TYPES: Final = ("run.started", "trial.finished", "score.emitted", "run.closed")
+
+_ADAPTER: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
+
+
+class DecodeError(ValueError):
+    """A message that is not a valid v1 input event.
+
+    `code` is a short stable token (dead-letter header, counters); `str(error)` is the
+    human sentence.
+    """
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def decode(raw: bytes | str) -> InputEvent:
+    """Validate one message against the v1 contract (EVENTS.md)."""
+    if len(raw) > MAX_EVENT_BYTES:
+        raise DecodeError(
+            "oversized",
+            f"message is {len(raw)} bytes, over the {MAX_EVENT_BYTES}-byte limit; split the run.started or trim outputs",
+        )
+    try:
+        return _ADAPTER.validate_json(raw)
+    except ValidationError as error:
+        raise _explain(error) from None
+
+
+def encode(record: BaseModel) -> bytes:
+    """Deterministic compact JSON of any evalstream record."""
+    return record.model_dump_json().encode()
+
+
+def encode_payload(payload: Mapping[str, Any]) -> bytes:
+    """Deterministic compact JSON of a JSON-ready output payload (non-finite floats already
+    spelled as strings, as `projections.summary` builds them); key order is kept."""
+    return orjson.dumps(payload)
+
+
+def _explain(error: ValidationError) -> DecodeError:
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    kind = first["type"]
+    if kind == "json_invalid":
+        return DecodeError("not-json", f"not valid JSON: {first['ctx']['error']}")
+    if kind == "model_attributes_type" or kind == "dict_type" or (kind.endswith("_type") and not first["loc"]):
+        return DecodeError("not-object", "a message must be one JSON object")
+    if kind == "union_tag_not_found":
+        return DecodeError("missing-field", f'missing "type"; expected one of {", ".join(INPUT_TYPES)}')
+    if kind == "union_tag_invalid":
+        tag = first["ctx"]["tag"]
+        return DecodeError("unknown-type", f'unknown type {tag!r}; expected one of {", ".join(INPUT_TYPES)}')
+    for problem in problems:
+        if problem["loc"][1:] == ("schema_version",):
+            return DecodeError(
+                "schema-version",
+                f"unsupported schema_version {problem['input']!r}: this worker reads version 1 only",
+            )
+    return DecodeError(_code(kind), "; ".join(_describe(p) for p in problems[:5]))
+
+
+def _code(kind: str) -> str:
+    if kind == "extra_forbidden":
+        return "unknown-field"
+    if kind == "missing":
+        return "missing-field"
+    return "invalid-field"
+
+
+def _describe(problem: Any) -> str:
+    # loc starts with the union tag (the event type); the rest is the field path.
+    event_type, *path = problem["loc"] or ("event",)
+    message = problem["msg"].removeprefix("Value error, ")
+    if not path:
+        return f"{event_type}: {message}"
+    where = ".".join(str(part) for part in path)
+    if problem["type"] == "extra_forbidden":
+        return f"{event_type}: unknown field {where!r} (fields are closed so that a typo cannot drop data)"
+    return f"{event_type}: field {where!r}: {message}"

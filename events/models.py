@@ -1,0 +1,204 @@
+"""The v1 input events as pydantic models (EVENTS.md, "Input events").
+
+Every model refuses unknown fields and is frozen: a decoded event is a record handed
+out, never edited. Validation is strict (no "1" for 1), except that output values and
+the fields EVENTS.md lets be non-finite accept the strings "NaN", "Infinity" and
+"-Infinity" and read them as floats.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from events.nonfinite import NONFINITE_STRINGS
+
+EVENT_ID_MAX = 128
+RUN_ID_MAX = 256
+NAME_MAX = 256
+"""Bound for task ids, trial ids, metric types and output names (EVENTS.md is silent; chosen)."""
+
+
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+
+
+def _rfc3339(value: str) -> str:
+    # Kept as the producer wrote it, so that the event round-trips byte for byte.
+    try:
+        if _RFC3339.fullmatch(value) is None:
+            raise ValueError
+        datetime.fromisoformat(value.upper())
+    except ValueError:
+        raise ValueError("must be an RFC 3339 timestamp with a time zone, e.g. 2026-11-30T12:00:00Z") from None
+    return value
+
+
+INT_LIMIT = 2**63
+"""Integers on the wire must fit in 64 bits: larger ones are refused, not rounded."""
+
+
+def _output_value(value: object) -> object:
+    kind = type(value)
+    if kind is str:
+        return NONFINITE_STRINGS.get(value, value)  # type: ignore[call-overload]
+    if kind is float and not math.isfinite(value):  # type: ignore[arg-type]
+        raise ValueError('number out of range; write non-finite values as "NaN", "Infinity" or "-Infinity"')
+    if kind is int and not -INT_LIMIT <= value < INT_LIMIT:  # type: ignore[operator]
+        raise ValueError("integer does not fit in 64 bits")
+    if kind in (list, dict):
+        raise ValueError("must be a number, boolean, string or null")
+    return value
+
+
+EventId = Annotated[str, Field(min_length=1, max_length=EVENT_ID_MAX)]
+RunId = Annotated[str, Field(min_length=1, max_length=RUN_ID_MAX)]
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+Timestamp = Annotated[str, AfterValidator(_rfc3339)]
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+OutputValue = Annotated[bool | int | float | str | None, BeforeValidator(_output_value)]
+"""A number, a boolean, a label, null, or a non-finite number (read from its string)."""
+
+OutputKind = Literal["continuous", "discrete", "boolean", "label", "model"]
+Reducer = Literal["single", "all", "any", "mean", "weighted"]
+TrialStatus = Literal["completed", "failed"]
+ScoreStatus = Literal["completed", "partial", "failed"]
+Failure = Literal["trial", "metric"]
+CloseReason = Literal["completed", "cancelled", "failed"]
+
+
+def _omit_none(value: object) -> bool:
+    return value is None
+
+
+class Record(BaseModel):
+    """Base of every wire record: strict, closed to unknown fields, immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, ser_json_inf_nan="strings")
+
+
+def _unique(names: list[str], what: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{what} {name!r} appears twice; each must be unique")
+        seen.add(name)
+
+
+class OutputSpec(Record):
+    name: Name
+    kind: OutputKind
+
+
+class MetricSpec(Record):
+    metric_type: Name
+    outputs: list[OutputSpec]
+
+    @model_validator(mode="after")
+    def _outputs_unique(self) -> MetricSpec:
+        _unique([o.name for o in self.outputs], f"metric {self.metric_type!r}: output")
+        return self
+
+
+class Signal(Record):
+    metric: Name
+    output: Name
+    weight: FiniteFloat = 1.0
+
+
+class ViewSpec(Record):
+    name: Name
+    reducer: Reducer
+    signals: list[Signal]
+
+
+class TaskSpec(Record):
+    task_id: Name
+    metrics: list[MetricSpec] = []
+    views: list[ViewSpec] = []
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> TaskSpec:
+        _unique([m.metric_type for m in self.metrics], f"task {self.task_id!r}: metric_type")
+        _unique([v.name for v in self.views], f"task {self.task_id!r}: view")
+        return self
+
+
+class ErrorInfo(Record):
+    type: str | None = Field(default=None, exclude_if=_omit_none)
+    message: str | None = Field(default=None, exclude_if=_omit_none)
+
+
+class Usage(Record):
+    input_tokens: Annotated[int, Field(ge=0, lt=INT_LIMIT)] | None = Field(default=None, exclude_if=_omit_none)
+    output_tokens: Annotated[int, Field(ge=0, lt=INT_LIMIT)] | None = Field(default=None, exclude_if=_omit_none)
+    cost_usd: Annotated[FiniteFloat, Field(ge=0)] | None = Field(default=None, exclude_if=_omit_none)
+
+
+class Output(Record):
+    name: Name
+    value: OutputValue
+
+
+class Envelope(Record):
+    # Not Literal[1]: pydantic's literal check lets `true` pass as 1.
+    schema_version: Annotated[int, Field(ge=1, le=1)]
+    event_id: EventId
+    run_id: RunId
+    occurred_at: Timestamp | None = Field(default=None, exclude_if=_omit_none)
+
+
+class RunStarted(Envelope):
+    type: Literal["run.started"]
+    tasks: list[TaskSpec]
+    attempts_per_task: Annotated[int, Field(ge=1, le=1_000_000)] | None = Field(default=None, exclude_if=_omit_none)
+    labels: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _tasks_unique(self) -> RunStarted:
+        _unique([t.task_id for t in self.tasks], "task_id")
+        return self
+
+
+class TrialFinished(Envelope):
+    type: Literal["trial.finished"]
+    task_id: Name
+    trial_id: Name
+    status: TrialStatus
+    error: ErrorInfo | None = Field(default=None, exclude_if=_omit_none)
+    usage: Usage | None = Field(default=None, exclude_if=_omit_none)
+
+
+class ScoreEmitted(Envelope):
+    type: Literal["score.emitted"]
+    task_id: Name
+    trial_id: Name
+    metric_type: Name
+    status: ScoreStatus
+    failure: Failure | None = Field(default=None, exclude_if=_omit_none)
+    outputs: list[Output] = []
+    error: ErrorInfo | None = Field(default=None, exclude_if=_omit_none)
+
+    @model_validator(mode="after")
+    def _failure_iff_failed(self) -> ScoreEmitted:
+        if self.status == "failed":
+            if self.failure is None:
+                raise ValueError('a failed score needs "failure": "trial" or "metric"')
+            if self.outputs:
+                raise ValueError("a failed score has no outputs; send them with status completed or partial")
+        elif self.failure is not None:
+            raise ValueError(f'"failure" is only allowed when status is failed, not {self.status!r}')
+        _unique([o.name for o in self.outputs], "output")
+        return self
+
+
+class RunClosed(Envelope):
+    type: Literal["run.closed"]
+    reason: CloseReason = "completed"
+
+
+InputEvent = Annotated[RunStarted | TrialFinished | ScoreEmitted | RunClosed, Field(discriminator="type")]
+"""Any v1 input event, told apart by `type`."""

@@ -1,0 +1,144 @@
+"""The v1 output events: `run.summary` and `run.progress` (EVENTS.md, "Output events").
+
+The worker and replay build these payloads as plain JSON-ready data for speed (see
+`projections.summary`); these models are their contract: the JSON Schema subscribers
+read, and what the tests validate every produced payload against.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from events.models import CloseReason, Record, RunId
+
+WireFloat = float | Literal["NaN", "Infinity", "-Infinity"]
+
+
+class Percentiles(Record):
+    p10: float
+    p20: float
+    p30: float
+    p40: float
+    p50: float
+    p60: float
+    p70: float
+    p80: float
+    p90: float
+    p100: float
+
+
+class RangeAggregate(Record):
+    """Statistics of the finite values among `count + nan_count` (null when none is finite)."""
+
+    name: str
+    score_type: Literal["range"]
+    count: int
+    nan_count: int
+    sum: float | None
+    mean: float | None
+    min: float | None
+    max: float | None
+    variance: float | None
+    std_dev: float | None
+    sample_variance: float | None
+    sample_std_dev: float | None
+    percentiles: Percentiles | None
+    median: float | None
+
+
+class Coverage(Record):
+    total: int
+    scored: int
+    failed: int
+    missing: int
+
+
+class Attempt(Record):
+    trial_id: str
+    value: WireFloat | None
+
+
+class AgentEvalSummary(Record):
+    """Field for field the NeMo evaluator SDK's `AgentEvalSummary` (SEMANTICS.md)."""
+
+    scores: list[RangeAggregate]
+    metric_coverage: dict[str, dict[str, Coverage]]
+    task_metric_attempts: dict[str, dict[str, list[Attempt]]]
+    task_count: int
+    trial_count: int
+    score_count: int
+
+
+class HarborStats(Record):
+    n_trials: int
+    n_errors: int
+    reward_stats: dict[str, dict[str, list[str]]]
+    exception_stats: dict[str, list[str]]
+    pass_at_k: dict[str, dict[str, float]]
+
+
+Verdict = Literal["solved", "flaky", "failed", "unmeasured"]
+
+
+class RunSummary(Record):
+    schema_version: Literal[1]
+    type: Literal["run.summary"]
+    run_id: RunId
+    revision: int = Field(ge=1)
+    closed_reason: CloseReason
+    labels: dict[str, str]
+    event_count: int
+    summary: AgentEvalSummary
+    harbor: HarborStats
+    verdicts: dict[str, dict[str, Verdict]]
+
+
+class TaskCounts(Record):
+    declared: int
+    with_attempts: int
+    """Tasks with at least one attempt in some key."""
+    pending: int
+
+
+class TrialCounts(Record):
+    finished: int
+    failed: int
+    expected: int | None
+    """attempts_per_task x declared tasks, when run.started gave attempts_per_task."""
+    percent_done: float | None
+
+
+class PassAtK(Record):
+    mean: float
+    count: int
+    nan_count: int
+
+
+class VerdictCounts(Record):
+    solved: int
+    flaky: int
+    failed: int
+    unmeasured: int
+    pending: int
+
+
+class RunProgress(Record):
+    schema_version: Literal[1]
+    type: Literal["run.progress"]
+    run_id: RunId
+    seq: int = Field(ge=1)
+    status: Literal["open", "closed"]
+    event_count: int
+    tasks: TaskCounts
+    trials: TrialCounts
+    scores_applied: int
+    pass_at_k: dict[str, dict[str, PassAtK]]
+    """key -> k -> figures; exactly the summary's `<key>.pass@<k>` mean, count and nan_count."""
+    verdicts: dict[str, VerdictCounts]
+    eta_seconds: float | None
+    """From the span of the events' `occurred_at` (or the caller's clock) and the trials left."""
+
+
+OutputEvent = RunSummary | RunProgress

@@ -1,0 +1,36 @@
+"""Attempt lists (SEMANTICS.md section 1) and the task order of the summary."""
+
+from __future__ import annotations
+
+from projections.declarations import key_name
+from projections.run import RunState
+from projections.task import TaskState
+
+AttemptList = list[tuple[str, float | None]]
+TaskAttempts = dict[str, dict[str, AttemptList]]
+"""task_id -> key name -> [(trial_id, value)], tasks in summary order, keys sorted."""
+
+
+def summary_tasks(run: RunState) -> list[TaskState]:
+    """Declared tasks in declaration order, then tasks named only by scores by first score."""
+    declared = run.declarations.tasks if run.declarations else {}
+    others = sorted(
+        (task for task in run.tasks.values() if task.first_score >= 0 and task.task_id not in declared),
+        key=lambda task: task.first_score,
+    )
+    return [run.tasks[task_id] for task_id in declared] + others
+
+
+def task_attempts(task: TaskState) -> dict[str, AttemptList]:
+    lists: dict[str, AttemptList] = {}
+    for metric, output in sorted(task.keys(), key=key_name):
+        columns = task.metrics.get(metric)
+        trial_ids = task.trial_ids
+        lists[key_name((metric, output))] = (
+            [(trial_ids[trial], value) for trial, value in columns.attempts(output)] if columns else []
+        )
+    return lists
+
+
+def run_attempts(run: RunState) -> TaskAttempts:
+    return {task.task_id: task_attempts(task) for task in summary_tasks(run)}

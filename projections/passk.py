@@ -1,0 +1,65 @@
+"""pass@k: the per-task estimator and the run-wide tally of one eligible key.
+
+SEMANTICS.md section 2. Each task keeps its own (n, c) per key, updated in O(1) as
+attempts land; a task's per-k figures depend on (n, c) alone and are cached. The
+run-wide means are summed from those figures, in summary task order, when a summary or
+progress event is built: a running float total would drift from that sum by an ulp, and
+progress must say exactly what the summary would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from projections.verdicts import FAILED, FLAKY, SOLVED, verdict_of
+
+Tally = tuple[int, int]
+"""(n, c): a task's attempts for a key, and how many of them pass."""
+
+
+def passes(value: float | None) -> bool:
+    """Full credit: not null and >= 1.0 (NaN never passes)."""
+    return value is not None and value >= 1.0
+
+
+@lru_cache(maxsize=65_536)
+def estimates(n: int, c: int) -> tuple[float, ...]:
+    """Per-task pass@k for k = 1..n: 1 - C(n-c, k) / C(n, k).
+
+    The product form 1 - prod_{i=n-c+1..n} (1 - k/i), i ascending, as the NeMo evaluator
+    computes it, so the floats agree with it to the last bit; 1.0 when n - c < k.
+    """
+    figures: list[float] = []
+    for k in range(1, n + 1):
+        if n - c < k:
+            figures.append(1.0)
+            continue
+        product = 1.0
+        for i in range(n - c + 1, n + 1):
+            product *= 1.0 - k / i
+        figures.append(1.0 - product)
+    return tuple(figures)
+
+
+@dataclass(slots=True)
+class KeyTally:
+    """Run-wide verdict counts of one eligible key, kept as tasks' (n, c) change."""
+
+    verdicts: dict[str, int] = field(default_factory=lambda: {SOLVED: 0, FLAKY: 0, FAILED: 0})
+    unmeasured: int = 0
+    pending: int = 0
+    """Declared tasks with this key that nothing has arrived for (counted in `unmeasured` too)."""
+
+    def add(self, tally: Tally) -> None:
+        self._shift(tally, 1)
+
+    def remove(self, tally: Tally) -> None:
+        self._shift(tally, -1)
+
+    def _shift(self, tally: Tally, sign: int) -> None:
+        n, c = tally
+        if n == 0:
+            self.unmeasured += sign
+        else:
+            self.verdicts[verdict_of(n, c)] += sign

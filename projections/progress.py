@@ -1,0 +1,76 @@
+"""`run.progress`: live figures of a run (EVENTS.md, "run.progress"; SEMANTICS.md 7).
+
+pass@k figures come from the same function as the summary's, so a progress event says
+exactly what `summary.scores` would for the events applied so far (declared tasks that
+nothing has arrived for count as unmeasured there, and as `pending` in the verdicts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from projections.attempts import summary_tasks
+from projections.declarations import key_name
+from projections.run import RunState
+from projections.summary import passk_figures
+
+Progress = dict[str, Any]
+
+
+def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
+    """The `run.progress` event number `seq` of this run.
+
+    `elapsed`: seconds the run has been going, for the ETA; by default the span of the
+    applied events' `occurred_at` (no ETA without either).
+    """
+    declared = run.declarations.tasks if run.declarations else {}
+    open_ = not run.closed
+    pending = sum(1 for task_id in declared if not run.tasks[task_id].touched) if open_ else 0
+    pass_at_k: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, k, record in passk_figures(run):
+        pass_at_k.setdefault(name, {})[str(k)] = {
+            "mean": record["mean"],
+            "count": record["count"],
+            "nan_count": record["nan_count"],
+        }
+    verdicts = {}
+    for key, tally in sorted(run.passk.items(), key=lambda item: key_name(item[0])):
+        waiting = tally.pending if open_ else 0
+        verdicts[key_name(key)] = {**tally.verdicts, "unmeasured": tally.unmeasured - waiting, "pending": waiting}
+    finished = run.trials_completed + run.trials_failed
+    expected = None
+    if run.declarations and run.declarations.attempts_per_task:
+        expected = run.declarations.attempts_per_task * len(declared)
+    if elapsed is None and run.first_at is not None and run.last_at is not None:
+        elapsed = run.last_at - run.first_at
+    return {
+        "schema_version": 1,
+        "type": "run.progress",
+        "run_id": run.run_id,
+        "seq": seq,
+        "status": "open" if open_ else "closed",
+        "event_count": run.event_count,
+        "tasks": {
+            "declared": len(declared),
+            "with_attempts": sum(1 for task in summary_tasks(run) if any(n for n, _ in task.tallies_flat())),
+            "pending": pending,
+        },
+        "trials": {
+            "finished": finished,
+            "failed": run.trials_failed,
+            "expected": expected,
+            "percent_done": None if not expected else round(min(100.0, 100.0 * finished / expected), 2),
+        },
+        "scores_applied": run.score_count,
+        "pass_at_k": pass_at_k,
+        "verdicts": verdicts,
+        "eta_seconds": _eta(finished, expected, elapsed, open_),
+    }
+
+
+def _eta(finished: int, expected: int | None, elapsed: float | None, open_: bool) -> float | None:
+    if not open_ or (expected is not None and finished >= expected):
+        return 0.0
+    if expected is None or not finished or not elapsed or elapsed <= 0:
+        return None
+    return round((expected - finished) * elapsed / finished, 1)

@@ -1,0 +1,164 @@
+"""The fold: one run's state and the function that applies an input event to it.
+
+`apply` is the only way state changes. It is deterministic and does no I/O; it costs
+O(size of the task the event names) (plus O(run) once, for a `run.started` that arrives
+after other events of its run, since declarations change which keys every task has).
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from dataclasses import dataclass, field
+
+from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from projections.applied import AppliedEvents
+from projections.declarations import Declarations, Key
+from projections.passk import KeyTally
+from projections.task import Change, TaskState
+
+
+class Outcome(enum.Enum):
+    APPLIED = "applied"
+    REDELIVERY = "redelivery"
+    """An event_id the run already applied: nothing changes."""
+    REFUSED = "refused"
+    """Valid on its own but not for this run (a second run.started): dead-letter it."""
+    IGNORED = "ignored"
+    """A second run.closed: the run is already closed, nothing changes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    outcome: Outcome
+    reason: str = ""
+    task_id: str | None = None
+    """The task whose state the event changed, if any."""
+
+
+@dataclass(slots=True)
+class RunState:
+    run_id: str
+    declarations: Declarations | None = None
+    started_event_id: str | None = None
+    closed_reason: str | None = None
+    closed_at: int = 0
+    """event_count when the run closed: the summary's revision counts the events since."""
+    event_count: int = 0
+    trials_completed: int = 0
+    trials_failed: int = 0
+    score_count: int = 0
+    first_at: float | None = None
+    last_at: float | None = None
+    """Earliest and latest `occurred_at` (epoch seconds) among applied events: progress's ETA."""
+    applied: AppliedEvents = field(default_factory=AppliedEvents)
+    tasks: dict[str, TaskState] = field(default_factory=dict)
+    passk: dict[Key, KeyTally] = field(default_factory=dict)
+    """One tally per pass@k-eligible key."""
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_reason is not None
+
+    @property
+    def revision(self) -> int:
+        """1 for the summary at close, +1 for each event applied after it."""
+        return self.event_count - self.closed_at + 1
+
+
+def summary_due(run: RunState, applied: Applied) -> bool:
+    """A new summary revision is published after every event applied to a closed run."""
+    return run.closed and applied.outcome is Outcome.APPLIED
+
+
+def apply(run: RunState, event: InputEvent) -> Applied:
+    """Apply one event of this run (the caller routes by `event.run_id`)."""
+    if isinstance(event, RunStarted) and run.started_event_id not in (None, event.event_id):
+        return Applied(
+            Outcome.REFUSED,
+            f"run {run.run_id!r} already started with event {run.started_event_id!r}; a run has one run.started",
+        )
+    if isinstance(event, RunClosed) and run.closed and event.event_id not in run.applied:
+        return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
+    if not run.applied.add(event.event_id):
+        return Applied(Outcome.REDELIVERY)
+    run.event_count += 1
+    if event.occurred_at is not None:
+        _saw(run, event.occurred_at)
+    if isinstance(event, ScoreEmitted):
+        return _score(run, event)
+    if isinstance(event, TrialFinished):
+        return _trial(run, event)
+    if isinstance(event, RunStarted):
+        _start(run, event)
+    else:
+        run.closed_reason = event.reason
+        run.closed_at = run.event_count
+    return Applied(Outcome.APPLIED)
+
+
+def _saw(run: RunState, occurred_at: str) -> None:
+    moment = datetime.fromisoformat(occurred_at.upper()).timestamp()
+    run.first_at = moment if run.first_at is None else min(run.first_at, moment)
+    run.last_at = moment if run.last_at is None else max(run.last_at, moment)
+
+
+def _task(run: RunState, task_id: str) -> TaskState:
+    task = run.tasks.get(task_id)
+    if task is None:
+        task = run.tasks[task_id] = TaskState(task_id)
+    if not task.touched:
+        task.touched = True
+        if run.declarations and task_id in run.declarations.tasks:
+            for key in task.keys():
+                if key in run.passk:
+                    run.passk[key].pending -= 1
+    return task
+
+
+def _score(run: RunState, event: ScoreEmitted) -> Applied:
+    task = _task(run, event.task_id)
+    run.score_count += 1
+    _count(run, task.record_score(event, run.event_count, run.declarations))
+    return Applied(Outcome.APPLIED, task_id=task.task_id)
+
+
+def _trial(run: RunState, event: TrialFinished) -> Applied:
+    task = _task(run, event.task_id)
+    if event.status == "completed":
+        run.trials_completed += 1
+    else:
+        run.trials_failed += 1
+        error_type = (event.error.type if event.error else None) or "UnknownError"
+        task.failed_trials.append((run.event_count, error_type, event.trial_id))
+    return Applied(Outcome.APPLIED, task_id=task.task_id)
+
+
+def _start(run: RunState, event: RunStarted) -> None:
+    declarations = run.declarations = Declarations.of(event)
+    run.started_event_id = event.event_id
+    for task_id in declarations.tasks:
+        if task_id not in run.tasks:
+            run.tasks[task_id] = TaskState(task_id)
+    # Declarations decide which keys every task has and which keys are eligible for pass@k:
+    # rebuild both from the columns (O(run), once per run).
+    run.passk = {key: KeyTally() for key in sorted(declarations.eligible)}
+    for task in run.tasks.values():
+        task.rekey(declarations)
+        for metric, outputs in task.tallies.items():
+            for output, (n, c) in outputs.items():
+                tally = run.passk.get((metric, output))
+                if tally is not None:
+                    tally.add((n, c))
+                    tally.pending += not task.touched
+
+
+def _count(run: RunState, changes: list[Change]) -> None:
+    for key, before, after in changes:
+        tally = run.passk.get(key)
+        if tally is None:
+            continue
+        if before is not None:
+            tally.remove(before)
+        if after is not None:
+            tally.add(after)

@@ -1,0 +1,323 @@
+"""Local single-node Apache Kafka 4.x broker (KRaft combined mode), no Docker.
+
+Jars come from Maven Central via ``deploy/kafka/pom.xml`` (cached, re-resolved
+when the pom changes); the broker runs as a detached ``java`` process.
+Usage: ``python -m worker.broker start|stop|status [--port N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+DEPLOY_DIR = Path(__file__).resolve().parent.parent / "deploy" / "kafka"
+POM_PATH = DEPLOY_DIR / "pom.xml"
+TEMPLATE_PATH = DEPLOY_DIR / "server.properties.template"
+JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+LOG_LEVEL = "-Dorg.apache.logging.log4j.level="  # log4j2 default config, to stdout
+MVN_ARGS = "-q -B dependency:copy-dependencies -DincludeScope=runtime"
+INSTALL_HINT = "install it, e.g. `apt-get install openjdk-17-jre-headless maven`"
+HOST = "127.0.0.1"
+
+
+class BrokerError(RuntimeError):
+    """The broker could not be provisioned, started or stopped."""
+
+
+def _broker_dir() -> Path:
+    env = os.environ.get("EVALSTREAM_BROKER_DIR")
+    return Path(env or "~/.cache/evalstream/broker").expanduser()
+
+
+def _jars_dir() -> Path:
+    env = os.environ.get("EVALSTREAM_KAFKA_JARS")
+    return Path(env or "~/.cache/evalstream/kafka-jars").expanduser()
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    port: int = 9092
+    controller_port: int = 9093
+    state_dir: Path = field(default_factory=_broker_dir)
+    jars_dir: Path = field(default_factory=_jars_dir)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir / "broker.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.state_dir / "broker.pid"
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    running: bool
+    pid: int | None
+    bootstrap: str
+    log_path: Path
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        msg = f"`{tool}` not found on PATH; {INSTALL_HINT}"
+        raise BrokerError(msg)
+    return path
+
+
+def _run(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        out = (proc.stdout + proc.stderr)[-3000:]
+        msg = f"command failed ({' '.join(cmd)}):\n{out}"
+        raise BrokerError(msg)
+
+
+def _tail(config: BrokerConfig, lines: int = 40) -> str:
+    try:
+        text = config.log_path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return f"; no log at {config.log_path}"
+    return f"; last lines of {config.log_path}:\n" + "\n".join(text)
+
+
+def ensure_jars(config: BrokerConfig) -> Path:
+    """Return the directory of broker jars, resolving them with Maven if needed."""
+    lib, marker = config.jars_dir / "lib", config.jars_dir / "pom.sha256"
+    digest = hashlib.sha256(POM_PATH.read_bytes()).hexdigest()
+    if lib.is_dir() and marker.is_file() and marker.read_text().strip() == digest:
+        return lib
+    mvn = _require("mvn")
+    tmp = config.jars_dir / "lib.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    _run([mvn, "-f", str(POM_PATH), *MVN_ARGS.split(), f"-DoutputDirectory={tmp}"])
+    if not any(tmp.glob("kafka_*.jar")):
+        msg = f"Maven resolved no Kafka jars into {tmp}; check {POM_PATH}"
+        raise BrokerError(msg)
+    shutil.rmtree(lib, ignore_errors=True)
+    tmp.rename(lib)
+    marker.write_text(digest + "\n")
+    return lib
+
+
+def api_versions(port: int, host: str = HOST, timeout: float = 2.0) -> dict[int, int]:
+    """Send a Kafka ApiVersions v0 request; return {api_key: max_version}.
+
+    Raises OSError (struct.error on a malformed reply) if the broker does not answer.
+    """
+    client = b"evalstream-broker"
+    req = struct.pack(">hhih", 18, 0, 1, len(client)) + client  # key, ver, corr id
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(req)) + req)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed during ApiVersions")
+            data += chunk
+    corr, error, count = struct.unpack(">ihi", data[4:14])
+    if corr != 1 or error != 0:
+        raise ConnectionError(f"ApiVersions failed: correlation {corr}, error {error}")
+    entries = struct.iter_unpack(">hhh", data[14 : 14 + 6 * count])
+    return {key: high for key, _low, high in entries}
+
+
+def _answers(port: int) -> bool:
+    try:
+        return bool(api_versions(port))
+    except (OSError, struct.error):
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:  # reap it if it is our own exited child, else kill(0) sees a zombie
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:  # guard against a recycled pid (Linux only; elsewhere trust kill(0))
+        return b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()
+    except OSError:
+        return True
+
+
+def _read_pid(config: BrokerConfig) -> int | None:
+    try:
+        pid = int(config.pid_path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def status(config: BrokerConfig | None = None) -> BrokerStatus:
+    config = config or BrokerConfig()
+    pid = _read_pid(config)
+    running = pid is not None and _answers(config.port)
+    return BrokerStatus(running, pid, config.bootstrap, config.log_path)
+
+
+def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
+    """Write server.properties; format the log dir once with a stored cluster id."""
+    data_dir, props = config.state_dir / "data", config.state_dir / "server.properties"
+    ports = {"port": config.port, "controller_port": config.controller_port}
+    text = Template(TEMPLATE_PATH.read_text()).substitute(ports, log_dir=data_dir)
+    props.write_text(text)
+    if (data_dir / "meta.properties").exists():
+        return props
+    id_file = config.state_dir / "cluster.id"
+    if not id_file.exists():  # Kafka Uuid: url-safe base64, never starting with '-'
+        cid = "-"
+        while cid.startswith("-"):
+            cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        id_file.write_text(cid + "\n")
+    cluster_id = id_file.read_text().strip()
+    fmt = ["kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id]
+    _run([java, f"{LOG_LEVEL}WARN", "-cp", f"{lib}/*", *fmt, "-c", str(props)])
+    return props
+
+
+def _wait_ready(config: BrokerConfig, pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            config.pid_path.unlink(missing_ok=True)
+            msg = f"Kafka broker exited during startup{_tail(config)}"
+            raise BrokerError(msg)
+        if _answers(config.port):
+            return
+        time.sleep(0.25)
+    stop(config)
+    msg = f"Kafka broker not ready after {timeout:g}s{_tail(config)}"
+    raise BrokerError(msg)
+
+
+def start(config: BrokerConfig | None = None, timeout: float = 60.0) -> int:
+    """Start the broker (or find the running one); return its pid once it answers."""
+    config = config or BrokerConfig()
+    pid = _read_pid(config)
+    if pid is not None:  # already running, or still starting up
+        rendered = (config.state_dir / "server.properties").read_text()
+        if f"PLAINTEXT://{config.bootstrap}," not in rendered:
+            msg = f"broker pid {pid} of {config.state_dir} uses other ports; stop it"
+            raise BrokerError(msg)
+        _wait_ready(config, pid, timeout)
+        return pid
+    for port in (config.port, config.controller_port):
+        with socket.socket() as sock:
+            if sock.connect_ex((HOST, port)) == 0:
+                msg = f"port {port} is already in use by another process"
+                raise BrokerError(msg)
+    java = _require("java")
+    lib = ensure_jars(config)
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    props = _configure(config, java, lib)
+    if config.log_path.exists():
+        config.log_path.replace(config.log_path.with_suffix(".log.1"))
+    cmd = [java, *JVM_OPTS, f"{LOG_LEVEL}INFO", "-cp", f"{lib}/*", "kafka.Kafka"]
+    # posix_spawn, not Popen: no "still running" ResourceWarning when we return.
+    log = os.open(config.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        pid = os.posix_spawn(
+            java,
+            [*cmd, str(props)],
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, log, 1),
+                (os.POSIX_SPAWN_DUP2, log, 2),
+            ],
+            setsid=True,  # detached from our session: survives this process
+        )
+    finally:
+        os.close(log)
+    config.pid_path.write_text(f"{pid}\n")
+    _wait_ready(config, pid, timeout)
+    return pid
+
+
+def stop(config: BrokerConfig | None = None, timeout: float = 30.0) -> bool:
+    """SIGTERM the broker, SIGKILL after timeout. False if none was running."""
+    config = config or BrokerConfig()
+    pid = _read_pid(config)
+    if pid is not None:
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if not _alive(pid):
+                break
+        else:
+            msg = f"Kafka broker pid {pid} survived SIGKILL"
+            raise BrokerError(msg)
+    config.pid_path.unlink(missing_ok=True)
+    return pid is not None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="evalstream broker", description="Local Kafka broker (KRaft)."
+    )
+    parser.add_argument("command", choices=("start", "stop", "status"))
+    parser.add_argument("--port", type=int, default=9092, help="PLAINTEXT port")
+    parser.add_argument("--controller-port", type=int, help="default: port + 1")
+    parser.add_argument("--timeout", type=float, help="seconds (start 60, stop 30)")
+    args = parser.parse_args(argv)
+    config = BrokerConfig(args.port, args.controller_port or args.port + 1)
+    try:
+        if args.command == "start":
+            began = time.monotonic()
+            pid = start(config, timeout=args.timeout or 60.0)
+            took = time.monotonic() - began
+            print(f"kafka broker running: pid {pid}, bootstrap {config.bootstrap}")
+            print(f"ready in {took:.1f}s; log: {config.log_path}")
+        elif args.command == "stop":
+            stopped = stop(config, timeout=args.timeout or 30.0)
+            print("kafka broker stopped" if stopped else "kafka broker was not running")
+        else:
+            st = status(config)
+            state = "running" if st.running else "unresponsive" if st.pid else "stopped"
+            print(f"kafka broker {state}: pid {st.pid or '-'} at {st.bootstrap}")
+            print(f"log: {st.log_path}")
+            return 0 if st.running else 3
+    except BrokerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The `evalstream` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from events.schema import write_schemas
+from worker import broker
+from worker.replay import replay
+
+
+def _replay(args: argparse.Namespace) -> int:
+    source = args.path
+    try:
+        stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
+    except OSError as error:
+        print(f"evalstream replay: cannot read {source}: {error.strerror}; pass a JSONL file or - for stdin", file=sys.stderr)
+        return 2
+    with stream:
+        try:
+            stats = replay(stream, sys.stdout.buffer, sys.stderr, progress_every=args.progress_every if args.progress else None)
+        except OSError as error:
+            print(f"evalstream replay: reading {source} failed: {error}", file=sys.stderr)
+            return 2
+    sys.stdout.flush()
+    print(
+        f"evalstream replay: {stats.lines} lines, {stats.applied} events applied, {stats.redeliveries} redeliveries, "
+        f"{stats.ignored} ignored, {stats.skipped} skipped, {stats.summaries} summaries, {stats.open_runs} runs still open",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    for path in write_schemas(Path(args.directory)):
+        print(path)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="evalstream", description="Live, exact, replayable eval run summaries.")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    replay_cmd = commands.add_parser("replay", help="fold a JSONL event log and print the run.summary events")
+    replay_cmd.add_argument("path", help="a JSON Lines event log, or - for stdin")
+    replay_cmd.add_argument("--progress", action="store_true", help="also print run.progress events")
+    replay_cmd.add_argument(
+        "--progress-every", type=int, default=1, metavar="N", help="with --progress: one every N applied events of a run (default 1)"
+    )
+    replay_cmd.set_defaults(handler=_replay)
+
+    schema_cmd = commands.add_parser("schema", help="write a JSON Schema per event type into DIR")
+    schema_cmd.add_argument("directory", metavar="DIR")
+    schema_cmd.set_defaults(handler=_schema)
+
+    broker_cmd = commands.add_parser(
+        "broker", add_help=False, help="a local single-node Kafka broker: start|stop|status [--port N]"
+    )
+    broker_cmd.add_argument("args", nargs=argparse.REMAINDER)
+    broker_cmd.set_defaults(handler=lambda args: broker.main(args.args))
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
