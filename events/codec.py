@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
-
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from events.models import InputEvent
@@ -43,7 +42,7 @@ def decode(raw: bytes | str) -> InputEvent:
     if len(raw) > MAX_EVENT_BYTES:
         raise DecodeError(
             "oversized",
-            f"message is {len(raw)} bytes, over the {MAX_EVENT_BYTES}-byte limit; split the run.started or trim outputs",
+            f"message is {len(raw)} bytes, over the {MAX_EVENT_BYTES}-byte limit; split the run or trim outputs",
         )
     try:
         return _ADAPTER.validate_json(raw)
@@ -68,13 +67,13 @@ def _explain(error: ValidationError) -> DecodeError:
     kind = first["type"]
     if kind == "json_invalid":
         return DecodeError("not-json", f"not valid JSON: {first['ctx']['error']}")
-    if kind == "model_attributes_type" or kind == "dict_type" or (kind.endswith("_type") and not first["loc"]):
+    if kind in {"model_attributes_type", "dict_type"} or (kind.endswith("_type") and not first["loc"]):
         return DecodeError("not-object", "a message must be one JSON object")
     if kind == "union_tag_not_found":
         return DecodeError("missing-field", f'missing "type"; expected one of {", ".join(INPUT_TYPES)}')
     if kind == "union_tag_invalid":
         tag = first["ctx"]["tag"]
-        return DecodeError("unknown-type", f'unknown type {tag!r}; expected one of {", ".join(INPUT_TYPES)}')
+        return DecodeError("unknown-type", f"unknown type {tag!r}; expected one of {', '.join(INPUT_TYPES)}")
     for problem in problems:
         if problem["loc"][1:] == ("schema_version",):
             return DecodeError(

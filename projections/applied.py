@@ -29,7 +29,7 @@ def fingerprint(event_id: str) -> tuple[int, int]:
 class AppliedEvents:
     """Fingerprints of applied event ids: `add` says whether the id is new."""
 
-    __slots__ = ("_slots", "_mask", "_size")
+    __slots__ = ("_mask", "_size", "_slots")
 
     def __init__(self, capacity: int = _MIN_SLOTS) -> None:
         slots = _MIN_SLOTS

@@ -23,7 +23,7 @@ def summary_tasks(run: RunState) -> list[TaskState]:
 
 def task_attempts(task: TaskState) -> dict[str, AttemptList]:
     lists: dict[str, AttemptList] = {}
-    for metric, output in sorted(task.keys(), key=key_name):
+    for metric, output in sorted(task.kept_keys(), key=key_name):
         columns = task.metrics.get(metric)
         trial_ids = task.trial_ids
         lists[key_name((metric, output))] = (

@@ -46,7 +46,11 @@ class OutputColumn:
 
     def semantic_at(self) -> dict[int, float]:
         """Row -> semantic value, for the rows where the output has one."""
-        return {row: value for row, kind, value in zip(self.rows, self.kinds, self.values) if kind != NON_SEMANTIC}
+        return {
+            row: value
+            for row, kind, value in zip(self.rows, self.kinds, self.values, strict=True)
+            if kind != NON_SEMANTIC
+        }
 
 
 @dataclass(slots=True)
@@ -78,7 +82,7 @@ class MetricColumns:
         completed or partial score adds the output's semantic value if it has one.
         """
         semantic = self.outputs[output].semantic_at() if output in self.outputs else {}
-        for row, (trial, status) in enumerate(zip(self.trials, self.statuses)):
+        for row, (trial, status) in enumerate(zip(self.trials, self.statuses, strict=True)):
             if status == TRIAL_FAILED:
                 yield trial, None
             elif status == OK and row in semantic:
@@ -90,11 +94,19 @@ class MetricColumns:
         if column is None:
             return []
         seqs = self.seqs
-        return [(seqs[row], value) for row, kind, value in zip(column.rows, column.kinds, column.values) if kind == NUMERIC]
+        return [
+            (seqs[row], value)
+            for row, kind, value in zip(column.rows, column.kinds, column.values, strict=True)
+            if kind == NUMERIC
+        ]
 
     def failed(self) -> int:
         return len(self.statuses) - self.statuses.count(OK)
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""
-        return {trial: row for row, (trial, status) in enumerate(zip(self.trials, self.statuses)) if status == OK}
+        return {
+            trial: row
+            for row, (trial, status) in enumerate(zip(self.trials, self.statuses, strict=True))
+            if status == OK
+        }

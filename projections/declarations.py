@@ -6,6 +6,7 @@ keys by rule 2 of SEMANTICS.md section 1 alone, and no key is eligible for pass@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from events.models import RunStarted, ViewSpec
@@ -25,7 +26,7 @@ def key_name(key: Key) -> str:
 @dataclass(frozen=True, slots=True)
 class TaskDeclaration:
     task_id: str
-    kinds: dict[Key, str]
+    kinds: Mapping[Key, str]
     views: tuple[ViewSpec, ...]
 
     def attempt_keys(self) -> list[Key]:

@@ -15,7 +15,7 @@ from projections.run import RunState
 
 def harbor_k_values(smallest_n: int) -> list[int]:
     """Harbor's ks: 2, 4, 8, ... and 5, 10, 15, ..., up to `smallest_n`."""
-    ks = {k for k in range(5, smallest_n + 1, 5)}
+    ks = set(range(5, smallest_n + 1, 5))
     k = 2
     while k <= smallest_n:
         ks.add(k)
@@ -58,9 +58,7 @@ def harbor_stats(run: RunState, attempts: TaskAttempts) -> dict[str, Any]:
         tallies = binary[name]
         ks = harbor_k_values(min(n for n, _ in tallies))
         if ks:
-            pass_at_k[name] = {
-                str(k): math.fsum(estimates(n, c)[k - 1] for n, c in tallies) / len(tallies) for k in ks
-            }
+            pass_at_k[name] = {str(k): math.fsum(estimates(n, c)[k - 1] for n, c in tallies) / len(tallies) for k in ks}
     return {
         "n_trials": run.trials_completed,
         "n_errors": run.trials_failed,

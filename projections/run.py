@@ -8,8 +8,8 @@ after other events of its run, since declarations change which keys every task h
 from __future__ import annotations
 
 import enum
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from projections.applied import AppliedEvents
@@ -110,7 +110,7 @@ def _task(run: RunState, task_id: str) -> TaskState:
     if not task.touched:
         task.touched = True
         if run.declarations and task_id in run.declarations.tasks:
-            for key in task.keys():
+            for key in task.kept_keys():
                 if key in run.passk:
                     run.passk[key].pending -= 1
     return task

@@ -90,7 +90,12 @@ def metric_coverage(run: RunState) -> dict[str, dict[str, dict[str, int]]]:
         coverage[metric] = {}
         for output in sorted(outputs):
             scored = sum(len(columns.outputs[output].rows) for columns in per_task if output in columns.outputs)
-            coverage[metric][output] = {"total": total, "scored": scored, "failed": failed, "missing": total - scored - failed}
+            coverage[metric][output] = {
+                "total": total,
+                "scored": scored,
+                "failed": failed,
+                "missing": total - scored - failed,
+            }
     return coverage
 
 

@@ -51,27 +51,27 @@ class TaskState:
         else:
             status = _STATUS[event.status]
         row = columns.append(trial, status, seq)
-        kept = self.tallies.get(metric)
+        kept = self.tallies.get(metric, {})
         changes: list[Change] = []
-        if status == TRIAL_FAILED and kept:
+        if status == TRIAL_FAILED:
             for output, tally in kept.items():
                 changes.append(((metric, output), (tally[0], tally[1]), (tally[0] + 1, tally[1])))
                 tally[0] += 1
         elif status == OK:
-            for output in event.outputs:
-                kind, value = classify(output.value)
-                columns.put(row, output.name, kind, value)
+            for out in event.outputs:
+                kind, value = classify(out.value)
+                columns.put(row, out.name, kind, value)
                 if kind == NON_SEMANTIC:
                     continue
-                tally = kept.get(output.name) if kept else None
-                if tally is not None:
-                    old = (tally[0], tally[1])
-                    tally[0] += 1
-                    tally[1] += passes(value)
-                    changes.append(((metric, output.name), old, (tally[0], tally[1])))
-                elif declarations is None or declarations.keeps(self.task_id, (metric, output.name)) is None:
-                    self._keep((metric, output.name))
-                    changes.append(((metric, output.name), None, self.tally((metric, output.name))))
+                key = (metric, out.name)
+                counts = kept.get(out.name)
+                if counts is not None:
+                    changes.append((key, (counts[0], counts[1]), (counts[0] + 1, counts[1] + passes(value))))
+                    counts[0] += 1
+                    counts[1] += passes(value)
+                elif declarations is None or declarations.keeps(self.task_id, key) is None:
+                    self._keep(key)  # rule 2: an undeclared output with a semantic value
+                    changes.append((key, None, self.tally(key)))
         return changes
 
     def tally(self, key: Key) -> Tally | None:
@@ -81,7 +81,7 @@ class TaskState:
     def tallies_flat(self) -> list[tuple[int, int]]:
         return [(n, c) for outputs in self.tallies.values() for n, c in outputs.values()]
 
-    def keys(self) -> list[Key]:
+    def kept_keys(self) -> list[Key]:
         return [(metric, output) for metric, outputs in self.tallies.items() for output in outputs]
 
     def rekey(self, declarations: Declarations | None) -> None:

@@ -28,7 +28,9 @@ def reduce_signals(reducer: str, signals: list[tuple[float, float]]) -> float | 
     return math.fsum(value * weight for value, weight in signals) / weights if weights else None
 
 
-def view_values(task: TaskState, views: Iterable[ViewSpec], totals: dict[str, int], values: dict[str, list[float]]) -> None:
+def view_values(
+    task: TaskState, views: Iterable[ViewSpec], totals: dict[str, int], values: dict[str, list[float]]
+) -> None:
     """Add this task's trials to the per-view totals and value lists."""
     views = list(views)
     if not views:

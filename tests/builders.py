@@ -16,7 +16,9 @@ def _envelope(run_id: str, event_id: str | None) -> dict[str, Any]:
     return {"schema_version": 1, "run_id": run_id, "event_id": event_id or f"e-{next(_ids)}"}
 
 
-def task_spec(task_id: str, outputs: dict[str, str] | None = None, views: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def task_spec(
+    task_id: str, outputs: dict[str, str] | None = None, views: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """A task declaration; `outputs` maps "metric.output" to its kind."""
     metrics: dict[str, list[dict[str, str]]] = {}
     for key, kind in (outputs or {}).items():
@@ -29,7 +31,9 @@ def task_spec(task_id: str, outputs: dict[str, str] | None = None, views: list[d
     }
 
 
-def started(run_id: str = "run", tasks: Iterable[dict[str, Any]] = (), event_id: str | None = None, **fields: Any) -> RunStarted:
+def started(
+    run_id: str = "run", tasks: Iterable[dict[str, Any]] = (), event_id: str | None = None, **fields: Any
+) -> RunStarted:
     return RunStarted.model_validate(
         {**_envelope(run_id, event_id), "type": "run.started", "tasks": list(tasks), **fields}
     )

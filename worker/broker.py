@@ -288,9 +288,7 @@ def stop(config: BrokerConfig | None = None, timeout: float = 30.0) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="evalstream broker", description="Local Kafka broker (KRaft)."
-    )
+    parser = argparse.ArgumentParser(prog="evalstream broker", description="Local Kafka broker (KRaft).")
     parser.add_argument("command", choices=("start", "stop", "status"))
     parser.add_argument("--port", type=int, default=9092, help="PLAINTEXT port")
     parser.add_argument("--controller-port", type=int, help="default: port + 1")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from events.schema import write_schemas
 from worker import broker
+from worker.digest import digest
 from worker.replay import replay
 
 
@@ -17,20 +18,32 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
     except OSError as error:
-        print(f"evalstream replay: cannot read {source}: {error.strerror}; pass a JSONL file or - for stdin", file=sys.stderr)
+        print(
+            f"evalstream replay: cannot read {source}: {error.strerror}; pass a JSONL file or - for stdin",
+            file=sys.stderr,
+        )
         return 2
     with stream:
         try:
-            stats = replay(stream, sys.stdout.buffer, sys.stderr, progress_every=args.progress_every if args.progress else None)
+            stats = replay(
+                stream, sys.stdout.buffer, sys.stderr, progress_every=args.progress_every if args.progress else None
+            )
         except OSError as error:
             print(f"evalstream replay: reading {source} failed: {error}", file=sys.stderr)
             return 2
     sys.stdout.flush()
     print(
-        f"evalstream replay: {stats.lines} lines, {stats.applied} events applied, {stats.redeliveries} redeliveries, "
-        f"{stats.ignored} ignored, {stats.skipped} skipped, {stats.summaries} summaries, {stats.open_runs} runs still open",
+        f"evalstream replay: {stats.lines} lines, {stats.applied} events applied, "
+        f"{stats.redeliveries} redeliveries, {stats.ignored} ignored, {stats.skipped} skipped, "
+        f"{stats.summaries} summaries, {stats.open_runs} runs still open",
         file=sys.stderr,
     )
+    return 0
+
+
+def _digest(args: argparse.Namespace) -> int:
+    with sys.stdin.buffer if args.path == "-" else open(args.path, "rb") as stream:  # noqa: SIM115
+        digest(stream, sys.stdout)
     return 0
 
 
@@ -48,9 +61,17 @@ def parser() -> argparse.ArgumentParser:
     replay_cmd.add_argument("path", help="a JSON Lines event log, or - for stdin")
     replay_cmd.add_argument("--progress", action="store_true", help="also print run.progress events")
     replay_cmd.add_argument(
-        "--progress-every", type=int, default=1, metavar="N", help="with --progress: one every N applied events of a run (default 1)"
+        "--progress-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --progress: one every N applied events of a run (default 1)",
     )
     replay_cmd.set_defaults(handler=_replay)
+
+    digest_cmd = commands.add_parser("digest", help="print run.summary/run.progress JSON lines for people")
+    digest_cmd.add_argument("path", nargs="?", default="-", help="JSON lines (default: stdin)")
+    digest_cmd.set_defaults(handler=_digest)
 
     schema_cmd = commands.add_parser("schema", help="write a JSON Schema per event type into DIR")
     schema_cmd.add_argument("directory", metavar="DIR")

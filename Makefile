@@ -1,0 +1,36 @@
+# One entry point per job. Everything installs itself into .venv on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install test check unit demo bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+install: $(BIN)/.installed
+
+## The whole suite: lint, format, types, import layers, then every test.
+test: check unit
+
+check: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: install
+	$(BIN)/python -m pytest
+
+## Replay the shared example log: live progress lines, then each run's summary.
+demo: install
+	$(BIN)/evalstream replay ../shared/examples/mixed-runs.jsonl --progress --progress-every 10 | $(BIN)/evalstream digest
+
+bench: install
+	$(BIN)/python -m bench.replay
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

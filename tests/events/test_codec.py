@@ -1,0 +1,137 @@
+"""The v1 contract at the boundary: what decode accepts, what it refuses and why."""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+import pytest
+
+from events.codec import MAX_EVENT_BYTES, DecodeError, decode, encode
+from events.models import RunClosed, ScoreEmitted
+
+SCORE = {
+    "schema_version": 1,
+    "type": "score.emitted",
+    "event_id": "e-3",
+    "run_id": "run-7",
+    "task_id": "nda",
+    "trial_id": "nda__w5",
+    "metric_type": "reward",
+    "status": "completed",
+    "outputs": [{"name": "score", "value": 1.0}],
+}
+
+
+def raw(**changes: object) -> bytes:
+    body = {**SCORE, **changes}
+    return orjson.dumps({key: value for key, value in body.items() if value is not ...})
+
+
+def test_the_spec_examples_decode() -> None:
+    started = decode(
+        b'{"schema_version": 1, "type": "run.started", "event_id": "e-1", "run_id": "run-7", "attempts_per_task": 3,'
+        b' "labels": {"benchmark": "contracts-v2"}, "tasks": [{"task_id": "nda", "metrics": [{"metric_type": "reward",'
+        b' "outputs": [{"name": "score", "kind": "continuous"}]}], "views": [{"name": "quality", "reducer": "weighted",'
+        b' "signals": [{"metric": "reward", "output": "score", "weight": 2.0}]}]}]}'
+    )
+    assert started.type == "run.started"
+    trial = decode(
+        b'{"schema_version": 1, "type": "trial.finished", "event_id": "e-2", "run_id": "run-7", "task_id": "nda",'
+        b' "trial_id": "nda__p2", "status": "failed", "error": {"type": "SandboxTimeout", "message": "x"},'
+        b' "usage": {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.02}}'
+    )
+    assert trial.type == "trial.finished"
+    closed = decode(b'{"schema_version": 1, "type": "run.closed", "event_id": "e-99", "run_id": "run-7"}')
+    assert isinstance(closed, RunClosed)
+    assert closed.reason == "completed"
+
+
+@pytest.mark.parametrize(
+    ("wire", "expected"), [('"NaN"', math.nan), ('"Infinity"', math.inf), ('"-Infinity"', -math.inf)]
+)
+def test_non_finite_strings_decode_to_floats_and_encode_back(wire: str, expected: float) -> None:
+    event = decode(raw(outputs=[{"name": "score", "value": orjson.loads(wire)}]))
+    assert isinstance(event, ScoreEmitted)
+    value = event.outputs[0].value
+    assert isinstance(value, float)
+    assert (math.isnan(value) and math.isnan(expected)) or value == expected
+    assert f'"value":{wire}'.encode() in encode(event)
+
+
+@pytest.mark.parametrize("value", [True, 3, 0.25, "yes", None])
+def test_output_values_keep_their_json_type(value: object) -> None:
+    event = decode(raw(outputs=[{"name": "score", "value": value}]))
+    assert isinstance(event, ScoreEmitted)
+    assert type(event.outputs[0].value) is type(value)
+
+
+def test_encoding_is_deterministic_and_round_trips() -> None:
+    wire = raw(occurred_at="2026-11-30T12:00:00.5+01:00", error={"type": "JudgeTimeout"})
+    event = decode(wire)
+    assert encode(event) == encode(decode(encode(event)))
+    assert orjson.loads(encode(event)) == orjson.loads(wire)
+
+
+@pytest.mark.parametrize(
+    ("message", "code", "says"),
+    [
+        (b'{"schema_version": 1, "type": "run.clo', "not-json", "not valid JSON"),
+        (b"\xff\xfe\x00garbage", "not-json", "not valid JSON"),
+        (b"[1, 2]", "not-object", "one JSON object"),
+        (b'"run.closed"', "not-object", "one JSON object"),
+        (raw(type="run.paused"), "unknown-type", "unknown type 'run.paused'"),
+        (raw(type=...), "missing-field", 'missing "type"'),
+        (raw(schema_version=2), "schema-version", "unsupported schema_version 2"),
+        (raw(schema_version=True), "schema-version", "unsupported schema_version True"),
+        (raw(schema_version="1"), "schema-version", "unsupported schema_version '1'"),
+        (raw(scroe=1), "unknown-field", "unknown field 'scroe'"),
+        (raw(task_id=...), "missing-field", "field 'task_id'"),
+        (raw(task_id=7), "invalid-field", "field 'task_id'"),
+        (raw(event_id=""), "invalid-field", "field 'event_id'"),
+        (raw(event_id="x" * 129), "invalid-field", "field 'event_id'"),
+        (raw(run_id="r" * 257), "invalid-field", "field 'run_id'"),
+        (raw(status="failed", outputs=[]), "invalid-field", 'needs "failure"'),
+        (raw(failure="trial"), "invalid-field", '"failure" is only allowed when status is failed'),
+        (raw(status="failed", failure="trial"), "invalid-field", "a failed score has no outputs"),
+        (raw(outputs=[{"name": "s", "value": [1]}]), "invalid-field", "must be a number, boolean, string or null"),
+        (raw(outputs=[{"name": "s", "value": 1}, {"name": "s", "value": 2}]), "invalid-field", "appears twice"),
+        (
+            b'{"schema_version":1,"type":"score.emitted","event_id":"e","run_id":"r","task_id":"t","trial_id":"x",'
+            b'"metric_type":"m","status":"completed","outputs":[{"name":"s","value":1e400}]}',
+            "invalid-field",
+            "out of range",
+        ),
+        (raw(outputs=[{"name": "s", "value": 7}]).replace(b"7", str(2**70).encode()), "invalid-field", "64 bits"),
+        (raw(occurred_at="yesterday"), "invalid-field", "RFC 3339"),
+        (raw(occurred_at="2026-11-30T12:00:00"), "invalid-field", "RFC 3339"),
+        (b"[" * 5000 + b"]" * 5000, "not-json", "recursion limit"),
+    ],
+)
+def test_bad_messages_are_refused_with_a_reason(message: bytes, code: str, says: str) -> None:
+    with pytest.raises(DecodeError) as refused:
+        decode(message)
+    assert refused.value.code == code
+    assert says in str(refused.value)
+
+
+def test_non_finite_numbers_are_refused_where_none_are_allowed() -> None:
+    with pytest.raises(DecodeError, match="weight"):
+        decode(
+            b'{"schema_version":1,"type":"run.started","event_id":"e","run_id":"r","tasks":[{"task_id":"t",'
+            b'"views":[{"name":"v","reducer":"mean","signals":[{"metric":"m","output":"o","weight":"NaN"}]}]}]}'
+        )
+
+
+def test_an_oversized_message_is_refused_before_parsing() -> None:
+    message = raw(task_id="t" * 10) + b" " * MAX_EVENT_BYTES
+    with pytest.raises(DecodeError) as refused:
+        decode(message)
+    assert refused.value.code == "oversized"
+
+
+def test_run_started_refuses_duplicate_task_ids() -> None:
+    with pytest.raises(DecodeError, match="task_id 't' appears twice"):
+        decode(
+            b'{"schema_version":1,"type":"run.started","event_id":"e","run_id":"r","tasks":[{"task_id":"t"},{"task_id":"t"}]}'
+        )

@@ -1,0 +1,79 @@
+"""Hypothesis strategies: whole run logs with declarations, dead trials, failed metrics,
+labels, booleans, NaN, undeclared outputs, late run.started and closes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hypothesis import strategies as st
+
+from events.models import InputEvent
+from tests import builders
+
+METRICS = {"reward": ("score", "extra"), "judge": ("pass",), "usage": ("tokens",)}
+KINDS = ("continuous", "discrete", "boolean", "label", "model")
+
+values = st.one_of(
+    st.sampled_from([0.0, 1.0, 0.5, 0.25, 1, 0, True, False, None, "yes", math.nan, math.inf]),
+    st.floats(min_value=-2, max_value=3, allow_nan=False),
+)
+
+
+@st.composite
+def view_specs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    keys = [(metric, output) for metric, outputs in METRICS.items() for output in outputs]
+    signals = draw(st.lists(st.sampled_from(keys), min_size=1, max_size=3))
+    return [
+        {
+            "name": draw(st.sampled_from(["quality", "overall"])),
+            "reducer": draw(st.sampled_from(["single", "all", "any", "mean", "weighted"])),
+            "signals": [
+                {"metric": m, "output": o, "weight": draw(st.sampled_from([1.0, 2.0, 0.5, 0.0]))} for m, o in signals
+            ],
+        }
+    ]
+
+
+@st.composite
+def run_logs(draw: st.DrawFn, unique_scores: bool = False, run_id: str = "run") -> list[InputEvent]:
+    """A run's log in order, ending with run.closed. With `unique_scores`, no two scores
+    share (task, trial, metric), so that no figure depends on which of them is later."""
+    tasks = [f"t{i}" for i in range(draw(st.integers(1, 4)))]
+    events: list[InputEvent] = []
+    seen: set[tuple[str, str, str]] = set()
+    for _ in range(draw(st.integers(0, 30))):
+        task = draw(st.sampled_from(tasks))
+        trial = f"{task}-{draw(st.integers(0, 3))}"
+        if draw(st.integers(0, 5)) == 0:
+            status = draw(st.sampled_from(["completed", "failed"]))
+            error_type = draw(st.sampled_from([None, "SandboxTimeout", "AgentCrash"]))
+            events.append(builders.trial(task, trial, status, error_type=error_type, run_id=run_id))
+            continue
+        metric = draw(st.sampled_from(sorted(METRICS)))
+        if unique_scores and (task, trial, metric) in seen:
+            continue
+        seen.add((task, trial, metric))
+        status = draw(st.sampled_from(["completed", "partial", "trial", "metric"]))
+        if status in ("trial", "metric"):
+            events.append(builders.score(task, trial, metric, status="failed", failure=status, run_id=run_id))
+        else:
+            names = draw(st.lists(st.sampled_from(METRICS[metric]), unique=True))
+            outputs = {name: draw(values) for name in names}
+            events.append(builders.score(task, trial, metric, outputs, status=status, run_id=run_id))
+    if draw(st.booleans()):
+        declared = draw(st.lists(st.sampled_from([*tasks, "never-ran"]), unique=True, min_size=1))
+        specs = []
+        for task in declared:
+            kinds = {
+                f"{metric}.{output}": draw(st.sampled_from(KINDS))
+                for metric, outputs in METRICS.items()
+                for output in outputs
+                if draw(st.booleans())
+            }
+            views = draw(view_specs()) if draw(st.booleans()) else []
+            specs.append(builders.task_spec(task, kinds, views))
+        start = builders.started(run_id, specs, attempts_per_task=draw(st.integers(1, 4)))
+        events.insert(draw(st.integers(0, len(events))), start)
+    events.append(builders.closed(run_id))
+    return events

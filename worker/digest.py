@@ -1,0 +1,34 @@
+"""`evalstream digest`: run.summary / run.progress JSON lines made readable for people."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+import orjson
+
+
+def digest_line(record: dict[str, Any]) -> str:
+    if record.get("type") == "run.progress":
+        trials = record["trials"]
+        done = f"{trials['finished']}/{trials['expected']}" if trials["expected"] else str(trials["finished"])
+        passk = ", ".join(f"{key} pass@1 {by_k['1']['mean']:.3f}" for key, by_k in record["pass_at_k"].items() if "1" in by_k)
+        return f"  progress {record['run_id']} #{record['seq']} [{record['status']}] trials {done} {passk}"
+    summary = record["summary"]
+    verdicts = Counter(v for keys in record["verdicts"].values() for v in keys.values())
+    lines = [
+        f"summary  {record['run_id']} rev {record['revision']} ({record['closed_reason']}): "
+        f"{summary['task_count']} tasks, {summary['trial_count']} trials, {summary['score_count']} scores, "
+        f"{record['harbor']['n_errors']} trial errors; verdicts {dict(verdicts)}"
+    ]
+    for score in summary["scores"]:
+        if ".pass@" in score["name"] and score["mean"] is not None:
+            lines.append(f"    {score['name']:<36} {score['mean']:.4f}  (n={score['count']}, unmeasured={score['nan_count']})")
+    return "\n".join(lines)
+
+
+def digest(lines: Iterable[bytes], out: TextIO) -> None:
+    for line in lines:
+        if line.strip():
+            out.write(digest_line(orjson.loads(line)) + "\n")
