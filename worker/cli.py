@@ -42,7 +42,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _digest(args: argparse.Namespace) -> int:
-    with sys.stdin.buffer if args.path == "-" else open(args.path, "rb") as stream:  # noqa: SIM115
+    with sys.stdin.buffer if args.path == "-" else open(args.path, "rb") as stream:
         digest(stream, sys.stdout)
     return 0
 

@@ -13,7 +13,9 @@ def digest_line(record: dict[str, Any]) -> str:
     if record.get("type") == "run.progress":
         trials = record["trials"]
         done = f"{trials['finished']}/{trials['expected']}" if trials["expected"] else str(trials["finished"])
-        passk = ", ".join(f"{key} pass@1 {by_k['1']['mean']:.3f}" for key, by_k in record["pass_at_k"].items() if "1" in by_k)
+        passk = ", ".join(
+            f"{key} pass@1 {by_k['1']['mean']:.3f}" for key, by_k in record["pass_at_k"].items() if "1" in by_k
+        )
         return f"  progress {record['run_id']} #{record['seq']} [{record['status']}] trials {done} {passk}"
     summary = record["summary"]
     verdicts = Counter(v for keys in record["verdicts"].values() for v in keys.values())
@@ -24,7 +26,8 @@ def digest_line(record: dict[str, Any]) -> str:
     ]
     for score in summary["scores"]:
         if ".pass@" in score["name"] and score["mean"] is not None:
-            lines.append(f"    {score['name']:<36} {score['mean']:.4f}  (n={score['count']}, unmeasured={score['nan_count']})")
+            figures = f"(n={score['count']}, unmeasured={score['nan_count']})"
+            lines.append(f"    {score['name']:<36} {score['mean']:.4f}  {figures}")
     return "\n".join(lines)
 
 
