@@ -175,6 +175,10 @@ class TrialFinished(Envelope):
 
 
 class ScoreEmitted(Envelope):
+    """One metric scored one trial. Decoding gives one of its two shapes, told apart by
+    `status` in pydantic's core (no Python validator on the hot path):
+    `ScoreMeasured` (completed/partial: outputs, no failure) and `ScoreFailed`."""
+
     type: Literal["score.emitted"]
     task_id: Name
     trial_id: Name
@@ -184,17 +188,27 @@ class ScoreEmitted(Envelope):
     outputs: list[Output] = []
     error: ErrorInfo | None = Field(default=None, exclude_if=_omit_none)
 
-    @model_validator(mode="after")
-    def _failure_iff_failed(self) -> ScoreEmitted:
-        if self.status == "failed":
-            if self.failure is None:
-                raise ValueError('a failed score needs "failure": "trial" or "metric"')
-            if self.outputs:
-                raise ValueError("a failed score has no outputs; send them with status completed or partial")
-        elif self.failure is not None:
-            raise ValueError(f'"failure" is only allowed when status is failed, not {self.status!r}')
-        _unique([o.name for o in self.outputs], "output")
-        return self
+
+def _distinct_outputs(outputs: list[Output]) -> list[Output]:
+    if len(outputs) > 1:
+        _unique([output.name for output in outputs], "output")
+    return outputs
+
+
+class ScoreMeasured(ScoreEmitted):
+    status: Literal["completed", "partial"]
+    failure: None = Field(default=None, exclude_if=_omit_none)
+    outputs: Annotated[list[Output], AfterValidator(_distinct_outputs)] = []
+
+
+class ScoreFailed(ScoreEmitted):
+    status: Literal["failed"]
+    failure: Failure
+    """"trial": the trial died (an attempt that did not pass); "metric": the metric broke (unmeasured)."""
+    outputs: Annotated[list[Output], Field(max_length=0)] = []
+
+
+Score = Annotated[ScoreMeasured | ScoreFailed, Field(discriminator="status")]
 
 
 class RunClosed(Envelope):
@@ -202,5 +216,5 @@ class RunClosed(Envelope):
     reason: CloseReason = "completed"
 
 
-InputEvent = Annotated[RunStarted | TrialFinished | ScoreEmitted | RunClosed, Field(discriminator="type")]
+InputEvent = Annotated[RunStarted | TrialFinished | Score | RunClosed, Field(discriminator="type")]
 """Any v1 input event, told apart by `type`."""

@@ -6,15 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
-from events.models import RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from events.models import RunClosed, RunStarted, Score, TrialFinished
 from events.outputs import RunProgress, RunSummary
 
-EVENT_MODELS: dict[str, type[BaseModel]] = {
+EVENT_MODELS: dict[str, Any] = {
     "run.started": RunStarted,
     "trial.finished": TrialFinished,
-    "score.emitted": ScoreEmitted,
+    "score.emitted": Score,
     "run.closed": RunClosed,
     "run.summary": RunSummary,
     "run.progress": RunProgress,
@@ -22,7 +22,7 @@ EVENT_MODELS: dict[str, type[BaseModel]] = {
 
 
 def schema_of(event_type: str) -> dict[str, Any]:
-    schema = EVENT_MODELS[event_type].model_json_schema()
+    schema: dict[str, Any] = TypeAdapter(EVENT_MODELS[event_type]).json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"evalstream/v1/{event_type}.schema.json"
     return schema

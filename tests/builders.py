@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
+from events.codec import from_object
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from projections.run import RunState, apply
 
@@ -62,7 +63,9 @@ def score(
     }
     if failure is not None:
         body["failure"] = failure
-    return ScoreEmitted.model_validate(body)
+    event = from_object(body)
+    assert isinstance(event, ScoreEmitted)
+    return event
 
 
 def dead(task_id: str, trial_id: str, metric: str, run_id: str = "run") -> ScoreEmitted:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from projections.summary import summary
 from tests.builders import broken, dead, fold, score, started, task_spec
 
 
-def attempts(events: list[InputEvent]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def attempts(events: Sequence[InputEvent]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     result: dict[str, dict[str, list[dict[str, Any]]]] = summary(fold(events))["summary"]["task_metric_attempts"]
     return result
 

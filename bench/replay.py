@@ -1,0 +1,177 @@
+"""Replay benchmark: throughput, memory per attempt, and the cost of one more attempt.
+
+Run: `make bench` (or `python -m bench.replay --events 1000000`). Prints figures and the
+ratios against baselines measured in the same run:
+1. end-to-end replay (file -> summaries, decoding included) events/s, against the raw
+   `orjson.loads` rate of the same file (the ceiling);
+2. resident memory per stored attempt of a fully applied log;
+3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
+4. the naive alternative (rebuild the summary from all stored scores after every event)
+   against incremental apply, on a log small enough to finish.
+The log is `events.synthetic` (seeded, documented there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import psutil
+from pydantic import TypeAdapter
+
+from events.codec import decode
+from events.models import InputEvent
+from events.synthetic import interleave, synthetic_run
+from projections.run import RunState, apply
+from projections.summary import summary
+from worker.replay import replay
+
+ATTEMPTS = 8
+EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
+
+
+def write_log(path: Path, events: int, runs: int, seed: int) -> int:
+    """A log of about `events` events over `runs` interleaved runs; returns the line count."""
+    per_run_tasks = max(1, events // (runs * ATTEMPTS * 5))
+    sources = [synthetic_run(f"run-{i}", tasks=per_run_tasks, attempts=ATTEMPTS, seed=seed) for i in range(runs)]
+    count = 0
+    with path.open("wb") as out:
+        for event in interleave(sources, seed):
+            out.write(orjson.dumps(event) + b"\n")
+            count += 1
+    return count
+
+
+def throughput(path: Path, lines: int) -> tuple[float, float]:
+    """(replay events/s, orjson.loads lines/s) over the same file."""
+    with path.open("rb") as stream:
+        raw = stream.readlines()
+    began = time.perf_counter()
+    for line in raw:
+        orjson.loads(line)
+    ceiling = lines / (time.perf_counter() - began)
+    del raw
+    gc.collect()
+    sink = io.BytesIO()
+    began = time.perf_counter()
+    with path.open("rb") as stream:
+        stats = replay(stream, sink, sys.stderr)
+    rate = lines / (time.perf_counter() - began)
+    assert stats.skipped == 0 and stats.summaries > 0
+    return rate, ceiling
+
+
+def decoded(path: Path) -> Iterator[InputEvent]:
+    with path.open("rb") as stream:
+        for line in stream:
+            yield decode(line)
+
+
+def memory_per_attempt(path: Path) -> tuple[float, int, dict[str, RunState]]:
+    """RSS growth per stored attempt after applying the whole log (runs kept)."""
+    gc.collect()
+    process = psutil.Process()
+    before = process.memory_info().rss
+    runs: dict[str, RunState] = {}
+    for event in decoded(path):
+        run = runs.get(event.run_id)
+        if run is None:
+            run = runs[event.run_id] = RunState(event.run_id)
+        apply(run, event)
+    gc.collect()
+    grown = process.memory_info().rss - before
+    attempts = sum(n for run in runs.values() for task in run.tasks.values() for n, _ in task.tallies_flat())
+    return grown / attempts, attempts, runs
+
+
+def apply_cost(size: int, seed: int, probes: int = 2000) -> float:
+    """Microseconds per applied attempt-bearing score on a run that holds `size` events."""
+    tasks = max(1, size // (ATTEMPTS * 5))
+    run = RunState("big")
+    # Validated from Python objects: the 1M-event run's run.started (25,000 tasks) is over the
+    # wire limit, and only the fold's cost is measured here.
+    events = [EVENT.validate_python(e) for e in synthetic_run("big", tasks=tasks, attempts=ATTEMPTS, seed=seed)]
+    for event in events[:-1]:  # leave it open
+        apply(run, event)
+    extra = [
+        EVENT.validate_python(
+            {
+                "schema_version": 1,
+                "type": "score.emitted",
+                "event_id": f"probe-{i}",
+                "run_id": "big",
+                "task_id": f"task-{i % tasks:05d}",
+                "trial_id": f"probe-trial-{i}",
+                "metric_type": "reward",
+                "status": "completed",
+                "outputs": [{"name": "score", "value": 1.0 if i % 3 else 0.5}],
+            }
+        )
+        for i in range(probes)
+    ]
+    gc.collect()
+    began = time.perf_counter()
+    for event in extra:
+        apply(run, event)
+    return (time.perf_counter() - began) / probes * 1e6
+
+
+def naive_ratio(seed: int, events: int = 3000) -> tuple[float, float]:
+    """(incremental us/event, naive us/event): apply alone vs apply + full summary rebuild."""
+    log = [
+        decode(orjson.dumps(e))
+        for e in synthetic_run("small", tasks=events // (ATTEMPTS * 5), attempts=ATTEMPTS, seed=seed)
+    ]
+    run = RunState("small")
+    began = time.perf_counter()
+    for event in log:
+        apply(run, event)
+    incremental = (time.perf_counter() - began) / len(log) * 1e6
+    run = RunState("small")
+    began = time.perf_counter()
+    for event in log:
+        apply(run, event)
+        summary(run)
+    naive = (time.perf_counter() - began) / len(log) * 1e6
+    return incremental, naive
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}")
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "log.jsonl"
+        lines = write_log(path, args.events, args.runs, args.seed)
+        size = path.stat().st_size
+        print(f"log: {lines:,} events over {args.runs} runs, {size / 1e6:.0f} MB")
+        rate, ceiling = throughput(path, lines)
+        print(f"replay end to end:  {rate:>12,.0f} events/s  (target >= 150,000)")
+        print(f"orjson.loads only:  {ceiling:>12,.0f} lines/s   replay/ceiling = {rate / ceiling:.2f}")
+        per_attempt, attempts, runs = memory_per_attempt(path)
+        print(f"memory: {per_attempt:.0f} bytes RSS per stored attempt over {attempts:,} attempts (target <= 200)")
+        del runs
+    gc.collect()
+    costs = {size: apply_cost(size, args.seed) for size in (1_000, 100_000, 1_000_000)}
+    for size, cost in costs.items():
+        print(f"apply one attempt, run of {size:>9,} events: {cost:6.2f} us")
+    print(f"apply cost 1M / 1k = {costs[1_000_000] / costs[1_000]:.2f}  (target <= 2)")
+    incremental, naive = naive_ratio(args.seed)
+    print(
+        f"3k-event run: incremental {incremental:.1f} us/event, naive rebuild {naive:.0f} us/event, ratio {naive / incremental:,.0f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

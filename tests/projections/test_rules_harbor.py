@@ -1,0 +1,130 @@
+"""SEMANTICS.md section 6: the run as Harbor's per-dataset stats."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from events.models import InputEvent, TrialFinished
+from projections.summary import summary
+from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
+
+
+def harbor(events: Sequence[InputEvent]) -> dict[str, Any]:
+    result: dict[str, Any] = summary(fold([*events, closed()]))["harbor"]
+    return result
+
+
+def attempts_log(lists: dict[str, list[Any]], kind: str = "continuous") -> list[InputEvent]:
+    """Tasks declaring r.s with `kind`; each value is a score of r.s, "dead" a dead trial."""
+    log: list[InputEvent] = [started(tasks=[task_spec(task_id, {"r.s": kind}) for task_id in lists])]
+    for task_id, values in lists.items():
+        for i, value in enumerate(values):
+            trial_id = f"{task_id}-{i}"
+            log.append(dead(task_id, trial_id, "r") if value == "dead" else score(task_id, trial_id, "r", {"s": value}))
+    return log
+
+
+def test_trial_counts_come_from_trial_finished_events() -> None:
+    failed = trial("t", "c", "failed", error_type="Boom")
+    log: list[InputEvent] = [trial("t", "a"), trial("u", "b"), failed, failed, trial("t", "a"), dead("t", "d", "r")]
+    stats = harbor(log)
+    assert (stats["n_trials"], stats["n_errors"]) == (3, 1)
+
+
+def test_exception_stats_by_error_type_in_log_order() -> None:
+    no_type = TrialFinished.model_validate(
+        {"schema_version": 1, "type": "trial.finished", "event_id": "no-type", "run_id": "run",
+         "task_id": "u", "trial_id": "u3", "status": "failed", "error": {"message": "lost"}}
+    )  # fmt: skip
+    log: list[InputEvent] = [
+        trial("u", "u1", "failed", error_type="SandboxTimeout"),
+        trial("t", "t1", "failed", error_type="AgentCrash"),
+        trial("t", "t2", "completed"),
+        trial("t", "t3", "failed"),
+        no_type,
+        trial("t", "t4", "failed", error_type="SandboxTimeout"),
+    ]
+    assert harbor(log)["exception_stats"] == {
+        "SandboxTimeout": ["u1", "t4"],
+        "AgentCrash": ["t1"],
+        "UnknownError": ["t3", "u3"],
+    }
+
+
+def test_reward_stats_from_non_null_attempts_in_task_then_log_order() -> None:
+    specs = [task_spec("t2", {"r.s": "continuous", "u.tok": "model"}), task_spec("t1", {"r.s": "continuous"})]
+    log: list[InputEvent] = [
+        started(tasks=specs),
+        score("t1", "a", "r", {"s": 1.0}),
+        score("t2", "b", "r", {"s": 0.25}),
+        score("t2", "c", "r", {"s": "NaN"}),
+        dead("t2", "d", "r"),
+        broken("t1", "e", "r"),
+        score("t1", "f", "r", {"s": 1}),
+        score("t2", "g", "r", {"s": True}),
+        score("t2", "b", "r", {"s": 0.25}),
+        score("t2", "b", "u", {"tok": 40}),
+        score("t2", "b", "n", {"steps": 3}),
+    ]
+    assert harbor(log)["reward_stats"] == {
+        "r.s": {"0.25": ["b", "b"], "NaN": ["c"], "1.0": ["g", "a", "f"]},
+        "n.steps": {"3.0": ["b"]},
+    }
+
+
+def test_keys_with_only_null_attempts_have_no_reward_stats() -> None:
+    assert harbor(attempts_log({"t": ["dead", "dead"]}))["reward_stats"] == {}
+
+
+def test_pass_at_k_with_null_as_zero_over_tasks_with_attempts() -> None:
+    """t1: n = 5, c = 2; t2: n = 6, c = 0; t3 has no attempt. ks up to min n = 5: 2, 4, 5."""
+    lists: dict[str, list[Any]] = {"t1": [1, 0, 1.0, 0, "dead"], "t2": [0, "dead", 0, 0, False, 0.0], "t3": []}
+    log = [*attempts_log(lists), broken("t3", "x", "r")]
+    pass_at_k = harbor(log)["pass_at_k"]
+    assert list(pass_at_k) == ["r.s"]
+    assert pass_at_k["r.s"] == pytest.approx({"2": (1 - 3 / 10) / 2, "4": 0.5, "5": 0.5})
+
+
+@pytest.mark.parametrize(
+    ("n", "ks"),
+    [
+        (2, ["2"]),
+        (3, ["2"]),
+        (5, ["2", "4", "5"]),
+        (10, ["2", "4", "5", "8", "10"]),
+        (17, ["2", "4", "5", "8", "10", "15", "16"]),
+        (32, ["2", "4", "5", "8", "10", "15", "16", "20", "25", "30", "32"]),
+    ],
+)
+def test_harbor_k_values_up_to_the_smallest_n(n: int, ks: list[str]) -> None:
+    pass_at_k = harbor(attempts_log({"t1": [1] * n, "t2": [0] * (n + 3)}))["pass_at_k"]["r.s"]
+    assert sorted(pass_at_k, key=int) == ks
+    assert all(value == pytest.approx(0.5) for value in pass_at_k.values())
+
+
+def test_a_key_that_only_dead_trials_reached_is_binary() -> None:
+    assert harbor(attempts_log({"t": ["dead", "dead", "dead"]}))["pass_at_k"] == {"r.s": {"2": 0.0}}
+
+
+@pytest.mark.parametrize("odd", [0.5, 2, "NaN", "Infinity", -1])
+def test_a_key_with_a_value_other_than_0_or_1_is_left_out(odd: Any) -> None:
+    log = attempts_log({"t1": [1, 0, 1], "t2": [0, odd]})
+    assert harbor(log)["pass_at_k"] == {}
+
+
+def test_boolean_keys_count_as_0_and_1() -> None:
+    log = attempts_log({"t1": [False, False], "t2": [True, False], "t3": [True, True]}, kind="boolean")
+    assert harbor(log)["pass_at_k"] == {"r.s": {"2": pytest.approx(2 / 3)}}
+
+
+def test_only_pass_at_k_eligible_keys_get_harbor_pass_at_k() -> None:
+    log = attempts_log({"t1": [1, 0], "t2": [1, 1]}, kind="discrete")
+    assert harbor(log)["pass_at_k"] == {}
+
+
+def test_a_key_without_any_k_is_left_out() -> None:
+    """Smallest n = 1: Harbor's ks start at 2, so there is nothing to report for the key."""
+    assert harbor(attempts_log({"t1": [1], "t2": [1, 0]}))["pass_at_k"] == {}
