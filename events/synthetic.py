@@ -78,11 +78,11 @@ def synthetic_run(
         yield from _trial(
             rng,
             envelope,
-            task_id,
-            f"{task_id}__{attempt}",
-            difficulty[task_id],
-            trial_failure_rate,
-            metric_failure_rate,
+            task_id=task_id,
+            trial_id=f"{task_id}__{attempt}",
+            pass_rate=difficulty[task_id],
+            trial_failure_rate=trial_failure_rate,
+            metric_failure_rate=metric_failure_rate,
         )
     yield {**envelope("run.closed"), "reason": "completed"}
 
@@ -90,6 +90,7 @@ def synthetic_run(
 def _trial(
     rng: random.Random,
     envelope: Any,
+    *,
     task_id: str,
     trial_id: str,
     pass_rate: float,

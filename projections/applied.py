@@ -29,59 +29,65 @@ def fingerprint(event_id: str) -> tuple[int, int]:
 class AppliedEvents:
     """Fingerprints of applied event ids: `add` says whether the id is new."""
 
-    __slots__ = ("_mask", "_size", "_slots")
+    __slots__ = ("_limit", "_mask", "_size", "_slots")
 
-    def __init__(self, capacity: int = _MIN_SLOTS) -> None:
-        slots = _MIN_SLOTS
-        while slots < capacity * 2:
-            slots *= 2
-        self._slots = array("Q", bytes(16 * slots))
-        self._mask = slots - 1
+    def __init__(self, capacity: int = _MIN_SLOTS // 2) -> None:
         self._size = 0
+        self._allocate(capacity)
 
     def __len__(self) -> int:
         return self._size
 
     def __contains__(self, event_id: str) -> bool:
         hi, lo = fingerprint(event_id)
-        return self._find(hi, lo) < 0
+        slots, wrap = self._slots, self._mask << 1 | 1
+        at = (hi & self._mask) << 1
+        while (stored := slots[at]) != 0:
+            if stored == hi and slots[at + 1] == lo:
+                return True
+            at = (at + 2) & wrap
+        return False
 
     def add(self, event_id: str) -> bool:
         """Record `event_id`; False if it was already there (a redelivery)."""
         hi, lo = fingerprint(event_id)
-        slot = self._find(hi, lo)
-        if slot < 0:
-            return False
-        self._slots[slot] = hi
-        self._slots[slot + 1] = lo
+        # Linear probing over (hi, lo) pairs; written out here because this runs once per event.
+        slots, wrap = self._slots, self._mask << 1 | 1
+        at = (hi & self._mask) << 1
+        while (stored := slots[at]) != 0:
+            if stored == hi and slots[at + 1] == lo:
+                return False
+            at = (at + 2) & wrap
+        slots[at] = hi
+        slots[at + 1] = lo
         self._size += 1
-        if self._size * 2 > self._mask + 1:
-            self._grow()
+        if self._size > self._limit:
+            self.reserve(self._size * 2)
         return True
 
-    def _find(self, hi: int, lo: int) -> int:
-        """The free slot for (hi, lo), or -1 when it is already stored (linear probing)."""
-        slots, mask = self._slots, self._mask
-        index = hi & mask
-        while True:
-            at = index * 2
-            stored = slots[at]
-            if stored == 0:
-                return at
-            if stored == hi and slots[at + 1] == lo:
-                return -1
-            index = (index + 1) & mask
-
-    def _grow(self) -> None:
+    def reserve(self, capacity: int) -> None:
+        """Make room for `capacity` ids without growing again (a run.started knows its size)."""
+        if capacity <= self._limit:
+            return
         old = self._slots
-        self._slots = array("Q", bytes(16 * (self._mask + 1) * 2))
-        self._mask = self._mask * 2 + 1
+        self._allocate(capacity)
+        slots, mask, wrap = self._slots, self._mask, self._mask << 1 | 1
         for at in range(0, len(old), 2):
             hi = old[at]
             if hi:
-                slot = self._find(hi, old[at + 1])
-                self._slots[slot] = hi
-                self._slots[slot + 1] = old[at + 1]
+                new = (hi & mask) << 1
+                while slots[new]:
+                    new = (new + 2) & wrap
+                slots[new] = hi
+                slots[new + 1] = old[at + 1]
+
+    def _allocate(self, capacity: int) -> None:
+        slots = _MIN_SLOTS
+        while slots < capacity * 2:  # load factor <= 1/2 keeps probes short
+            slots *= 2
+        self._slots = array("Q", bytes(16 * slots))
+        self._mask = slots - 1
+        self._limit = slots // 2
 
     def to_bytes(self) -> bytes:
         return self._slots.tobytes()
@@ -91,5 +97,6 @@ class AppliedEvents:
         table = cls.__new__(cls)
         table._slots = array("Q", data)
         table._mask = len(table._slots) // 2 - 1
+        table._limit = (table._mask + 1) // 2
         table._size = sum(1 for at in range(0, len(table._slots), 2) if table._slots[at])
         return table

@@ -67,14 +67,6 @@ class MetricColumns:
         self.seqs.append(seq)
         return len(self.statuses) - 1
 
-    def put(self, row: int, output: str, kind: int, value: float) -> None:
-        column = self.outputs.get(output)
-        if column is None:
-            column = self.outputs[output] = OutputColumn()
-        column.rows.append(row)
-        column.kinds.append(kind)
-        column.values.append(value)
-
     def attempts(self, output: str) -> Iterator[tuple[int, float | None]]:
         """(trial index, value) of the attempts of key (this metric, `output`), in log order.
 

@@ -29,10 +29,6 @@ class TaskDeclaration:
     kinds: Mapping[Key, str]
     views: tuple[ViewSpec, ...]
 
-    def attempt_keys(self) -> list[Key]:
-        """Keys this task has whatever arrives (rule 1)."""
-        return [key for key, kind in self.kinds.items() if kind in ATTEMPT_KINDS]
-
 
 @dataclass(frozen=True, slots=True)
 class Declarations:
@@ -61,9 +57,3 @@ class Declarations:
             eligible=eligible,
             outputs={metric: frozenset(names) for metric, names in outputs.items()},
         )
-
-    def keeps(self, task_id: str, key: Key) -> bool | None:
-        """True/False when the task declares `key` (rule 1 / rule 3), None when it does not."""
-        task = self.tasks.get(task_id)
-        kind = task.kinds.get(key) if task else None
-        return None if kind is None else kind in ATTEMPT_KINDS

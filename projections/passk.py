@@ -52,14 +52,16 @@ class KeyTally:
     """Declared tasks with this key that nothing has arrived for (counted in `unmeasured` too)."""
 
     def add(self, tally: Tally) -> None:
-        self._shift(tally, 1)
-
-    def remove(self, tally: Tally) -> None:
-        self._shift(tally, -1)
-
-    def _shift(self, tally: Tally, sign: int) -> None:
         n, c = tally
         if n == 0:
-            self.unmeasured += sign
+            self.unmeasured += 1
         else:
-            self.verdicts[verdict_of(n, c)] += sign
+            self.verdicts[verdict_of(n, c)] += 1
+
+    def move(self, n: int, c: int, new_n: int, new_c: int) -> None:
+        """A task's (n, c) for this key became (new_n, new_c)."""
+        if n == 0:
+            self.unmeasured -= 1
+        else:
+            self.verdicts[verdict_of(n, c)] -= 1
+        self.verdicts[verdict_of(new_n, new_c)] += 1

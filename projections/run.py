@@ -10,12 +10,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from projections.applied import AppliedEvents
 from projections.declarations import Declarations, Key
 from projections.passk import KeyTally
-from projections.task import Change, TaskState
+from projections.task import TaskState
 
 
 class Outcome(enum.Enum):
@@ -28,12 +29,15 @@ class Outcome(enum.Enum):
     """A second run.closed: the run is already closed, nothing changes."""
 
 
-@dataclass(frozen=True, slots=True)
-class Applied:
+class Applied(NamedTuple):
     outcome: Outcome
     reason: str = ""
     task_id: str | None = None
     """The task whose state the event changed, if any."""
+
+
+_REDELIVERY = Applied(Outcome.REDELIVERY)
+_APPLIED = Applied(Outcome.APPLIED)
 
 
 @dataclass(slots=True)
@@ -81,7 +85,7 @@ def apply(run: RunState, event: InputEvent) -> Applied:
     if isinstance(event, RunClosed) and run.closed and event.event_id not in run.applied:
         return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
     if not run.applied.add(event.event_id):
-        return Applied(Outcome.REDELIVERY)
+        return _REDELIVERY
     run.event_count += 1
     if event.occurred_at is not None:
         _saw(run, event.occurred_at)
@@ -94,7 +98,7 @@ def apply(run: RunState, event: InputEvent) -> Applied:
     else:
         run.closed_reason = event.reason
         run.closed_at = run.event_count
-    return Applied(Outcome.APPLIED)
+    return _APPLIED
 
 
 def _saw(run: RunState, occurred_at: str) -> None:
@@ -119,7 +123,7 @@ def _task(run: RunState, task_id: str) -> TaskState:
 def _score(run: RunState, event: ScoreEmitted) -> Applied:
     task = _task(run, event.task_id)
     run.score_count += 1
-    _count(run, task.record_score(event, run.event_count, run.declarations))
+    task.record_score(event, run.event_count, run.passk)
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 
@@ -137,6 +141,10 @@ def _trial(run: RunState, event: TrialFinished) -> Applied:
 def _start(run: RunState, event: RunStarted) -> None:
     declarations = run.declarations = Declarations.of(event)
     run.started_event_id = event.event_id
+    if event.attempts_per_task:
+        # Each planned trial brings a trial.finished and a score per declared metric.
+        per_trial = 1 + max((len({m for m, _ in task.kinds}) for task in declarations.tasks.values()), default=0)
+        run.applied.reserve(len(declarations.tasks) * event.attempts_per_task * per_trial + run.event_count)
     for task_id in declarations.tasks:
         if task_id not in run.tasks:
             run.tasks[task_id] = TaskState(task_id)
@@ -151,14 +159,3 @@ def _start(run: RunState, event: RunStarted) -> None:
                 if tally is not None:
                     tally.add((n, c))
                     tally.pending += not task.touched
-
-
-def _count(run: RunState, changes: list[Change]) -> None:
-    for key, before, after in changes:
-        tally = run.passk.get(key)
-        if tally is None:
-            continue
-        if before is not None:
-            tally.remove(before)
-        if after is not None:
-            tally.add(after)

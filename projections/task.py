@@ -6,17 +6,13 @@ self-contained, so a store can write one task's change without rewriting the run
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from events.models import ScoreEmitted
-from projections.columns import METRIC_FAILED, NON_SEMANTIC, OK, TRIAL_FAILED, MetricColumns, classify
-from projections.declarations import Declarations, Key
-from projections.passk import Tally, passes
-
-Change = tuple[Key, Tally | None, Tally | None]
-"""A key's tally before and after an event (None: the task does not have the key)."""
-
-_STATUS = {"completed": OK, "partial": OK}
+from projections.columns import METRIC_FAILED, NON_SEMANTIC, OK, TRIAL_FAILED, MetricColumns, OutputColumn, classify
+from projections.declarations import ATTEMPT_KINDS, Declarations, Key
+from projections.passk import KeyTally, Tally, passes
 
 
 @dataclass(slots=True)
@@ -31,11 +27,15 @@ class TaskState:
     metrics: dict[str, MetricColumns] = field(default_factory=dict)
     tallies: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     """metric_type -> output -> [n, c] for every key the task has."""
+    excluded: frozenset[Key] = frozenset()
+    """Keys the task declares label or model: never an attempt list (rule 3)."""
     failed_trials: list[tuple[int, str, str]] = field(default_factory=list)
     """(run sequence number, error type, trial_id) of failed trial.finished events."""
 
-    def record_score(self, event: ScoreEmitted, seq: int, declarations: Declarations | None) -> list[Change]:
-        """Append one score; returns the tallies it changed."""
+    def record_score(self, event: ScoreEmitted, seq: int, eligible: Mapping[Key, KeyTally]) -> None:
+        """Append one score, updating this task's (n, c) per key and, for pass@k-eligible
+        keys, the run-wide tallies in `eligible`. O(outputs of the score), except when an
+        undeclared output gets its key (O(rows of that metric), once per key)."""
         if self.first_score < 0:
             self.first_score = seq
         trial = self.trial_index.get(event.trial_id)
@@ -46,33 +46,50 @@ class TaskState:
         columns = self.metrics.get(metric)
         if columns is None:
             columns = self.metrics[metric] = MetricColumns()
+        kept = self.tallies.get(metric)
         if event.status == "failed":
-            status = TRIAL_FAILED if event.failure == "trial" else METRIC_FAILED
-        else:
-            status = _STATUS[event.status]
-        row = columns.append(trial, status, seq)
-        kept = self.tallies.get(metric, {})
-        changes: list[Change] = []
-        if status == TRIAL_FAILED:
-            for output, tally in kept.items():
-                changes.append(((metric, output), (tally[0], tally[1]), (tally[0] + 1, tally[1])))
-                tally[0] += 1
-        elif status == OK:
-            for out in event.outputs:
-                kind, value = classify(out.value)
-                columns.put(row, out.name, kind, value)
-                if kind == NON_SEMANTIC:
-                    continue
-                key = (metric, out.name)
-                counts = kept.get(out.name)
-                if counts is not None:
-                    changes.append((key, (counts[0], counts[1]), (counts[0] + 1, counts[1] + passes(value))))
-                    counts[0] += 1
-                    counts[1] += passes(value)
-                elif declarations is None or declarations.keeps(self.task_id, key) is None:
-                    self._keep(key)  # rule 2: an undeclared output with a semantic value
-                    changes.append((key, None, self.tally(key)))
-        return changes
+            dead = event.failure == "trial"
+            columns.append(trial, TRIAL_FAILED if dead else METRIC_FAILED, seq)
+            for output, dead_counts in kept.items() if dead and kept else ():
+                n, c = dead_counts
+                dead_counts[0] = n + 1
+                tally = eligible.get((metric, output))
+                if tally is not None:
+                    tally.move(n, c, n + 1, c)
+            return
+        # The hot path of the whole fold: rows and outputs are appended inline, not through
+        # MetricColumns methods, because a call costs as much as the append itself.
+        row = len(columns.statuses)
+        columns.trials.append(trial)
+        columns.statuses.append(OK)
+        columns.seqs.append(seq)
+        outputs = columns.outputs
+        for out in event.outputs:
+            kind, value = classify(out.value)
+            column = outputs.get(out.name)
+            if column is None:
+                column = outputs[out.name] = OutputColumn()
+            column.rows.append(row)
+            column.kinds.append(kind)
+            column.values.append(value)
+            if kind == NON_SEMANTIC:
+                continue
+            counts = kept.get(out.name) if kept is not None else None
+            if counts is not None:
+                n, c = counts
+                passed = c + (value >= 1.0)
+                counts[0] = n + 1
+                counts[1] = passed
+                tally = eligible.get((metric, out.name))
+                if tally is not None:
+                    tally.move(n, c, n + 1, passed)
+            elif (metric, out.name) not in self.excluded:
+                # Rule 2: an undeclared output with a semantic value gets its key.
+                n, c = self._keep((metric, out.name))
+                tally = eligible.get((metric, out.name))
+                if tally is not None:
+                    tally.add((n, c))
+                kept = self.tallies[metric]
 
     def tally(self, key: Key) -> Tally | None:
         counts = self.tallies.get(key[0], {}).get(key[1])
@@ -88,16 +105,18 @@ class TaskState:
         """Decide the task's keys afresh (SEMANTICS.md section 1 rules) from its columns."""
         self.tallies = {}
         declared = declarations.tasks.get(self.task_id) if declarations else None
-        for key in declared.attempt_keys() if declared else ():
-            self._keep(key)
+        kinds = declared.kinds if declared else {}
+        self.excluded = frozenset(key for key, kind in kinds.items() if kind not in ATTEMPT_KINDS)
+        for key, kind in kinds.items():
+            if kind in ATTEMPT_KINDS:
+                self._keep(key)
         for metric, columns in self.metrics.items():
             for output, column in columns.outputs.items():
-                key = (metric, output)
-                undeclared = declarations is None or declarations.keeps(self.task_id, key) is None
-                if undeclared and any(kind != NON_SEMANTIC for kind in column.kinds):
-                    self._keep(key)
+                if (metric, output) not in kinds and any(kind != NON_SEMANTIC for kind in column.kinds):
+                    self._keep((metric, output))
 
-    def _keep(self, key: Key) -> None:
+    def _keep(self, key: Key) -> Tally:
+        """Give the task `key`, its (n, c) counted from the columns."""
         metric, output = key
         n = c = 0
         columns = self.metrics.get(metric)
@@ -105,3 +124,4 @@ class TaskState:
             n += 1
             c += passes(value)
         self.tallies.setdefault(metric, {})[output] = [n, c]
+        return n, c

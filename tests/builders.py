@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from events.codec import from_object
-from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from events.models import InputEvent, RunClosed, RunStarted, ScoreFailed, ScoreMeasured, TrialFinished
 from projections.run import RunState, apply
 
 _ids = itertools.count(1)
@@ -50,7 +50,7 @@ def score(
     failure: str | None = None,
     run_id: str = "run",
     event_id: str | None = None,
-) -> ScoreEmitted:
+) -> ScoreMeasured | ScoreFailed:
     """A score; `outputs` maps output name to value (failed scores take none)."""
     body: dict[str, Any] = {
         **_envelope(run_id, event_id),
@@ -64,16 +64,16 @@ def score(
     if failure is not None:
         body["failure"] = failure
     event = from_object(body)
-    assert isinstance(event, ScoreEmitted)
+    assert isinstance(event, ScoreMeasured | ScoreFailed)
     return event
 
 
-def dead(task_id: str, trial_id: str, metric: str, run_id: str = "run") -> ScoreEmitted:
+def dead(task_id: str, trial_id: str, metric: str, run_id: str = "run") -> ScoreMeasured | ScoreFailed:
     """The score of a metric of a trial that died."""
     return score(task_id, trial_id, metric, status="failed", failure="trial", run_id=run_id)
 
 
-def broken(task_id: str, trial_id: str, metric: str, run_id: str = "run") -> ScoreEmitted:
+def broken(task_id: str, trial_id: str, metric: str, run_id: str = "run") -> ScoreMeasured | ScoreFailed:
     """The score of a metric that itself broke (unmeasured)."""
     return score(task_id, trial_id, metric, status="failed", failure="metric", run_id=run_id)
 

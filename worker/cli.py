@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,11 @@ def _replay(args: argparse.Namespace) -> int:
     with stream:
         try:
             stats = replay(
-                stream, sys.stdout.buffer, sys.stderr, progress_every=args.progress_every if args.progress else None
+                stream,
+                sys.stdout.buffer,
+                sys.stderr,
+                progress_every=args.progress_every if args.progress else None,
+                jobs=args.jobs,
             )
         except OSError as error:
             print(f"evalstream replay: reading {source} failed: {error}", file=sys.stderr)
@@ -66,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="with --progress: one every N applied events of a run (default 1)",
+    )
+    replay_cmd.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="fold the runs in N processes (default: one per CPU); the output is the same for any N",
     )
     replay_cmd.set_defaults(handler=_replay)
 

@@ -1,20 +1,38 @@
-"""`evalstream replay`: an event log in, every run.summary the worker would publish out.
+"""`evalstream replay`: an event log in, every output event the worker would publish out.
 
 Reads JSON Lines, applies each event with the same projection code as the worker, and
 writes each output event as one JSON line, in the order the worker would publish them.
 Invalid lines are reported on stderr (line number, reason) and skipped.
+
+With `jobs > 1` the runs are split across worker processes (a run's events all go to
+one process, so each run still sees its log order); every output is tagged with its
+line number and the outputs are written in line order, so the bytes are the same as
+with one process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import heapq
+import multiprocessing
+import pickle
+from collections.abc import Iterable, Iterator
+from dataclasses import astuple, dataclass
+from itertools import islice
+from multiprocessing.connection import Connection
 from typing import BinaryIO, TextIO
+
+import orjson
 
 from events.codec import DecodeError, decode, encode_payload
 from projections.progress import progress
 from projections.run import Outcome, RunState, apply, summary_due
 from projections.summary import summary
+
+STDOUT, STDERR = 1, 2
+Output = tuple[int, int, bytes]
+"""(line number, stream, bytes) of one thing replay writes."""
+CHUNK_LINES = 2048
+IN_FLIGHT = 4
 
 
 @dataclass(slots=True)
@@ -27,6 +45,53 @@ class ReplayStats:
     summaries: int = 0
     open_runs: int = 0
 
+    def add(self, other: ReplayStats) -> None:
+        for name in ("applied", "redeliveries", "ignored", "skipped", "summaries", "open_runs"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Replayer:
+    """Every run seen so far, and what each line of the log makes replay write."""
+
+    def __init__(self, progress_every: int | None = None) -> None:
+        self.runs: dict[str, RunState] = {}
+        self.progress_every = progress_every
+        self.progress_seq: dict[str, int] = {}
+        self.stats = ReplayStats()
+
+    def feed(self, number: int, line: bytes) -> list[Output]:
+        if not line.strip():
+            return []
+        try:
+            event = decode(line.rstrip(b"\r\n"))
+        except DecodeError as error:
+            self.stats.skipped += 1
+            return [(number, STDERR, f"line {number}: {error.code}: {error}\n".encode())]
+        run = self.runs.get(event.run_id)
+        if run is None:
+            run = self.runs[event.run_id] = RunState(event.run_id)
+        applied = apply(run, event)
+        if applied.outcome is not Outcome.APPLIED:
+            if applied.outcome is Outcome.REFUSED:
+                self.stats.skipped += 1
+                return [(number, STDERR, f"line {number}: refused: {applied.reason}\n".encode())]
+            self.stats.redeliveries += applied.outcome is Outcome.REDELIVERY
+            self.stats.ignored += applied.outcome is Outcome.IGNORED
+            return []
+        self.stats.applied += 1
+        outputs = []
+        if self.progress_every and (run.closed or run.event_count % self.progress_every == 0):
+            seq = self.progress_seq[run.run_id] = self.progress_seq.get(run.run_id, 0) + 1
+            outputs.append((number, STDOUT, encode_payload(progress(run, seq)) + b"\n"))
+        if summary_due(run, applied):
+            self.stats.summaries += 1
+            outputs.append((number, STDOUT, encode_payload(summary(run)) + b"\n"))
+        return outputs
+
+    def finish(self) -> ReplayStats:
+        self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed)
+        return self.stats
+
 
 def replay(
     lines: Iterable[bytes],
@@ -34,40 +99,117 @@ def replay(
     err: TextIO,
     *,
     progress_every: int | None = None,
+    jobs: int = 1,
 ) -> ReplayStats:
     """Fold `lines` (one event each) and write summaries (and progress, when
     `progress_every` is set: every that many applied events of a run, and at close)."""
-    runs: dict[str, RunState] = {}
-    progress_seq: dict[str, int] = {}
     stats = ReplayStats()
+    numbered = _counted(lines, stats)
+    if jobs > 1:
+        outputs = _sharded(numbered, jobs, progress_every, stats)
+    else:
+        replayer = Replayer(progress_every)
+        outputs = (output for number, line in numbered for output in replayer.feed(number, line))
+    for _, stream, data in outputs:
+        if stream == STDOUT:
+            out.write(data)
+        else:
+            err.write(data.decode())
+    if jobs <= 1:
+        stats.add(replayer.finish())
+    return stats
+
+
+def _counted(lines: Iterable[bytes], stats: ReplayStats) -> Iterator[tuple[int, bytes]]:
     for number, line in enumerate(lines, 1):
         stats.lines = number
-        if not line.strip():
-            continue
-        try:
-            event = decode(line.rstrip(b"\r\n"))
-        except DecodeError as error:
-            stats.skipped += 1
-            err.write(f"line {number}: {error.code}: {error}\n")
-            continue
-        run = runs.get(event.run_id)
-        if run is None:
-            run = runs[event.run_id] = RunState(event.run_id)
-        applied = apply(run, event)
-        if applied.outcome is Outcome.REFUSED:
-            stats.skipped += 1
-            err.write(f"line {number}: refused: {applied.reason}\n")
-            continue
-        if applied.outcome is not Outcome.APPLIED:
-            stats.redeliveries += applied.outcome is Outcome.REDELIVERY
-            stats.ignored += applied.outcome is Outcome.IGNORED
-            continue
-        stats.applied += 1
-        if progress_every and (run.closed or run.event_count % progress_every == 0):
-            seq = progress_seq[run.run_id] = progress_seq.get(run.run_id, 0) + 1
-            out.write(encode_payload(progress(run, seq)) + b"\n")
-        if summary_due(run, applied):
-            stats.summaries += 1
-            out.write(encode_payload(summary(run)) + b"\n")
-    stats.open_runs = sum(1 for run in runs.values() if not run.closed)
-    return stats
+        yield number, line
+
+
+def route_key(line: bytes) -> bytes:
+    """The run_id of a line, found without parsing the line when that is unambiguous.
+
+    Inside a JSON string every quote is escaped, so `"run_id"` can only be a key; when it
+    occurs once its value is the event's run_id. Otherwise (a label named run_id, escapes,
+    not JSON) fall back to a real parse; lines with no run_id all share the key b"".
+    """
+    at = line.find(b'"run_id"')
+    if at >= 0 and line.find(b'"run_id"', at + 8) < 0:
+        start = line.find(b'"', line.find(b":", at + 8)) + 1
+        end = line.find(b'"', start)
+        value = line[start:end]
+        if start > 0 and end > 0 and b"\\" not in value and line[at + 8 : start - 1].strip(b" \t:") == b"":
+            return value
+    try:
+        parsed = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return b""
+    run_id = parsed.get("run_id") if isinstance(parsed, dict) else None
+    return run_id.encode() if isinstance(run_id, str) else b""
+
+
+def _shard_main(connection: Connection, progress_every: int | None) -> None:
+    replayer = Replayer(progress_every)
+    while message := connection.recv_bytes():
+        numbers, lines = pickle.loads(message)
+        outputs = [
+            output for number, line in zip(numbers, lines, strict=True) for output in replayer.feed(number, line)
+        ]
+        connection.send_bytes(pickle.dumps(outputs))
+    connection.send_bytes(pickle.dumps(astuple(replayer.finish())))
+
+
+def _sharded(
+    numbered: Iterator[tuple[int, bytes]], jobs: int, progress_every: int | None, stats: ReplayStats
+) -> Iterator[Output]:
+    """Outputs in line order, the runs folded in `jobs` processes (a run stays in one)."""
+    context = multiprocessing.get_context("fork")
+    connections = []
+    processes = []
+    for _ in range(jobs):
+        parent, child = context.Pipe()
+        process = context.Process(target=_shard_main, args=(child, progress_every), daemon=True)
+        process.start()
+        child.close()
+        connections.append(parent)
+        processes.append(process)
+    owner: dict[bytes, int] = {}
+    load = [0] * jobs
+    in_flight = 0
+    try:
+        while chunk := list(islice(numbered, CHUNK_LINES)):
+            shards: list[tuple[list[int], list[bytes]]] = [([], []) for _ in range(jobs)]
+            for number, line in chunk:
+                key = route_key(line)
+                shard = owner.get(key)
+                if shard is None:
+                    # Runs go to the least loaded process so far: deterministic and balanced.
+                    shard = owner[key] = load.index(min(load))
+                load[shard] += 1
+                shards[shard][0].append(number)
+                shards[shard][1].append(line)
+            for connection, shard_lines in zip(connections, shards, strict=True):
+                connection.send_bytes(pickle.dumps(shard_lines))
+            in_flight += 1
+            if in_flight == IN_FLIGHT:  # keep chunks queued so that no process waits on the reader
+                yield from _merged(connections)
+                in_flight -= 1
+        for _ in range(in_flight):
+            yield from _merged(connections)
+        for connection in connections:
+            connection.send_bytes(b"")
+        for connection in connections:
+            stats.add(ReplayStats(*pickle.loads(connection.recv_bytes())))
+    finally:
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+
+
+def _merged(connections: list[Connection]) -> Iterator[Output]:
+    yield from heapq.merge(*(pickle.loads(connection.recv_bytes()) for connection in connections), key=_line)
+
+
+def _line(output: Output) -> int:
+    return output[0]

@@ -137,8 +137,9 @@ def mixed_log() -> list[InputEvent]:
     ]
     return [
         reward("t1", "a", 0.5), late, dead("t1", "b", "judge"), reward("t2", "c", 1.0), late,
-        started(tasks=[*spec, task_spec("t3", {"judge.ok": "boolean"})]),
+        started(tasks=[*spec, task_spec("t3", {"judge.ok": "boolean"}), task_spec("t4", {"judge.ok": "boolean"})]),
         score("t1", "a", "judge", {"ok": True}), broken("t3", "d", "judge"), reward("t1", "e", 1),
+        reward("t3", "g", 0.0), reward("v", "h", 1.0), dead("v", "i", "reward"),
         closed(), score("t3", "f", "judge", {"ok": False}), reward("u", "x", "NaN"),
     ]  # fmt: skip
 
@@ -149,6 +150,30 @@ def test_live_pass_at_k_equals_summary_after_every_event(log: list[InputEvent]) 
     for seq, event in enumerate(log, 1):
         apply(run, event)
         assert progress(run, seq)["pass_at_k"] == summary_passk(run)
+
+
+@pytest.mark.parametrize("log", [section_2_example(), mixed_log()], ids=["section-2", "mixed"])
+def test_live_verdict_counts_count_the_summary_verdicts_after_every_event(log: list[InputEvent]) -> None:
+    """Pending tasks are among the summary's unmeasured ones."""
+    run = RunState("run")
+    for seq, event in enumerate(log, 1):
+        apply(run, event)
+        expected: dict[str, dict[str, int]] = {}
+        for per_key in summary(run)["verdicts"].values():
+            for key, verdict in per_key.items():
+                expected.setdefault(key, dict.fromkeys(("solved", "flaky", "failed", "unmeasured"), 0))[verdict] += 1
+        live = progress(run, seq)["verdicts"]
+        merged = {key: {**v, "unmeasured": v["unmeasured"] + v["pending"]} for key, v in live.items()}
+        assert {key: {name: n for name, n in v.items() if name != "pending"} for key, v in merged.items()} == expected
+
+
+def test_undeclared_keys_of_eligible_outputs_count_in_live_verdicts() -> None:
+    specs = [task_spec("t1", {"m.x": "continuous"}), task_spec("t2", {"m.y": "continuous"})]
+    run = fold([started(tasks=specs), score("t2", "a", "m", {"x": 0.0}), score("t9", "b", "m", {"x": 1.0})])
+    assert progress(run, 1)["verdicts"] == {
+        "m.x": {"solved": 1, "flaky": 0, "failed": 1, "unmeasured": 0, "pending": 1},
+        "m.y": {"solved": 0, "flaky": 0, "failed": 0, "unmeasured": 1, "pending": 0},
+    }
 
 
 @pytest.mark.parametrize("log", [section_2_example(), mixed_log()], ids=["section-2", "mixed"])

@@ -167,3 +167,11 @@ def test_keys_within_a_task_are_sorted() -> None:
     spec = task_spec("t", {"z.a": "discrete", "a.z": "continuous", "a-b.c": "boolean", "a.b": "continuous"})
     log: list[InputEvent] = [started(tasks=[spec]), score("t", "1", "m", {"y": 1.0, "b": 2.0})]
     assert list(body(log)["task_metric_attempts"]["t"]) == ["a-b.c", "a.b", "a.z", "m.b", "m.y", "z.a"]
+
+
+def test_attempts_per_task_and_occurred_at_never_change_the_summary() -> None:
+    spec = [task_spec("t", {"r.s": "continuous"})]
+    rest: list[InputEvent] = [score("t", "a", "r", {"s": 1.0}), dead("t", "b", "r"), closed()]
+    plain = summary(fold([started(tasks=spec), *rest]))
+    informed = summary(fold([started(tasks=spec, attempts_per_task=4, occurred_at="2026-01-01T00:00:00Z"), *rest]))
+    assert informed == plain

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,9 @@ import pytest
 
 from events.codec import encode
 from events.outputs import RunProgress, RunSummary
+from events.synthetic import interleave, synthetic_run
 from tests import builders
+from worker.replay import replay, route_key
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "examples"
 EXAMPLE_LOG = SHARED / "mixed-runs.jsonl"
@@ -119,3 +122,35 @@ def test_the_cli_documents_itself(flag: str) -> None:
     done = run_replay(flag)
     assert done.returncode == 0
     assert b"--progress-every" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        (b'{"type": "run.closed", "run_id": "r-1", "event_id": "e"}', b"r-1"),
+        (b'{"run_id" :  "r-2", "type": "run.closed"}', b"r-2"),
+        (b'{"labels": {"run_id": "decoy"}, "run_id": "r-3"}', b"r-3"),
+        (b'{"run_id": "r\\"4", "type": "run.closed"}', b'r"4'),
+        (b'{"run_id": 5}', b""),
+        (b"not json at all", b""),
+        (b'{"type": "run.closed"}', b""),
+    ],
+)
+def test_route_key_finds_the_top_level_run_id(line: bytes, key: bytes) -> None:
+    assert route_key(line) == key
+
+
+def test_sharded_replay_writes_the_same_bytes_as_one_process(tmp_path: Path) -> None:
+    sources = [synthetic_run(f"run-{i}", tasks=6, attempts=3, seed=3) for i in range(5)]
+    lines = [orjson.dumps(event) for event in interleave(sources, seed=3)]
+    lines[40:40] = [b"garbage", lines[10], b""]  # an invalid line, a redelivery, a blank line
+    lines += EXAMPLE_LOG.read_bytes().splitlines()
+    results = []
+    for jobs in (1, 2, 3):
+        out, err = io.BytesIO(), io.StringIO()
+        stats = replay(iter(lines), out, err, progress_every=7, jobs=jobs)
+        results.append((out.getvalue(), err.getvalue(), stats))
+    assert results[0][0].count(b'"run.summary"') == 17
+    assert results[0][1].startswith("line 41: not-json")
+    for other in results[1:]:
+        assert other == results[0]
