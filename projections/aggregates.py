@@ -3,7 +3,9 @@
 Computed exactly as the NeMo evaluator SDK computes its range scores (plain left-to-right
 sums over the values in the order given, population variance from the mean, the same
 percentile rule), so that figures agree with it to the last bit. The order of `values`
-therefore matters: callers pass them in summary order (tasks, then log order).
+therefore matters: metric outputs come in run log order, views and pass@k in summary task
+order. The sums are written out as loops: from Python 3.12 the built-in `sum()` of floats
+is compensated, which would change the last bits with the interpreter version.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ PERCENTILES = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 
 Aggregate = dict[str, Any]
 """A JSON-ready range aggregate record (see `events.outputs.RangeAggregate`)."""
+
+
+def plain_sum(values: list[float]) -> float:
+    """Left to right, one rounding per addition, on every Python version."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def percentile(ordered: list[float], p: int) -> float:
@@ -41,9 +51,9 @@ def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate
         record["percentiles"] = None
         record["median"] = None
         return record
-    total_sum = sum(finite)
+    total_sum = plain_sum(finite)
     mean = total_sum / count
-    squares = sum((value - mean) ** 2 for value in finite)
+    squares = plain_sum([(value - mean) ** 2 for value in finite])
     variance = squares / count
     sample_variance = squares / (count - 1) if count > 1 else None
     ordered = sorted(finite)

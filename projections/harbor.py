@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import heapq
-import math
 from typing import Any
 
 from events.nonfinite import wire_float
+from projections.aggregates import plain_sum
 from projections.attempts import TaskAttempts
 from projections.declarations import key_name
 from projections.passk import estimates
@@ -58,7 +58,9 @@ def harbor_stats(run: RunState, attempts: TaskAttempts) -> dict[str, Any]:
         tallies = binary[name]
         ks = harbor_k_values(min(n for n, _ in tallies))
         if ks:
-            pass_at_k[name] = {str(k): math.fsum(estimates(n, c)[k - 1] for n, c in tallies) / len(tallies) for k in ks}
+            pass_at_k[name] = {
+                str(k): plain_sum([estimates(n, c)[k - 1] for n, c in tallies]) / len(tallies) for k in ks
+            }
     return {
         "n_trials": run.trials_completed,
         "n_errors": run.trials_failed,

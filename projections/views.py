@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable
 
 from events.models import ViewSpec
+from projections.aggregates import plain_sum
 from projections.task import TaskState
 
 
@@ -23,9 +24,9 @@ def reduce_signals(reducer: str, signals: list[tuple[float, float]]) -> float | 
         return max(values)
     if reducer == "mean":
         finite = [value for value in values if math.isfinite(value)]
-        return math.fsum(finite) / len(finite) if finite else None
-    weights = math.fsum(weight for _, weight in signals)
-    return math.fsum(value * weight for value, weight in signals) / weights if weights else None
+        return plain_sum(finite) / len(finite) if finite else None
+    weights = plain_sum([weight for _, weight in signals])
+    return plain_sum([value * weight for value, weight in signals]) / weights if weights else None
 
 
 def view_values(

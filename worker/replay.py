@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import astuple, dataclass
 from itertools import islice
 from multiprocessing.connection import Connection
+from multiprocessing.queues import Queue
 from typing import BinaryIO, TextIO
 
 import orjson
@@ -31,6 +32,8 @@ from projections.summary import summary
 STDOUT, STDERR = 1, 2
 Output = tuple[int, int, bytes]
 """(line number, stream, bytes) of one thing replay writes."""
+Chunk = tuple[list[int], list[bytes]]
+"""Line numbers and lines sent to one process."""
 CHUNK_LINES = 2048
 IN_FLIGHT = 4
 
@@ -148,29 +151,34 @@ def route_key(line: bytes) -> bytes:
     return run_id.encode() if isinstance(run_id, str) else b""
 
 
-def _shard_main(connection: Connection, progress_every: int | None) -> None:
+def _shard_main(inbox: Queue[Chunk | None], outbox: Connection, progress_every: int | None) -> None:
     replayer = Replayer(progress_every)
-    while message := connection.recv_bytes():
-        numbers, lines = pickle.loads(message)
-        outputs = [
-            output for number, line in zip(numbers, lines, strict=True) for output in replayer.feed(number, line)
-        ]
-        connection.send_bytes(pickle.dumps(outputs))
-    connection.send_bytes(pickle.dumps(astuple(replayer.finish())))
+    while (chunk := inbox.get()) is not None:
+        numbers, lines = chunk
+        outbox.send_bytes(
+            pickle.dumps([output for n, line in zip(numbers, lines, strict=True) for output in replayer.feed(n, line)])
+        )
+    outbox.send_bytes(pickle.dumps(astuple(replayer.finish())))
 
 
 def _sharded(
     numbered: Iterator[tuple[int, bytes]], jobs: int, progress_every: int | None, stats: ReplayStats
 ) -> Iterator[Output]:
     """Outputs in line order, the runs folded in `jobs` processes (a run stays in one)."""
+    # Chunks go out through queues (a feeder thread writes them), results come back through
+    # pipes read here: the reader never blocks on a full input pipe while a process blocks
+    # on a full result pipe, whatever the size of a summary.
     context = multiprocessing.get_context("fork")
+    inboxes: list[Queue[Chunk | None]] = []
     connections = []
     processes = []
     for _ in range(jobs):
-        parent, child = context.Pipe()
-        process = context.Process(target=_shard_main, args=(child, progress_every), daemon=True)
+        inbox: Queue[Chunk | None] = context.Queue()
+        parent, child = context.Pipe(duplex=False)
+        process = context.Process(target=_shard_main, args=(inbox, child, progress_every), daemon=True)
         process.start()
         child.close()
+        inboxes.append(inbox)
         connections.append(parent)
         processes.append(process)
     owner: dict[bytes, int] = {}
@@ -188,16 +196,16 @@ def _sharded(
                 load[shard] += 1
                 shards[shard][0].append(number)
                 shards[shard][1].append(line)
-            for connection, shard_lines in zip(connections, shards, strict=True):
-                connection.send_bytes(pickle.dumps(shard_lines))
+            for inbox, shard_lines in zip(inboxes, shards, strict=True):
+                inbox.put(shard_lines)
             in_flight += 1
             if in_flight == IN_FLIGHT:  # keep chunks queued so that no process waits on the reader
                 yield from _merged(connections)
                 in_flight -= 1
         for _ in range(in_flight):
             yield from _merged(connections)
-        for connection in connections:
-            connection.send_bytes(b"")
+        for inbox in inboxes:
+            inbox.put(None)
         for connection in connections:
             stats.add(ReplayStats(*pickle.loads(connection.recv_bytes())))
     finally:
@@ -205,6 +213,11 @@ def _sharded(
             process.join(timeout=10)
             if process.is_alive():
                 process.kill()
+        for inbox, process in zip(inboxes, processes, strict=True):
+            inbox.close()
+            if process.exitcode != 0:
+                inbox.cancel_join_thread()  # nobody will read what is left in it
+            inbox.join_thread()  # no feeder thread may outlive this call: a later fork would copy its locks
 
 
 def _merged(connections: list[Connection]) -> Iterator[Output]:
