@@ -93,6 +93,25 @@ def memory_per_attempt(path: Path) -> tuple[float, int, dict[str, RunState]]:
     return grown / attempts, attempts, runs
 
 
+def marginal_memory(seed: int, tasks: int = 2000) -> float:
+    """RSS bytes per attempt added to existing tasks: two runs with the same tasks, 4 and
+    20 attempts each; the difference over the difference in attempts (no per-task cost)."""
+    process = psutil.Process()
+    grown = []
+    for attempts in (4, 20):
+        gc.collect()
+        before = process.memory_info().rss
+        run = RunState("m")
+        for event in synthetic_run("m", tasks=tasks, attempts=attempts, seed=seed):
+            apply(run, EVENT.validate_python(event))
+        gc.collect()
+        stored = sum(n for task in run.tasks.values() for n, _ in task.tallies_flat())
+        grown.append((process.memory_info().rss - before, stored))
+        del run
+    (small, small_n), (large, large_n) = grown
+    return (large - small) / (large_n - small_n)
+
+
 def apply_cost(size: int, seed: int, probes: int = 2000) -> float:
     """Microseconds per applied attempt-bearing score on a run that holds `size` events."""
     tasks = max(1, size // (ATTEMPTS * 5))
@@ -167,6 +186,10 @@ def main() -> None:
         per_attempt, attempts, runs = memory_per_attempt(path)
         print(f"memory: {per_attempt:.0f} bytes RSS per stored attempt over {attempts:,} attempts (target <= 200)")
         del runs
+    gc.collect()
+    print(
+        f"memory: {marginal_memory(args.seed):.0f} B RSS per attempt added to existing tasks (per-task cost excluded)"
+    )
     gc.collect()
     costs = {size: apply_cost(size, args.seed) for size in (1_000, 100_000, 1_000_000)}
     for size, cost in costs.items():

@@ -6,6 +6,7 @@ keys by rule 2 of SEMANTICS.md section 1 alone, and no key is eligible for pass@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,8 +45,16 @@ class Declarations:
     def of(cls, event: RunStarted) -> Declarations:
         tasks: dict[str, TaskDeclaration] = {}
         outputs: dict[str, set[str]] = {}
+        # Most tasks of a run declare the same metrics: share one mapping between them
+        # (memory is per task, and a run may declare tens of thousands).
+        shared: dict[tuple[tuple[Key, str], ...], dict[Key, str]] = {}
         for spec in event.tasks:
-            kinds = {(metric.metric_type, out.name): out.kind for metric in spec.metrics for out in metric.outputs}
+            items = tuple(
+                ((sys.intern(metric.metric_type), sys.intern(out.name)), out.kind)
+                for metric in spec.metrics
+                for out in metric.outputs
+            )
+            kinds = shared.setdefault(items, dict(items))
             tasks[spec.task_id] = TaskDeclaration(spec.task_id, kinds, tuple(spec.views))
             for metric_type, name in kinds:
                 outputs.setdefault(metric_type, set()).add(name)

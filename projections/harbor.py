@@ -49,7 +49,7 @@ def harbor_stats(run: RunState, attempts: TaskAttempts) -> dict[str, Any]:
                     broken.add(name)
             if name in eligible and n:
                 binary.setdefault(name, []).append((n, c))
-    failed = heapq.merge(*(task.failed_trials for task in run.tasks.values()))
+    failed = heapq.merge(*(task.failed_trials for task in run.tasks.values() if task.failed_trials))
     exception_stats: dict[str, list[str]] = {}
     for _, error_type, trial_id in failed:
         exception_stats.setdefault(error_type, []).append(trial_id)

@@ -134,6 +134,8 @@ def _trial(run: RunState, event: TrialFinished) -> Applied:
     else:
         run.trials_failed += 1
         error_type = (event.error.type if event.error else None) or "UnknownError"
+        if task.failed_trials is None:
+            task.failed_trials = []
         task.failed_trials.append((run.event_count, error_type, event.trial_id))
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 

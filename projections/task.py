@@ -6,7 +6,9 @@ self-contained, so a store can write one task's change without rewriting the run
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 from events.models import ScoreEmitted
@@ -29,8 +31,8 @@ class TaskState:
     """metric_type -> output -> [n, c] for every key the task has."""
     excluded: frozenset[Key] = frozenset()
     """Keys the task declares label or model: never an attempt list (rule 3)."""
-    failed_trials: list[tuple[int, str, str]] = field(default_factory=list)
-    """(run sequence number, error type, trial_id) of failed trial.finished events."""
+    failed_trials: list[tuple[int, str, str]] | None = None
+    """(run sequence number, error type, trial_id) of failed trial.finished events (None: none yet)."""
 
     def record_score(self, event: ScoreEmitted, seq: int, eligible: Mapping[Key, KeyTally]) -> None:
         """Append one score, updating this task's (n, c) per key and, for pass@k-eligible
@@ -45,7 +47,7 @@ class TaskState:
         metric = event.metric_type
         columns = self.metrics.get(metric)
         if columns is None:
-            columns = self.metrics[metric] = MetricColumns()
+            columns = self.metrics[sys.intern(metric)] = MetricColumns()
         kept = self.tallies.get(metric)
         if event.status == "failed":
             dead = event.failure == "trial"
@@ -68,7 +70,7 @@ class TaskState:
             kind, value = classify(out.value)
             column = outputs.get(out.name)
             if column is None:
-                column = outputs[out.name] = OutputColumn()
+                column = outputs[sys.intern(out.name)] = OutputColumn()
             column.rows.append(row)
             column.kinds.append(kind)
             column.values.append(value)
@@ -106,7 +108,7 @@ class TaskState:
         self.tallies = {}
         declared = declarations.tasks.get(self.task_id) if declarations else None
         kinds = declared.kinds if declared else {}
-        self.excluded = frozenset(key for key, kind in kinds.items() if kind not in ATTEMPT_KINDS)
+        self.excluded = _excluded(kinds)
         for key, kind in kinds.items():
             if kind in ATTEMPT_KINDS:
                 self._keep(key)
@@ -125,3 +127,13 @@ class TaskState:
             c += passes(value)
         self.tallies.setdefault(metric, {})[output] = [n, c]
         return n, c
+
+
+@lru_cache(maxsize=1024)
+def _excluded_of(kinds: tuple[tuple[Key, str], ...]) -> frozenset[Key]:
+    return frozenset(key for key, kind in kinds if kind not in ATTEMPT_KINDS)
+
+
+def _excluded(kinds: Mapping[Key, str]) -> frozenset[Key]:
+    """The keys declared label or model, one shared set per distinct declaration."""
+    return _excluded_of(tuple(kinds.items()))
