@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from events.models import ScoreEmitted
 from projections.columns import METRIC_FAILED, NON_SEMANTIC, OK, TRIAL_FAILED, MetricColumns, OutputColumn, classify

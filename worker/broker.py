@@ -152,9 +152,10 @@ def _answers(port: int) -> bool:
 
 
 def _alive(pid: int) -> bool:
-    try:  # reap it if it is our own exited child, else kill(0) sees a zombie
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
+    try:
+        # Our own child: running unless waitpid reaps it. Its pid cannot be recycled while
+        # unreaped, and right after spawn its cmdline is not yet java's, so ask no more.
+        return os.waitpid(pid, os.WNOHANG)[0] != pid
     except ChildProcessError:
         pass
     try:
