@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ from events.schema import write_schemas
 from worker import broker
 from worker.digest import digest
 from worker.replay import replay
+from worker.settings import Settings
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -52,6 +54,56 @@ def _digest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings().with_overrides(**vars(args))
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import faust
+
+    from worker.app import build_app
+    from worker.topics import ensure_topics
+
+    settings = _settings(args)
+    created = asyncio.run(ensure_topics(settings))
+    if created:
+        print(f"created topics: {', '.join(created)}", flush=True)
+    faust.Worker(build_app(settings), loglevel=args.loglevel, override_logging=False).execute_from_commandline()
+    return 0
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from worker.clients import publish
+    from worker.topics import ensure_topics
+
+    settings = _settings(args)
+    asyncio.run(ensure_topics(settings))
+    with sys.stdin.buffer if args.path == "-" else open(args.path, "rb") as stream:
+        sent = asyncio.run(publish(settings, stream))
+    print(f"published {sent} messages to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
+    return 0
+
+
+def _summaries(args: argparse.Namespace) -> int:
+    from worker.clients import read_summaries
+
+    asyncio.run(read_summaries(_settings(args), sys.stdout.buffer, follow=args.follow, run_id=args.run))
+    return 0
+
+
+def _connection_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--bootstrap", help="Kafka bootstrap servers (env EVALSTREAM_BOOTSTRAP, default 127.0.0.1:9092)"
+    )
+    command.add_argument("--events-topic", help="env EVALSTREAM_EVENTS_TOPIC (default evalstream.events)")
+    command.add_argument("--summaries-topic", help="env EVALSTREAM_SUMMARIES_TOPIC (default evalstream.summaries)")
+    command.add_argument("--progress-topic", help="env EVALSTREAM_PROGRESS_TOPIC (default evalstream.progress)")
+    command.add_argument("--deadletter-topic", help="env EVALSTREAM_DEADLETTER_TOPIC (default evalstream.deadletter)")
+    command.add_argument(
+        "--partitions", type=int, help="partitions of the topics it creates (env EVALSTREAM_PARTITIONS)"
+    )
+
+
 def _schema(args: argparse.Namespace) -> int:
     for path in write_schemas(Path(args.directory)):
         print(path)
@@ -84,6 +136,24 @@ def parser() -> argparse.ArgumentParser:
     digest_cmd = commands.add_parser("digest", help="print run.summary/run.progress JSON lines for people")
     digest_cmd.add_argument("path", nargs="?", default="-", help="JSON lines (default: stdin)")
     digest_cmd.set_defaults(handler=_digest)
+
+    worker_cmd = commands.add_parser("worker", help="run the worker: events in, progress and summaries out")
+    _connection_flags(worker_cmd)
+    worker_cmd.add_argument("--web-port", type=int, help="env EVALSTREAM_WEB_PORT (default 6066)")
+    worker_cmd.add_argument("--data-dir", type=Path, help="env EVALSTREAM_DATA_DIR")
+    worker_cmd.add_argument("--loglevel", default="info")
+    worker_cmd.set_defaults(handler=_worker)
+
+    publish_cmd = commands.add_parser("publish", help="publish a JSONL event log to the events topic, keyed by run_id")
+    publish_cmd.add_argument("path", help="a JSON Lines event log, or - for stdin")
+    _connection_flags(publish_cmd)
+    publish_cmd.set_defaults(handler=_publish)
+
+    summaries_cmd = commands.add_parser("summaries", help="print the run.summary records of the summaries topic")
+    summaries_cmd.add_argument("--follow", action="store_true", help="keep printing new summaries")
+    summaries_cmd.add_argument("--run", help="only this run_id")
+    _connection_flags(summaries_cmd)
+    summaries_cmd.set_defaults(handler=_summaries)
 
     schema_cmd = commands.add_parser("schema", help="write a JSON Schema per event type into DIR")
     schema_cmd.add_argument("directory", metavar="DIR")

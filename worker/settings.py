@@ -1,0 +1,54 @@
+"""Worker settings: environment variables (EVALSTREAM_*), overridable by CLI flags."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+SUMMARY_MAX_BYTES = 64 * 1024 * 1024
+"""Largest summary message: a 200,000-attempt run's summary is ~20 MB of JSON (gzip on the wire)."""
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"EVALSTREAM_{name}", default)
+
+
+@dataclass(frozen=True)
+class Settings:
+    bootstrap: str = field(default_factory=lambda: _env("BOOTSTRAP", "127.0.0.1:9092"))
+    app_id: str = field(default_factory=lambda: _env("APP_ID", "evalstream"))
+    events_topic: str = field(default_factory=lambda: _env("EVENTS_TOPIC", "evalstream.events"))
+    progress_topic: str = field(default_factory=lambda: _env("PROGRESS_TOPIC", "evalstream.progress"))
+    summaries_topic: str = field(default_factory=lambda: _env("SUMMARIES_TOPIC", "evalstream.summaries"))
+    deadletter_topic: str = field(default_factory=lambda: _env("DEADLETTER_TOPIC", "evalstream.deadletter"))
+    partitions: int = field(default_factory=lambda: int(_env("PARTITIONS", "1")))
+    data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", "~/.cache/evalstream/worker")).expanduser())
+    web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
+    progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.25")))
+    security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
+    sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))
+    sasl_username: str = field(default_factory=lambda: _env("SASL_USERNAME", ""))
+    sasl_password: str = field(default_factory=lambda: _env("SASL_PASSWORD", ""))
+    ssl_cafile: str = field(default_factory=lambda: _env("SSL_CAFILE", ""))
+
+    def with_overrides(self, **values: Any) -> Settings:
+        """These settings with every non-None value of `values` (CLI flags) applied."""
+        known = {f.name for f in fields(self)}
+        return replace(self, **{k: v for k, v in values.items() if k in known and v is not None})
+
+    def client_options(self) -> dict[str, Any]:
+        """aiokafka keyword arguments for the connection and its security."""
+        options: dict[str, Any] = {"bootstrap_servers": self.bootstrap, "security_protocol": self.security_protocol}
+        if self.security_protocol.startswith("SASL"):
+            options.update(
+                sasl_mechanism=self.sasl_mechanism,
+                sasl_plain_username=self.sasl_username,
+                sasl_plain_password=self.sasl_password,
+            )
+        if "SSL" in self.security_protocol:
+            from aiokafka.helpers import create_ssl_context
+
+            options["ssl_context"] = create_ssl_context(cafile=self.ssl_cafile or None)
+        return options
