@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test check unit demo bench clean
+.PHONY: install test check unit demo replay-demo bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,12 +25,16 @@ check: install
 unit: install
 	$(BIN)/python -m pytest
 
-## Replay the shared example log: live progress lines, then each run's summary.
+## A local Kafka broker, the worker, a simulated run streamed live, and a live view of it.
 demo: install
+	bash deploy/demo.sh
+
+## Replay the shared example log: progress lines, then each run's summary.
+replay-demo: install
 	$(BIN)/evalstream replay ../shared/examples/mixed-runs.jsonl --progress --progress-every 10 | $(BIN)/evalstream digest
 
 bench: install
 	$(BIN)/python -m bench.replay
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -91,6 +91,38 @@ def _summaries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    from worker.simulate import simulate
+    from worker.topics import ensure_topics
+
+    settings = _settings(args)
+    asyncio.run(ensure_topics(settings))
+    sent = asyncio.run(
+        simulate(
+            settings,
+            args.run_id,
+            tasks=args.tasks,
+            attempts=args.attempts,
+            pace=args.pace,
+            trial_failure_rate=args.trial_failure_rate,
+            metric_failure_rate=args.metric_failure_rate,
+            seed=args.seed,
+        )
+    )
+    print(f"simulated run {args.run_id!r}: {sent} events published to {settings.events_topic}", file=sys.stderr)
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from worker.watch import watch
+
+    try:
+        asyncio.run(watch(_settings(args), args.run_id, until_closed=not args.forever))
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
 def _connection_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--bootstrap", help="Kafka bootstrap servers (env EVALSTREAM_BOOTSTRAP, default 127.0.0.1:9092)"
@@ -154,6 +186,23 @@ def parser() -> argparse.ArgumentParser:
     summaries_cmd.add_argument("--run", help="only this run_id")
     _connection_flags(summaries_cmd)
     summaries_cmd.set_defaults(handler=_summaries)
+
+    simulate_cmd = commands.add_parser("simulate", help="publish a synthetic eval run live (the demo's data)")
+    simulate_cmd.add_argument("--run-id", default="demo-run")
+    simulate_cmd.add_argument("--tasks", type=int, default=30)
+    simulate_cmd.add_argument("--attempts", type=int, default=5, help="trials per task")
+    simulate_cmd.add_argument("--pace", type=float, default=100.0, help="events per second")
+    simulate_cmd.add_argument("--trial-failure-rate", type=float, default=0.05)
+    simulate_cmd.add_argument("--metric-failure-rate", type=float, default=0.02)
+    simulate_cmd.add_argument("--seed", type=int, default=0)
+    _connection_flags(simulate_cmd)
+    simulate_cmd.set_defaults(handler=_simulate)
+
+    watch_cmd = commands.add_parser("watch", help="a live terminal view of one run")
+    watch_cmd.add_argument("run_id")
+    watch_cmd.add_argument("--forever", action="store_true", help="keep watching after the run closes")
+    _connection_flags(watch_cmd)
+    watch_cmd.set_defaults(handler=_watch)
 
     schema_cmd = commands.add_parser("schema", help="write a JSON Schema per event type into DIR")
     schema_cmd.add_argument("directory", metavar="DIR")

@@ -1,0 +1,156 @@
+"""The worker over a real Kafka broker: what it publishes equals what replay prints."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from events.codec import decode, encode
+from events.models import InputEvent
+from events.synthetic import synthetic_run
+from projections.progress import progress
+from projections.run import RunState, apply
+from tests.kafka import Record, WorkerProcess, fresh_settings, read_topic
+from worker.clients import publish
+from worker.replay import replay
+from worker.settings import Settings
+from worker.topics import ensure_topics
+
+pytestmark = pytest.mark.kafka
+
+EXAMPLE_LOG = Path(__file__).resolve().parents[3] / "shared" / "examples" / "mixed-runs.jsonl"
+
+
+@pytest.fixture(scope="module")
+def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    settings = fresh_settings(bootstrap)
+    asyncio.run(ensure_topics(settings))
+    process = WorkerProcess(settings, tmp_path_factory.mktemp("worker"))
+    try:
+        yield process
+    finally:
+        process.stop()
+        print(process.log()[-3000:], file=sys.stderr)  # shown when a test failed
+
+
+def replayed(lines: list[bytes]) -> list[bytes]:
+    out = io.BytesIO()
+    replay(iter(lines), out, io.StringIO())
+    return out.getvalue().splitlines()
+
+
+def by_run(values: list[bytes]) -> dict[str, list[bytes]]:
+    runs: dict[str, list[bytes]] = defaultdict(list)
+    for value in values:
+        runs[orjson.loads(value)["run_id"]].append(value)
+    return dict(runs)
+
+
+async def send_raw(settings: Settings, messages: list[tuple[bytes | None, bytes]]) -> None:
+    producer = AIOKafkaProducer(**settings.client_options())
+    await producer.start()
+    try:
+        for key, value in messages:
+            await producer.send_and_wait(settings.events_topic, value=value, key=key)
+    finally:
+        await producer.stop()
+
+
+def test_summaries_equal_replay_and_bad_messages_are_dead_lettered(worker: WorkerProcess) -> None:
+    settings = worker.settings
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    asyncio.run(publish(settings, lines[:300]))
+    poison: list[tuple[bytes | None, bytes]] = [
+        (b"run-11-0", b"\xff\x00 not json"),
+        (b"run-11-0", b'{"schema_version": 2, "type": "run.closed", "event_id": "x", "run_id": "run-11-0"}'),
+        (b"someone-else", lines[0]),  # a valid event under the wrong key: not applied
+        (None, b"{}"),
+    ]
+    asyncio.run(send_raw(settings, poison))
+    asyncio.run(publish(settings, lines[300:]))
+    expected = replayed(lines)
+    got = read_topic(settings, settings.summaries_topic, until=len(expected))
+    assert by_run([record.value for record in got]) == by_run(expected)
+    assert all(record.key == orjson.loads(record.value)["run_id"].encode() for record in got)
+
+    dead = read_topic(settings, settings.deadletter_topic, until=len(poison))
+    assert [(record.key, record.value) for record in dead] == poison
+    assert [record.headers["evalstream.reason"] for record in dead] == [
+        b"not-json",
+        b"schema-version",
+        b"key-mismatch",
+        b"missing-field",
+    ]
+    for record in dead:
+        assert record.headers["evalstream.source.topic"] == settings.events_topic.encode()
+        assert int(record.headers["evalstream.source.offset"]) >= 300
+        assert record.headers["evalstream.detail"]
+
+
+def test_redelivered_events_change_nothing(worker: WorkerProcess) -> None:
+    settings = worker.settings
+    run = [encode(e) for e in map(_decode_dict, synthetic_run("redelivered", tasks=3, attempts=2, seed=5))]
+    asyncio.run(publish(settings, run))
+    asyncio.run(publish(settings, run[5:] + run[:5]))  # the whole run again, as a retrying producer would
+    sentinel = [encode(e) for e in map(_decode_dict, synthetic_run("sentinel", tasks=1, attempts=1, seed=5))]
+    asyncio.run(publish(settings, sentinel))
+    # One partition: once the sentinel's summary is out, every earlier message was processed.
+    records = _summaries_until(settings, "sentinel")
+    assert [orjson.loads(r.value)["revision"] for r in records if r.key == b"redelivered"] == [1]
+    assert by_run([r.value for r in records])["redelivered"] == replayed(run)
+
+
+def test_progress_arrives_while_open_and_says_what_the_projection_says(worker: WorkerProcess) -> None:
+    settings = worker.settings
+    events = [_decode_dict(e) for e in synthetic_run("live", tasks=8, attempts=4, seed=9)]
+    for start in range(0, len(events), 40):  # a harness publishing as trials end
+        asyncio.run(publish(settings, [encode(e) for e in events[start : start + 40]]))
+        time.sleep(settings.progress_interval * 2)
+    live = [
+        orjson.loads(r.value)
+        for r in _records_until(settings, settings.progress_topic, lambda rs: _closed_progress(rs, b"live"))
+        if r.key == b"live"
+    ]
+    assert sum(1 for p in live if p["status"] == "open") >= 3
+    assert [p["seq"] for p in live] == list(range(1, len(live) + 1))
+    for published in live:
+        run = RunState("live")
+        for event in events[: published["event_count"]]:
+            apply(run, event)
+        expected = progress(run, published["seq"])
+        assert published["pass_at_k"] == orjson.loads(orjson.dumps(expected["pass_at_k"]))
+        assert published["verdicts"] == expected["verdicts"]
+        assert published["tasks"] == expected["tasks"]
+
+
+def _decode_dict(event: dict[str, object]) -> InputEvent:
+    return decode(orjson.dumps(event))
+
+
+def _closed_progress(records: list[Record], key: bytes) -> bool:
+    return any(r.key == key and orjson.loads(r.value)["status"] == "closed" for r in records)
+
+
+def _summaries_until(settings: Settings, run_id: str) -> list[Record]:
+    return _records_until(settings, settings.summaries_topic, lambda rs: any(r.key == run_id.encode() for r in rs))
+
+
+def _records_until(
+    settings: Settings, topic: str, done: Callable[[list[Record]], bool], timeout: float = 60.0
+) -> list[Record]:
+    deadline = time.monotonic() + timeout
+    records: list[Record] = []
+    while time.monotonic() < deadline:
+        records = read_topic(settings, topic, until=len(records) + 1, timeout=2.0)
+        if done(records):
+            return records
+    raise AssertionError(f"timed out waiting on {topic}; read {len(records)} records")

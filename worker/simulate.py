@@ -1,0 +1,50 @@
+"""`evalstream simulate`: a synthetic eval run published live, paced like a harness."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+from aiokafka import AIOKafkaProducer
+
+from events.codec import MAX_EVENT_BYTES
+from events.synthetic import synthetic_run
+from worker.settings import Settings
+
+
+async def simulate(
+    settings: Settings,
+    run_id: str,
+    *,
+    tasks: int,
+    attempts: int,
+    pace: float,
+    trial_failure_rate: float,
+    metric_failure_rate: float,
+    seed: int,
+) -> int:
+    """Publish the run's events at about `pace` events per second; returns how many."""
+    producer = AIOKafkaProducer(**settings.client_options(), enable_idempotence=True, max_request_size=MAX_EVENT_BYTES)
+    await producer.start()
+    sent = 0
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    try:
+        events = synthetic_run(
+            run_id,
+            tasks=tasks,
+            attempts=attempts,
+            trial_failure_rate=trial_failure_rate,
+            metric_failure_rate=metric_failure_rate,
+            seed=seed,
+        )
+        for event in events:
+            await producer.send(settings.events_topic, value=orjson.dumps(event), key=run_id.encode())
+            sent += 1
+            ahead = began + sent / pace - loop.time()
+            if ahead > 0:
+                await asyncio.sleep(ahead)
+        await producer.flush()
+    finally:
+        await producer.stop()
+    return sent
