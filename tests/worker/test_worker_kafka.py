@@ -19,6 +19,7 @@ from events.models import InputEvent
 from events.synthetic import synthetic_run
 from projections.progress import progress
 from projections.run import RunState, apply
+from tests import builders
 from tests.kafka import Record, WorkerProcess, fresh_settings, read_topic
 from worker.clients import publish
 from worker.replay import replay
@@ -140,8 +141,10 @@ def _closed_progress(records: list[Record], key: bytes) -> bool:
     return any(r.key == key and orjson.loads(r.value)["status"] == "closed" for r in records)
 
 
-def _summaries_until(settings: Settings, run_id: str) -> list[Record]:
-    return _records_until(settings, settings.summaries_topic, lambda rs: any(r.key == run_id.encode() for r in rs))
+def _summaries_until(settings: Settings, run_id: str, timeout: float = 60.0) -> list[Record]:
+    return _records_until(
+        settings, settings.summaries_topic, lambda rs: any(r.key == run_id.encode() for r in rs), timeout
+    )
 
 
 def _records_until(
@@ -154,3 +157,23 @@ def _records_until(
         if done(records):
             return records
     raise AssertionError(f"timed out waiting on {topic}; read {len(records)} records")
+
+
+def test_a_200000_attempt_run_gets_a_summary_a_consumer_can_read(worker: WorkerProcess) -> None:
+    settings = worker.settings
+    outputs = [f"o{i}" for i in range(20)]
+    tasks = [builders.task_spec(f"t{t}", {f"judge.{o}": "continuous" for o in outputs}) for t in range(1000)]
+    events: list[InputEvent] = [builders.started("huge", tasks)]
+    for trial in range(10):
+        for task in range(1000):
+            values = {o: (trial + task + i) % 4 / 3 for i, o in enumerate(outputs)}
+            events.append(builders.score(f"t{task}", f"t{task}-{trial}", "judge", values, run_id="huge"))
+    events.append(builders.closed("huge"))
+    lines = [encode(event) for event in events]
+    [expected] = replayed(lines)
+    assert len(expected) > 8 * 1024 * 1024  # bigger than the broker's default message limit allows
+    asyncio.run(publish(settings, lines))
+    [summary] = [r.value for r in _summaries_until(settings, "huge", timeout=240) if r.key == b"huge"]
+    assert summary == expected
+    attempts = orjson.loads(summary)["summary"]["task_metric_attempts"]
+    assert sum(len(keys[key]) for keys in attempts.values() for key in keys) == 200_000
