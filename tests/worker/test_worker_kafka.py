@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaProducer
 
 from events.codec import decode, encode
 from events.models import InputEvent
+from events.recorder import RunRecorder
 from events.synthetic import synthetic_run
 from projections.progress import progress
 from projections.run import RunState, apply
@@ -177,3 +178,18 @@ def test_a_200000_attempt_run_gets_a_summary_a_consumer_can_read(worker: WorkerP
     assert summary == expected
     attempts = orjson.loads(summary)["summary"]["task_metric_attempts"]
     assert sum(len(keys[key]) for keys in attempts.values() for key in keys) == 200_000
+
+
+def test_a_harness_recording_with_run_recorder_gets_the_replayed_summary(worker: WorkerProcess) -> None:
+    settings = worker.settings
+    spec = builders.task_spec("t", {"reward.score": "continuous", "usage.tokens": "model"})
+    with RunRecorder("recorded", bootstrap=settings.bootstrap, topic=settings.events_topic) as run:
+        sent = [run.started([spec], attempts_per_task=3)]
+        sent.append(run.trial_finished("t", "t-1"))
+        sent.append(run.score("t", "t-1", "reward", {"score": 1.0}))
+        sent.append(run.score("t", "t-1", "usage", {"tokens": 812}))
+        sent.extend(run.trial_died("t", "t-2", metrics=["reward", "usage"], error_type="AgentCrash"))
+        sent.append(run.metric_failed("t", "t-3", "reward", error_type="JudgeTimeout"))
+        sent.append(run.closed())
+    [summary] = [r.value for r in _summaries_until(settings, "recorded") if r.key == b"recorded"]
+    assert summary == replayed([encode(event) for event in sent])[0]

@@ -1,0 +1,71 @@
+"""RunRecorder: validation before sending, the one-call dead trial, and a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import ValidationError
+
+from events.codec import decode, encode
+from events.recorder import AsyncRunRecorder
+
+TASKS = [{"task_id": "t", "metrics": [{"metric_type": "reward", "outputs": [{"name": "score", "kind": "continuous"}]}]}]
+
+
+def record(
+    calls: list[tuple[str, tuple[object, ...], dict[str, object]]], sent: list[tuple[bytes, bytes]] | None = None
+) -> list[tuple[bytes, bytes]]:
+    sent = [] if sent is None else sent
+
+    async def send(key: bytes, value: bytes) -> None:
+        sent.append((key, value))
+
+    async def go() -> None:
+        async with AsyncRunRecorder("run-1", send=send) as run:
+            for name, args, kwargs in calls:
+                await getattr(run, name)(*args, **kwargs)
+
+    asyncio.run(go())
+    return sent
+
+
+def test_a_dead_trial_is_one_call_and_every_event_is_keyed_by_run_id() -> None:
+    sent = record(
+        [
+            ("started", (TASKS,), {"attempts_per_task": 2, "labels": {"model": "m"}}),
+            ("trial_died", ("t", "t-1"), {"metrics": ["reward", "steps"], "error_type": "SandboxTimeout"}),
+            ("score", ("t", "t-2", "reward", {"score": 1.0}), {}),
+            ("metric_failed", ("t", "t-2", "judge"), {"error_type": "JudgeTimeout"}),
+            ("closed", (), {"reason": "cancelled"}),
+        ]
+    )
+    events = [decode(value) for _, value in sent]
+    assert {key for key, _ in sent} == {b"run-1"}
+    assert [e.type for e in events] == [
+        "run.started",
+        "trial.finished",
+        "score.emitted",
+        "score.emitted",
+        "score.emitted",
+        "score.emitted",
+        "run.closed",
+    ]
+    assert [getattr(e, "failure", None) for e in events[2:4]] == ["trial", "trial"]
+    assert getattr(events[5], "failure", None) == "metric"
+    assert len({e.event_id for e in events}) == len(events)
+
+
+def test_a_caller_chosen_event_id_makes_a_retry_a_redelivery() -> None:
+    sent = record([("closed", (), {"event_id": "close-once"}), ("closed", (), {"event_id": "close-once"})])
+    assert sent[0] == sent[1]
+    assert encode(decode(sent[0][1])) == sent[0][1]
+
+
+def test_an_invalid_event_raises_in_the_harness_and_is_not_sent() -> None:
+    sent: list[tuple[bytes, bytes]] = []
+    with pytest.raises(ValidationError, match="must be a number, boolean, string or null"):
+        record([("closed", (), {}), ("score", ("t", "t-1", "reward", {"score": [1, 2]}), {})], sent)
+    with pytest.raises(ValidationError, match="reason"):
+        record([("closed", ("finished",), {})], sent)
+    assert [decode(value).type for _, value in sent] == ["run.closed"]
