@@ -129,6 +129,7 @@ class RunProgress(Record):
     type: Literal["run.progress"]
     run_id: RunId
     seq: int = Field(ge=1)
+    """Increasing per run: the worker and replay use the number of events applied so far."""
     status: Literal["open", "closed"]
     event_count: int
     tasks: TaskCounts

@@ -2,12 +2,11 @@
 
 Redelivery detection needs every applied event id for the life of the run. A Python set
 of strings costs ~110 bytes an id; this table keeps a 128-bit BLAKE2b fingerprint per id
-in an open-addressing array, ~32 bytes an id. Two distinct ids are taken for one only if
-their fingerprints collide: about 1 in 10**26 for a run of a million events.
-
-Format (`to_bytes`): the table's slots as uint64 pairs in the machine's byte order
-(little-endian on every platform we ship for) (hi, lo); hi = 0
-marks an empty slot (fingerprints have their lowest hi bit set, so never 0).
+in an open-addressing array of (hi, lo) uint64 pairs (hi = 0 marks an empty slot; a
+fingerprint's hi always has its lowest bit set), 32 to 64 bytes an id. Two distinct ids
+are taken for one only if their fingerprints collide: about 1 in 10**26 for a run of a
+million events. The table is an index: the fingerprints themselves are kept with the
+task (or run) state of the event they belong to, which is what gets persisted.
 """
 
 from __future__ import annotations
@@ -50,7 +49,10 @@ class AppliedEvents:
 
     def add(self, event_id: str) -> bool:
         """Record `event_id`; False if it was already there (a redelivery)."""
-        hi, lo = fingerprint(event_id)
+        return self.add_fingerprint(*fingerprint(event_id))
+
+    def add_fingerprint(self, hi: int, lo: int) -> bool:
+        """Record an id by its fingerprint; False if it was already there."""
         # Linear probing over (hi, lo) pairs; written out here because this runs once per event.
         slots, wrap = self._slots, self._mask << 1 | 1
         at = (hi & self._mask) << 1
@@ -88,15 +90,3 @@ class AppliedEvents:
         self._slots = array("Q", bytes(16 * slots))
         self._mask = slots - 1
         self._limit = slots // 2
-
-    def to_bytes(self) -> bytes:
-        return self._slots.tobytes()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> AppliedEvents:
-        table = cls.__new__(cls)
-        table._slots = array("Q", data)
-        table._mask = len(table._slots) // 2 - 1
-        table._limit = (table._mask + 1) // 2
-        table._size = sum(1 for at in range(0, len(table._slots), 2) if table._slots[at])
-        return table

@@ -57,7 +57,7 @@ class OutputColumn:
 class MetricColumns:
     trials: array[int] = field(default_factory=lambda: array("i"))
     statuses: bytearray = field(default_factory=bytearray)
-    seqs: array[int] = field(default_factory=lambda: array("l"))
+    seqs: array[int] = field(default_factory=lambda: array("q"))
     outputs: dict[str, OutputColumn] = field(default_factory=dict)
 
     def append(self, trial: int, status: int, seq: int) -> int:

@@ -8,12 +8,13 @@ after other events of its run, since declarations change which keys every task h
 from __future__ import annotations
 
 import enum
+from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
-from projections.applied import AppliedEvents
+from projections.applied import AppliedEvents, fingerprint
 from projections.declarations import Declarations, Key
 from projections.passk import KeyTally
 from projections.task import TaskState
@@ -56,6 +57,8 @@ class RunState:
     last_at: float | None = None
     """Earliest and latest `occurred_at` (epoch seconds) among applied events: progress's ETA."""
     applied: AppliedEvents = field(default_factory=AppliedEvents)
+    run_events: array[int] = field(default_factory=lambda: array("Q"))
+    """Fingerprints of the applied run.started / run.closed (a task keeps its own events')."""
     tasks: dict[str, TaskState] = field(default_factory=dict)
     passk: dict[Key, KeyTally] = field(default_factory=dict)
     """One tally per pass@k-eligible key."""
@@ -84,15 +87,18 @@ def apply(run: RunState, event: InputEvent) -> Applied:
         )
     if isinstance(event, RunClosed) and run.closed and event.event_id not in run.applied:
         return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
-    if not run.applied.add(event.event_id):
+    hi, lo = fingerprint(event.event_id)
+    if not run.applied.add_fingerprint(hi, lo):
         return _REDELIVERY
     run.event_count += 1
     if event.occurred_at is not None:
         _saw(run, event.occurred_at)
     if isinstance(event, ScoreEmitted):
-        return _score(run, event)
+        return _score(run, event, hi, lo)
     if isinstance(event, TrialFinished):
-        return _trial(run, event)
+        return _trial(run, event, hi, lo)
+    run.run_events.append(hi)
+    run.run_events.append(lo)
     if isinstance(event, RunStarted):
         _start(run, event)
     else:
@@ -120,15 +126,19 @@ def _task(run: RunState, task_id: str) -> TaskState:
     return task
 
 
-def _score(run: RunState, event: ScoreEmitted) -> Applied:
+def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int) -> Applied:
     task = _task(run, event.task_id)
+    task.events.append(hi)
+    task.events.append(lo)
     run.score_count += 1
     task.record_score(event, run.event_count, run.passk)
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 
-def _trial(run: RunState, event: TrialFinished) -> Applied:
+def _trial(run: RunState, event: TrialFinished, hi: int, lo: int) -> Applied:
     task = _task(run, event.task_id)
+    task.events.append(hi)
+    task.events.append(lo)
     if event.status == "completed":
         run.trials_completed += 1
     else:
@@ -150,9 +160,14 @@ def _start(run: RunState, event: RunStarted) -> None:
     for task_id in declarations.tasks:
         if task_id not in run.tasks:
             run.tasks[task_id] = TaskState(task_id)
-    # Declarations decide which keys every task has and which keys are eligible for pass@k:
-    # rebuild both from the columns (O(run), once per run).
-    run.passk = {key: KeyTally() for key in sorted(declarations.eligible)}
+    rekey_run(run)
+
+
+def rekey_run(run: RunState) -> None:
+    """Decide every task's keys and the pass@k tallies afresh from the columns: when
+    declarations arrive, and when a run is restored from storage (O(run), once)."""
+    declarations = run.declarations
+    run.passk = {key: KeyTally() for key in sorted(declarations.eligible)} if declarations else {}
     for task in run.tasks.values():
         task.rekey(declarations)
         for metric, outputs in task.tallies.items():

@@ -7,6 +7,7 @@ self-contained, so a store can write one task's change without rewriting the run
 from __future__ import annotations
 
 import sys
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -29,6 +30,9 @@ class TaskState:
     metrics: dict[str, MetricColumns] = field(default_factory=dict)
     tallies: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     """metric_type -> output -> [n, c] for every key the task has."""
+    events: array[int] = field(default_factory=lambda: array("Q"))
+    """Fingerprints (hi, lo pairs) of the events applied to this task: persisted with it,
+    they rebuild the run's redelivery index on restore."""
     excluded: frozenset[Key] = frozenset()
     """Keys the task declares label or model: never an attempt list (rule 3)."""
     failed_trials: list[tuple[int, str, str]] | None = None

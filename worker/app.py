@@ -40,7 +40,7 @@ def build_app(settings: Settings) -> faust.App:
         settings.app_id,
         broker=[f"kafka://{server}" for server in settings.bootstrap.split(",")],
         broker_credentials=_credentials(settings),
-        store="memory://",
+        store="rocksdb://",
         datadir=str(settings.data_dir),
         web_port=settings.web_port,
         topic_partitions=settings.partitions,
@@ -56,7 +56,12 @@ def build_app(settings: Settings) -> faust.App:
         "progress": app.topic(settings.progress_topic, key_type=bytes, value_type=bytes),
         "deadletter": app.topic(settings.deadletter_topic, key_type=bytes, value_type=bytes),
     }
-    processor = Processor(settings.progress_interval)
+    state = app.Table("state", key_type=bytes, value_type=bytes, partitions=settings.partitions)
+    processor = Processor(settings.progress_interval, store=state)
+
+    @app.on_partitions_revoked.connect
+    async def forget_runs(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        processor.forget()
 
     async def publish(items: Iterable[Publish]) -> None:
         for item in items:

@@ -59,7 +59,6 @@ class Replayer:
     def __init__(self, progress_every: int | None = None) -> None:
         self.runs: dict[str, RunState] = {}
         self.progress_every = progress_every
-        self.progress_seq: dict[str, int] = {}
         self.stats = ReplayStats()
 
     def feed(self, number: int, line: bytes) -> list[Output]:
@@ -84,8 +83,7 @@ class Replayer:
         self.stats.applied += 1
         outputs = []
         if self.progress_every and (run.closed or run.event_count % self.progress_every == 0):
-            seq = self.progress_seq[run.run_id] = self.progress_seq.get(run.run_id, 0) + 1
-            outputs.append((number, STDOUT, encode_payload(progress(run, seq)) + b"\n"))
+            outputs.append((number, STDOUT, encode_payload(progress(run, run.event_count)) + b"\n"))
         if summary_due(run, applied):
             self.stats.summaries += 1
             outputs.append((number, STDOUT, encode_payload(summary(run)) + b"\n"))
