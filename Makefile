@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test check unit demo replay-demo bench clean
+.PHONY: install test check unit demo replay-demo bench bench-e2e clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,12 @@ demo: install
 replay-demo: install
 	$(BIN)/evalstream replay ../shared/examples/mixed-runs.jsonl --progress --progress-every 10 | $(BIN)/evalstream digest
 
+## Replay benchmark (throughput, memory, apply cost) and end-to-end through a broker and worker.
 bench: install
 	$(BIN)/python -m bench.replay
+
+bench-e2e: install
+	$(BIN)/python -m bench.e2e
 
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -16,12 +16,15 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import multiprocessing
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 import psutil
@@ -35,6 +38,7 @@ from projections.summary import summary
 from worker.replay import replay
 
 ATTEMPTS = 8
+T = TypeVar("T")
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
 
 
@@ -76,8 +80,15 @@ def decoded(path: Path) -> Iterator[InputEvent]:
             yield decode(line)
 
 
-def memory_per_attempt(path: Path) -> tuple[float, int, dict[str, RunState]]:
-    """RSS growth per stored attempt after applying the whole log (runs kept)."""
+def _fresh(function: Callable[..., T], *args: object) -> T:
+    """Run `function` in a new process, so that its RSS growth is its own (a process that
+    freed memory earlier would reuse it without growing)."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(function, *args).result()
+
+
+def rss_growth_applying(path: Path) -> tuple[int, int]:
+    """(RSS growth, attempts stored) applying the whole log, runs kept."""
     gc.collect()
     process = psutil.Process()
     before = process.memory_info().rss
@@ -88,27 +99,27 @@ def memory_per_attempt(path: Path) -> tuple[float, int, dict[str, RunState]]:
             run = runs[event.run_id] = RunState(event.run_id)
         apply(run, event)
     gc.collect()
-    grown = process.memory_info().rss - before
     attempts = sum(n for run in runs.values() for task in run.tasks.values() for n, _ in task.tallies_flat())
-    return grown / attempts, attempts, runs
+    return process.memory_info().rss - before, attempts
+
+
+def rss_growth_run(tasks: int, attempts: int, seed: int) -> tuple[int, int]:
+    """(RSS growth, attempts stored) for one synthetic run of `tasks` x `attempts` trials."""
+    process = psutil.Process()
+    gc.collect()
+    before = process.memory_info().rss
+    run = RunState("m")
+    for event in synthetic_run("m", tasks=tasks, attempts=attempts, seed=seed):  # one at a time, as replay reads
+        apply(run, EVENT.validate_python(event))
+    gc.collect()
+    stored = sum(n for task in run.tasks.values() for n, _ in task.tallies_flat())
+    return process.memory_info().rss - before, stored
 
 
 def marginal_memory(seed: int, tasks: int = 2000) -> float:
-    """RSS bytes per attempt added to existing tasks: two runs with the same tasks, 4 and
-    20 attempts each; the difference over the difference in attempts (no per-task cost)."""
-    process = psutil.Process()
-    grown = []
-    for attempts in (4, 20):
-        gc.collect()
-        before = process.memory_info().rss
-        run = RunState("m")
-        for event in synthetic_run("m", tasks=tasks, attempts=attempts, seed=seed):
-            apply(run, EVENT.validate_python(event))
-        gc.collect()
-        stored = sum(n for task in run.tasks.values() for n, _ in task.tallies_flat())
-        grown.append((process.memory_info().rss - before, stored))
-        del run
-    (small, small_n), (large, large_n) = grown
+    """RSS bytes per attempt added to existing tasks: runs of the same tasks with 4 and 20
+    attempts each, each in a fresh process; the difference over the difference in attempts."""
+    (small, small_n), (large, large_n) = (_fresh(rss_growth_run, tasks, attempts, seed) for attempts in (4, 20))
     return (large - small) / (large_n - small_n)
 
 
@@ -183,10 +194,8 @@ def main() -> None:
         print(f"replay end to end, 1 job:   {single:>10,.0f} events/s  replay/ceiling = {single / ceiling:.2f}")
         print(f"replay end to end, {jobs} jobs:  {rate:>10,.0f} events/s  replay/ceiling = {rate / ceiling:.2f}")
         print("  (target >= 150,000 events/s)")
-        per_attempt, attempts, runs = memory_per_attempt(path)
-        print(f"memory: {per_attempt:.0f} bytes RSS per stored attempt over {attempts:,} attempts (target <= 200)")
-        del runs
-    gc.collect()
+        grown, attempts = _fresh(rss_growth_applying, path)
+        print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
     print(
         f"memory: {marginal_memory(args.seed):.0f} B RSS per attempt added to existing tasks (per-task cost excluded)"
     )

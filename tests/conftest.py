@@ -5,8 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.kafka import free_port
 from worker import broker
+from worker.local import free_port
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Real-broker helpers for the tests: the broker, a worker process, and topic readers.
+"""Real-broker helpers for the tests: reading a topic (processes: `worker.local`).
 
 The broker is the local recipe (`worker.broker`, Kafka jars from Maven Central) unless
 EVALSTREAM_TEST_BOOTSTRAP names an existing cluster. Nothing here skips: a missing
@@ -8,39 +8,12 @@ broker is a failure.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
 import time
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from worker.settings import SUMMARY_MAX_BYTES, Settings
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def fresh_settings(bootstrap: str, **overrides: object) -> Settings:
-    """Settings with topic names and an app id of their own, so tests never share data."""
-    tag = uuid.uuid4().hex[:8]
-    return Settings(
-        bootstrap=bootstrap,
-        app_id=f"evalstream-test-{tag}",
-        events_topic=f"events-{tag}",
-        progress_topic=f"progress-{tag}",
-        summaries_topic=f"summaries-{tag}",
-        deadletter_topic=f"deadletter-{tag}",
-        web_port=free_port(),
-    ).with_overrides(**overrides)
 
 
 @dataclass
@@ -81,37 +54,3 @@ async def _read(settings: Settings, topic: str, until: int, timeout: float) -> l
         return records
     finally:
         await consumer.stop()
-
-
-class WorkerProcess:
-    """`evalstream worker` as a subprocess, as it runs in production."""
-
-    def __init__(self, settings: Settings, data_dir: Path) -> None:
-        self.settings = settings
-        self.log_path = data_dir / "worker.log"
-        data_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "EVALSTREAM_APP_ID": settings.app_id}
-        command = [
-            sys.executable, "-m", "worker.cli", "worker",
-            "--bootstrap", settings.bootstrap,
-            "--events-topic", settings.events_topic,
-            "--progress-topic", settings.progress_topic,
-            "--summaries-topic", settings.summaries_topic,
-            "--deadletter-topic", settings.deadletter_topic,
-            "--partitions", str(settings.partitions),
-            "--web-port", str(settings.web_port),
-            "--data-dir", str(data_dir),
-        ]  # fmt: skip
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")

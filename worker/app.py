@@ -81,7 +81,7 @@ def build_app(settings: Settings) -> faust.App:
                 items = [dead_letter(key, value, "internal-error", repr(error), source)]
             await publish(items)
 
-    @app.timer(interval=settings.progress_interval)
+    @app.timer(interval=settings.progress_interval / 4)
     async def flush_progress() -> None:
         await publish(processor.progress_due())
 

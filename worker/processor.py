@@ -78,11 +78,11 @@ def store_key(kind: bytes, run_id: str, task_id: str | None = None) -> bytes:
 
 @dataclass
 class Processor:
-    progress_interval: float = 0.25
+    progress_interval: float = 0.2
     store: Store | None = None
     runs: dict[str, RunState] = field(default_factory=dict)
-    _dirty: dict[str, float] = field(default_factory=dict)
-    """Runs with progress not yet published -> when the first unpublished change landed."""
+    _dirty: set[str] = field(default_factory=set)
+    """Runs with changes not yet in a published progress event."""
     _published_at: dict[str, float] = field(default_factory=dict)
 
     def handle(self, key: bytes | None, value: bytes, source: Source) -> list[Publish]:
@@ -102,10 +102,10 @@ class Processor:
             return []
         if self.store is not None:
             self._write(run, applied.task_id, event if isinstance(event, RunStarted) else None, tasks_before)
-        self._dirty.setdefault(run.run_id, time.monotonic())
-        out = []
-        if run.closed:
-            out.extend(self.progress_due(force=run.run_id))
+        self._dirty.add(run.run_id)
+        # Published now if the run's coalescing window is over (or it closed); else the
+        # timer publishes it when the window ends.
+        out = self.progress_due(only=run.run_id, force=run.closed)
         if summary_due(run, applied):
             out.append(Publish("summary", key, encode_payload(summary(run))))
         return out
@@ -146,15 +146,17 @@ class Processor:
             self.store[store_key(b"x", run.run_id)] = orjson.dumps(list(run.tasks))
         self.store[store_key(b"h", run.run_id)] = header_to_bytes(run)
 
-    def progress_due(self, now: float | None = None, force: str | None = None) -> list[Publish]:
-        """Coalesced progress: a run's changes are published at most every
-        `progress_interval` seconds (`force`: this run now, as when it closes)."""
-        now = time.monotonic() if now is None else now
+    def progress_due(self, *, only: str | None = None, force: bool = False) -> list[Publish]:
+        """Coalesced progress: each run with changes not yet published whose last progress
+        is `progress_interval` seconds old (`only`: just this run; `force`: whatever its age)."""
+        now = time.monotonic()
         out = []
-        for run_id in list(self._dirty):
-            if run_id != force and now - self._published_at.get(run_id, 0.0) < self.progress_interval:
+        for run_id in [only] if only is not None else list(self._dirty):
+            if run_id not in self._dirty:
                 continue
-            del self._dirty[run_id]
+            if not force and now - self._published_at.get(run_id, -1e9) < self.progress_interval:
+                continue
+            self._dirty.discard(run_id)
             self._published_at[run_id] = now
             run = self.runs[run_id]
             # seq = events applied so far: increasing per run, and the same after a restart.

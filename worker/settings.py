@@ -26,7 +26,7 @@ class Settings:
     partitions: int = field(default_factory=lambda: int(_env("PARTITIONS", "1")))
     data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", "~/.cache/evalstream/worker")).expanduser())
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
-    progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.25")))
+    progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
     security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
     sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))
     sasl_username: str = field(default_factory=lambda: _env("SASL_USERNAME", ""))

@@ -6,21 +6,14 @@ marked `kafka`; `.ci/run` runs it like every other test, it never skips.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
 from worker import broker
+from worker.local import free_port
 
 PRODUCE, FETCH, API_VERSIONS = 0, 1, 18
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.mark.kafka

@@ -21,8 +21,9 @@ from events.synthetic import synthetic_run
 from projections.progress import progress
 from projections.run import RunState, apply
 from tests import builders
-from tests.kafka import Record, WorkerProcess, fresh_settings, read_topic
+from tests.kafka import Record, read_topic
 from worker.clients import publish
+from worker.local import WorkerProcess, isolated_settings
 from worker.replay import replay
 from worker.settings import Settings
 from worker.topics import ensure_topics
@@ -34,7 +35,7 @@ EXAMPLE_LOG = Path(__file__).resolve().parents[3] / "shared" / "examples" / "mix
 
 @pytest.fixture(scope="module")
 def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    settings = fresh_settings(bootstrap)
+    settings = isolated_settings(bootstrap)
     asyncio.run(ensure_topics(settings))
     process = WorkerProcess(settings, tmp_path_factory.mktemp("worker"))
     try:
@@ -196,7 +197,7 @@ def test_a_harness_recording_with_run_recorder_gets_the_replayed_summary(worker:
 
 
 def test_a_clean_restart_resumes_from_the_tables_without_reprocessing(bootstrap: str, tmp_path: Path) -> None:
-    settings = fresh_settings(bootstrap)
+    settings = isolated_settings(bootstrap)
     asyncio.run(ensure_topics(settings))
     lines = [encode(_decode_dict(e)) for e in synthetic_run("resumed", tasks=6, attempts=4, seed=11)]
     half = len(lines) // 2

@@ -1,0 +1,158 @@
+"""End to end through a real broker and one worker.
+
+Run: `make bench-e2e` (or `python -m bench.e2e`). Uses EVALSTREAM_BOOTSTRAP if set, else
+starts a local broker (free ports, temporary state). Prints, from one run:
+1. the raw aiokafka consume rate of a synthetic log on this broker (the ceiling);
+2. sustained events/s through one worker: publishing the same log until the last run's
+   summary is out, and the ratio to the ceiling;
+3. latency from publish to the first progress event that reflects it, p50 and p99, for
+   a run published at a steady 1,000 events/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from events.synthetic import interleave, synthetic_run
+from worker import broker
+from worker.clients import publish
+from worker.local import WorkerProcess, free_port, isolated_settings
+from worker.settings import Settings
+from worker.topics import ensure_topics
+
+
+async def _consumer(settings: Settings, topic: str) -> AIOKafkaConsumer:
+    consumer = AIOKafkaConsumer(
+        **settings.client_options(), enable_auto_commit=False, max_partition_fetch_bytes=1 << 26
+    )
+    await consumer.start()
+    while not (found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)):
+        await asyncio.sleep(0.1)
+    partitions = [TopicPartition(topic, p) for p in found]
+    consumer.assign(partitions)
+    await consumer.seek_to_beginning(*partitions)
+    return consumer
+
+
+async def ceiling(settings: Settings, lines: list[bytes]) -> float:
+    """Raw consume rate: records/s reading the events topic with aiokafka, no processing."""
+    await publish(settings, lines)
+    consumer = await _consumer(settings, settings.events_topic)
+    seen, began = 0, time.perf_counter()
+    try:
+        while seen < len(lines):
+            seen += sum(len(batch) for batch in (await consumer.getmany(timeout_ms=500, max_records=10_000)).values())
+    finally:
+        await consumer.stop()
+    return len(lines) / (time.perf_counter() - began)
+
+
+async def sustained(settings: Settings, lines: list[bytes], runs: set[bytes]) -> float:
+    """Events/s from the first publish to the last run's summary."""
+    consumer = await _consumer(settings, settings.summaries_topic)
+    began = time.perf_counter()
+    sender = asyncio.create_task(publish(settings, lines))
+    waiting = set(runs)
+    try:
+        while waiting:
+            for batch in (await consumer.getmany(timeout_ms=200)).values():
+                waiting -= {record.key for record in batch}
+        await sender
+    finally:
+        await consumer.stop()
+    return len(lines) / (time.perf_counter() - began)
+
+
+async def latency(settings: Settings, rate: float, seconds: float) -> list[float]:
+    """Seconds from each event's publish to the progress event that first counts it."""
+    events = list(synthetic_run("paced", tasks=int(rate * seconds / 30) + 1, attempts=6, seed=3))[:-1]
+    sent_at: list[float] = []
+    consumer = await _consumer(settings, settings.progress_topic)
+    producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0)
+    await producer.start()
+    delays: list[float] = []
+
+    async def send() -> None:
+        start = time.perf_counter()
+        for index, event in enumerate(events):
+            await asyncio.sleep(max(0.0, start + index / rate - time.perf_counter()))
+            sent_at.append(time.perf_counter())
+            await producer.send(settings.events_topic, value=orjson.dumps(event), key=b"paced")
+
+    sender = asyncio.create_task(send())
+    try:
+        while len(delays) < len(events):
+            for batch in (await consumer.getmany(timeout_ms=50)).values():
+                now = time.perf_counter()
+                for record in batch:
+                    if record.key == b"paced":
+                        counted = orjson.loads(record.value)["event_count"]
+                        delays.extend(now - sent_at[i] for i in range(len(delays), min(counted, len(sent_at))))
+        await sender
+    finally:
+        await producer.stop()
+        await consumer.stop()
+    return delays
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        bootstrap = os.environ.get("EVALSTREAM_BOOTSTRAP")
+        local = None
+        if not bootstrap:
+            local = broker.BrokerConfig(
+                port=free_port(), controller_port=free_port(), state_dir=Path(scratch) / "broker"
+            )
+            broker.start(local, timeout=180)
+            bootstrap = local.bootstrap
+        try:
+            runs = 4
+            sources = [
+                synthetic_run(f"e2e-{i}", tasks=args.events // (runs * 5 * 5), attempts=5, seed=1) for i in range(runs)
+            ]
+            lines = [orjson.dumps(event) for event in interleave(sources, seed=1)]
+            raw = isolated_settings(bootstrap)
+            asyncio.run(ensure_topics(raw))
+            top = asyncio.run(ceiling(raw, lines))
+            print(f"raw aiokafka consume:      {top:>10,.0f} events/s  (the ceiling; {len(lines):,} events)")
+            settings = isolated_settings(bootstrap)
+            asyncio.run(ensure_topics(settings))
+            worker = WorkerProcess(settings, Path(scratch) / "worker")
+            try:
+                asyncio.run(
+                    sustained(
+                        settings, [orjson.dumps(e) for e in synthetic_run("warm", tasks=1, attempts=1)], {b"warm"}
+                    )
+                )
+                rate = asyncio.run(sustained(settings, lines, {f"e2e-{i}".encode() for i in range(runs)}))
+                print(f"through broker and worker: {rate:>10,.0f} events/s  worker/ceiling = {rate / top:.2f}")
+                print("  (targets: >= 20,000 events/s and >= 0.30 of the ceiling)")
+                delays = sorted(asyncio.run(latency(settings, args.rate, args.seconds)))
+                p50, p99 = statistics.median(delays), delays[int(len(delays) * 0.99)]
+                print(
+                    f"publish -> progress at {args.rate:,.0f} events/s: p50 {p50 * 1000:.0f} ms, "
+                    f"p99 {p99 * 1000:.0f} ms over {len(delays):,} events  (target p99 <= 250 ms)"
+                )
+            finally:
+                worker.stop()
+        finally:
+            if local is not None:
+                broker.stop(local)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Local plumbing for tests and benchmarks: free ports, isolated settings, a worker process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from worker.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def isolated_settings(bootstrap: str, **overrides: object) -> Settings:
+    """Settings with topic names and an app id of their own, so that runs never share data."""
+    tag = uuid.uuid4().hex[:8]
+    return Settings(
+        bootstrap=bootstrap,
+        app_id=f"evalstream-{tag}",
+        events_topic=f"events-{tag}",
+        progress_topic=f"progress-{tag}",
+        summaries_topic=f"summaries-{tag}",
+        deadletter_topic=f"deadletter-{tag}",
+        web_port=free_port(),
+    ).with_overrides(**overrides)
+
+
+class WorkerProcess:
+    """`evalstream worker` as a subprocess, as it runs in production."""
+
+    def __init__(self, settings: Settings, data_dir: Path) -> None:
+        self.settings = settings
+        self.log_path = data_dir / "worker.log"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "EVALSTREAM_APP_ID": settings.app_id}
+        command = [
+            sys.executable, "-m", "worker.cli", "worker",
+            "--bootstrap", settings.bootstrap,
+            "--events-topic", settings.events_topic,
+            "--progress-topic", settings.progress_topic,
+            "--summaries-topic", settings.summaries_topic,
+            "--deadletter-topic", settings.deadletter_topic,
+            "--partitions", str(settings.partitions),
+            "--web-port", str(settings.web_port),
+            "--data-dir", str(data_dir),
+        ]  # fmt: skip
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
