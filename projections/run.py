@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
+from events.codec import encode
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from projections.applied import AppliedEvents, fingerprint
 from projections.declarations import Declarations, Key
@@ -46,6 +47,8 @@ class RunState:
     run_id: str
     declarations: Declarations | None = None
     started_event_id: str | None = None
+    started_wire: bytes | None = None
+    """The applied run.started as encoded: stored with the run header, declarations are rebuilt from it."""
     closed_reason: str | None = None
     closed_at: int = 0
     """event_count when the run closed: the summary's revision counts the events since."""
@@ -91,12 +94,11 @@ def apply(run: RunState, event: InputEvent) -> Applied:
     if not run.applied.add_fingerprint(hi, lo):
         return _REDELIVERY
     run.event_count += 1
-    if event.occurred_at is not None:
-        _saw(run, event.occurred_at)
+    moment = _saw(run, event.occurred_at) if event.occurred_at is not None else None
     if isinstance(event, ScoreEmitted):
-        return _score(run, event, hi, lo)
+        return _score(run, event, hi, lo, moment)
     if isinstance(event, TrialFinished):
-        return _trial(run, event, hi, lo)
+        return _trial(run, event, hi, lo, moment)
     run.run_events.append(hi)
     run.run_events.append(lo)
     if isinstance(event, RunStarted):
@@ -107,10 +109,17 @@ def apply(run: RunState, event: InputEvent) -> Applied:
     return _APPLIED
 
 
-def _saw(run: RunState, occurred_at: str) -> None:
+def _saw(run: RunState, occurred_at: str) -> float:
     moment = datetime.fromisoformat(occurred_at.upper()).timestamp()
     run.first_at = moment if run.first_at is None else min(run.first_at, moment)
     run.last_at = moment if run.last_at is None else max(run.last_at, moment)
+    return moment
+
+
+def _task_saw(task: TaskState, moment: float | None) -> None:
+    if moment is not None:
+        task.first_at = moment if task.first_at is None else min(task.first_at, moment)
+        task.last_at = moment if task.last_at is None else max(task.last_at, moment)
 
 
 def _task(run: RunState, task_id: str) -> TaskState:
@@ -126,23 +135,27 @@ def _task(run: RunState, task_id: str) -> TaskState:
     return task
 
 
-def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int) -> Applied:
+def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, moment: float | None) -> Applied:
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
+    _task_saw(task, moment)
     run.score_count += 1
     task.record_score(event, run.event_count, run.passk)
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 
-def _trial(run: RunState, event: TrialFinished, hi: int, lo: int) -> Applied:
+def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, moment: float | None) -> Applied:
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
+    _task_saw(task, moment)
     if event.status == "completed":
         run.trials_completed += 1
+        task.trials_completed += 1
     else:
         run.trials_failed += 1
+        task.trials_failed += 1
         error_type = (event.error.type if event.error else None) or "UnknownError"
         if task.failed_trials is None:
             task.failed_trials = []
@@ -153,6 +166,7 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int) -> Applied:
 def _start(run: RunState, event: RunStarted) -> None:
     declarations = run.declarations = Declarations.of(event)
     run.started_event_id = event.event_id
+    run.started_wire = encode(event)
     if event.attempts_per_task:
         # Each planned trial brings a trial.finished and a score per declared metric.
         per_trial = 1 + max((len({m for m, _ in task.kinds}) for task in declarations.tasks.values()), default=0)

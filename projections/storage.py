@@ -1,13 +1,14 @@
 """A run's state as bytes, in parts, so that a store writes only what an event changed.
 
-Parts of run R (the store chooses the keys):
-- the header: counters, close, and the fingerprints of run.started/run.closed; small,
-  rewritten by every event;
-- the declarations: the `run.started` event itself, written once;
-- one blob per task: its trials, score columns, failed trials and the fingerprints of the
-  events applied to it; rewritten by the events that name the task, O(size of the task).
-Derived state (keys per task, pass@k tallies, the redelivery index) is not stored: it is
-rebuilt from the parts on restore, by the same code that builds it live.
+Every event changes exactly one part, and that part holds the event's fingerprint with
+its effects, so a store that writes one record per event is consistent after any crash:
+an event is in the state entirely or not at all.
+- one record per task: its trials, score columns, counters, failed trials and the
+  fingerprints of its events; written by each event that names the task, O(the task);
+- the run header: the applied run.started (declarations are rebuilt from it), the close,
+  and the fingerprints of those run-level events; written by run.started and run.closed.
+Everything else (event and score counts, keys per task, pass@k tallies, the redelivery
+index) is derived on restore, by the same code that maintains it live.
 
 Format: orjson objects, version field "v" (1); arrays are base64 of their bytes in
 little-endian order.
@@ -23,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from events.codec import decode
 from events.models import RunStarted
 from projections.applied import AppliedEvents
 from projections.columns import MetricColumns, OutputColumn
@@ -31,17 +33,8 @@ from projections.run import RunState, rekey_run
 from projections.task import TaskState
 
 VERSION = 1
-_HEADER_FIELDS = (
-    "started_event_id",
-    "closed_reason",
-    "closed_at",
-    "event_count",
-    "trials_completed",
-    "trials_failed",
-    "score_count",
-    "first_at",
-    "last_at",
-)
+_HEADER_FIELDS = ("started_event_id", "closed_reason", "closed_at", "first_at", "last_at")
+_TASK_FIELDS = ("first_score", "touched", "trials_completed", "trials_failed", "first_at", "last_at")
 
 
 def _pack(values: array[Any]) -> str:
@@ -61,6 +54,7 @@ def _unpack(typecode: str, text: str) -> array[Any]:
 def header_to_bytes(run: RunState) -> bytes:
     header: dict[str, Any] = {"v": VERSION, **{name: getattr(run, name) for name in _HEADER_FIELDS}}
     header["run_events"] = _pack(run.run_events)
+    header["started"] = run.started_wire.decode() if run.started_wire is not None else None
     return orjson.dumps(header)
 
 
@@ -68,8 +62,7 @@ def task_to_bytes(task: TaskState) -> bytes:
     return orjson.dumps(
         {
             "v": VERSION,
-            "first_score": task.first_score,
-            "touched": task.touched,
+            **{name: getattr(task, name) for name in _TASK_FIELDS},
             "trials": task.trial_ids,
             "metrics": {
                 metric: {
@@ -99,8 +92,7 @@ def task_from_bytes(task_id: str, data: bytes) -> TaskState:
     trials = [sys.intern(trial) for trial in stored["trials"]]
     return TaskState(
         task_id,
-        first_score=stored["first_score"],
-        touched=stored["touched"],
+        **{name: stored[name] for name in _TASK_FIELDS},
         trial_ids=trials,
         trial_index={trial: index for index, trial in enumerate(trials)},
         metrics={
@@ -124,18 +116,37 @@ def task_from_bytes(task_id: str, data: bytes) -> TaskState:
     )
 
 
-def restore(run_id: str, header: bytes, started: RunStarted | None, tasks: Iterable[TaskState]) -> RunState:
-    """The run as it was when its parts were written."""
-    stored = _checked(orjson.loads(header), f"run {run_id!r} header")
-    run = RunState(run_id, **{name: stored[name] for name in _HEADER_FIELDS})
-    run.run_events = _unpack("Q", stored["run_events"])
+def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> RunState:
+    """The run as its stored parts say (`header` None: no run-level event was applied)."""
+    run = RunState(run_id)
+    if header is not None:
+        stored = _checked(orjson.loads(header), f"run {run_id!r} header")
+        for name in _HEADER_FIELDS:
+            setattr(run, name, stored[name])
+        run.run_events = _unpack("Q", stored["run_events"])
+        if stored["started"] is not None:
+            run.started_wire = stored["started"].encode()
+            started = decode(run.started_wire)
+            if not isinstance(started, RunStarted):
+                raise ValueError(f"stored run.started of run {run_id!r} is a {started.type}; wipe the store and replay")
+            run.declarations = Declarations.of(started)
     run.tasks = {task.task_id: task for task in tasks}
-    run.declarations = Declarations.of(started) if started else None
+    if run.declarations is not None:
+        for task_id in run.declarations.tasks:  # a declared task nothing arrived for has no record
+            run.tasks.setdefault(task_id, TaskState(task_id))
     fingerprints = [run.run_events, *(task.events for task in run.tasks.values())]
-    run.applied = AppliedEvents(sum(len(pairs) // 2 for pairs in fingerprints))
+    run.event_count = sum(len(pairs) // 2 for pairs in fingerprints)
+    run.applied = AppliedEvents(run.event_count)
     for pairs in fingerprints:
         for at in range(0, len(pairs), 2):
             run.applied.add_fingerprint(pairs[at], pairs[at + 1])
+    tasks_ = list(run.tasks.values())
+    run.trials_completed = sum(task.trials_completed for task in tasks_)
+    run.trials_failed = sum(task.trials_failed for task in tasks_)
+    run.score_count = sum(len(columns.statuses) for task in tasks_ for columns in task.metrics.values())
+    moments = [m for task in tasks_ for m in (task.first_at, task.last_at) if m is not None]
+    moments += [m for m in (run.first_at, run.last_at) if m is not None]
+    run.first_at, run.last_at = (min(moments), max(moments)) if moments else (None, None)
     rekey_run(run)
     return run
 

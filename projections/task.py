@@ -35,6 +35,11 @@ class TaskState:
     they rebuild the run's redelivery index on restore."""
     excluded: frozenset[Key] = frozenset()
     """Keys the task declares label or model: never an attempt list (rule 3)."""
+    trials_completed: int = 0
+    trials_failed: int = 0
+    first_at: float | None = None
+    last_at: float | None = None
+    """Earliest and latest `occurred_at` (epoch seconds) of the task's events."""
     failed_trials: list[tuple[int, str, str]] | None = None
     """(run sequence number, error type, trial_id) of failed trial.finished events (None: none yet)."""
 

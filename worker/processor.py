@@ -3,31 +3,30 @@ apply, write what changed to the store, and say what to publish. The faust app
 (`worker.app`) moves the bytes; its store is a changelog-backed table.
 
 Runs are cached in memory and written through to the store in parts
-(`projections.storage`), keyed so that one event writes its task, the run header and,
-rarely, the run's task index or declarations: never the whole run. A run missing from the
-cache (after a restart or a rebalance) is restored from the store on its next event. The
-summary, harbor and verdicts bytes come from the same projection code as
-`evalstream replay`, so they are identical for the same log.
+(`projections.storage`): each applied event writes exactly one record, the one holding
+its effects and its fingerprint (its task's, or the run header for run.started and
+run.closed), so the store is consistent whatever subset of writes a crash lets through,
+and an event never writes the whole run. A run missing from the cache (after a restart
+or a rebalance) is restored from the store on its next event. The summary, harbor and
+verdicts bytes come from the same projection code as `evalstream replay`, so they are
+identical for the same log.
 
-Store keys: b"h\0<run>" header, b"d\0<run>" the run.started, b"x\0<run>" the task ids,
-b"t\0<run>\0<task>" a task (absent for a declared task nothing has arrived for).
+Store keys: b"h\0<run>" the run header, b"t\0<run>\0<task>" a task (none for a declared
+task nothing has arrived for).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import orjson
-
-from events.codec import DecodeError, decode, encode, encode_payload
-from events.models import RunStarted
+from events.codec import DecodeError, decode, encode_payload
 from projections.progress import progress
 from projections.run import Outcome, RunState, apply, summary_due
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 from projections.summary import summary
-from projections.task import TaskState
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -70,6 +69,8 @@ class Store(Protocol):
 
     def __setitem__(self, key: bytes, value: bytes) -> None: ...
 
+    def __iter__(self) -> Iterator[bytes]: ...
+
 
 def store_key(kind: bytes, run_id: str, task_id: str | None = None) -> bytes:
     key = kind + b"\0" + run_id.encode()
@@ -81,6 +82,8 @@ class Processor:
     progress_interval: float = 0.2
     store: Store | None = None
     runs: dict[str, RunState] = field(default_factory=dict)
+    _stored_tasks: dict[str, list[str]] | None = None
+    """Run -> task ids with a record in the store, found by one scan after (re)start."""
     _dirty: set[str] = field(default_factory=set)
     """Runs with changes not yet in a published progress event."""
     _published_at: dict[str, float] = field(default_factory=dict)
@@ -94,14 +97,16 @@ class Processor:
             reason = f"message key {key!r} is not the event's run_id {event.run_id!r}; key each event by its run_id"
             return [dead_letter(key, value, "key-mismatch", reason, source)]
         run = self._run(event.run_id)
-        tasks_before = len(run.tasks)
         applied = apply(run, event)
         if applied.outcome is Outcome.REFUSED:
             return [dead_letter(key, value, "refused", applied.reason, source)]
         if applied.outcome is not Outcome.APPLIED:
             return []
         if self.store is not None:
-            self._write(run, applied.task_id, event if isinstance(event, RunStarted) else None, tasks_before)
+            if applied.task_id is not None:
+                self.store[store_key(b"t", run.run_id, applied.task_id)] = task_to_bytes(run.tasks[applied.task_id])
+            else:
+                self.store[store_key(b"h", run.run_id)] = header_to_bytes(run)
         self._dirty.add(run.run_id)
         # Published now if the run's coalescing window is over (or it closed); else the
         # timer publishes it when the window ends.
@@ -115,6 +120,7 @@ class Processor:
         if self.store is not None:
             self.runs.clear()
             self._dirty.clear()
+            self._stored_tasks = None
 
     def _run(self, run_id: str) -> RunState:
         run = self.runs.get(run_id)
@@ -123,28 +129,25 @@ class Processor:
         return run
 
     def _restored(self, run_id: str) -> RunState | None:
-        if self.store is None or (header := self.store.get(store_key(b"h", run_id))) is None:
+        if self.store is None:
             return None
-        raw_start = self.store.get(store_key(b"d", run_id))
-        started = decode(raw_start) if raw_start else None
-        if started is not None and not isinstance(started, RunStarted):
-            raise ValueError(f"stored declarations of run {run_id!r} are a {started.type}; wipe the store and replay")
+        if self._stored_tasks is None:
+            # One pass over the store finds every task record; later restores look it up.
+            self._stored_tasks = {}
+            for key in self.store:
+                if key.startswith(b"t\0"):
+                    run, _, task = key[2:].partition(b"\0")
+                    self._stored_tasks.setdefault(run.decode(), []).append(task.decode())
+        header = self.store.get(store_key(b"h", run_id))
+        task_ids = self._stored_tasks.pop(run_id, [])
+        if header is None and not task_ids:
+            return None
         tasks = []
-        for task_id in orjson.loads(self.store.get(store_key(b"x", run_id)) or b"[]"):
+        for task_id in task_ids:
             blob = self.store.get(store_key(b"t", run_id, task_id))
-            tasks.append(task_from_bytes(task_id, blob) if blob is not None else TaskState(task_id))
-        return restore(run_id, header, started, tasks)
-
-    def _write(self, run: RunState, task_id: str | None, started: RunStarted | None, tasks_before: int) -> None:
-        """Write what the event changed; the header last, as it says the event was applied."""
-        assert self.store is not None
-        if task_id is not None:
-            self.store[store_key(b"t", run.run_id, task_id)] = task_to_bytes(run.tasks[task_id])
-        if started is not None:
-            self.store[store_key(b"d", run.run_id)] = encode(started)
-        if len(run.tasks) != tasks_before:
-            self.store[store_key(b"x", run.run_id)] = orjson.dumps(list(run.tasks))
-        self.store[store_key(b"h", run.run_id)] = header_to_bytes(run)
+            if blob is not None:
+                tasks.append(task_from_bytes(task_id, blob))
+        return restore(run_id, header, tasks)
 
     def progress_due(self, *, only: str | None = None, force: bool = False) -> list[Publish]:
         """Coalesced progress: each run with changes not yet published whose last progress

@@ -219,6 +219,9 @@ def test_a_clean_restart_resumes_from_the_tables_without_reprocessing(bootstrap:
         [summary] = [r.value for r in _summaries_until(settings, "resumed", timeout=90) if r.key == b"resumed"]
     finally:
         second.stop()
-    assert summary == replayed(lines)[0]
+    expected = replayed(lines)[0]
+    got, want = orjson.loads(summary), orjson.loads(expected)
+    assert (got["event_count"], got["summary"]["score_count"]) == (want["event_count"], want["summary"]["score_count"])
+    assert summary == expected
     dead = read_topic(settings, settings.deadletter_topic, until=2, timeout=3.0)
     assert [record.value for record in dead] == [b"poison"]  # the topic was not read again from zero
