@@ -38,34 +38,29 @@ class AppliedEvents:
         return self._size
 
     def __contains__(self, event_id: str) -> bool:
-        hi, lo = fingerprint(event_id)
-        slots, wrap = self._slots, self._mask << 1 | 1
-        at = (hi & self._mask) << 1
-        while (stored := slots[at]) != 0:
-            if stored == hi and slots[at + 1] == lo:
-                return True
-            at = (at + 2) & wrap
-        return False
-
-    def add(self, event_id: str) -> bool:
-        """Record `event_id`; False if it was already there (a redelivery)."""
-        return self.add_fingerprint(*fingerprint(event_id))
+        return self._probe(*fingerprint(event_id)) < 0
 
     def add_fingerprint(self, hi: int, lo: int) -> bool:
-        """Record an id by its fingerprint; False if it was already there."""
-        # Linear probing over (hi, lo) pairs; written out here because this runs once per event.
-        slots, wrap = self._slots, self._mask << 1 | 1
-        at = (hi & self._mask) << 1
-        while (stored := slots[at]) != 0:
-            if stored == hi and slots[at + 1] == lo:
-                return False
-            at = (at + 2) & wrap
-        slots[at] = hi
-        slots[at + 1] = lo
+        """Record an id by its fingerprint; False if it was already there (a redelivery)."""
+        at = self._probe(hi, lo)
+        if at < 0:
+            return False
+        self._slots[at] = hi
+        self._slots[at + 1] = lo
         self._size += 1
         if self._size > self._limit:
             self.reserve(self._size * 2)
         return True
+
+    def _probe(self, hi: int, lo: int) -> int:
+        """The free slot for (hi, lo), or -1 when it is there already (linear probing)."""
+        slots, wrap = self._slots, self._mask << 1 | 1
+        at = (hi & self._mask) << 1
+        while (stored := slots[at]) != 0:
+            if stored == hi and slots[at + 1] == lo:
+                return -1
+            at = (at + 2) & wrap
+        return at
 
     def reserve(self, capacity: int) -> None:
         """Make room for `capacity` ids without growing again (a run.started knows its size)."""
@@ -73,15 +68,11 @@ class AppliedEvents:
             return
         old = self._slots
         self._allocate(capacity)
-        slots, mask, wrap = self._slots, self._mask, self._mask << 1 | 1
         for at in range(0, len(old), 2):
-            hi = old[at]
-            if hi:
-                new = (hi & mask) << 1
-                while slots[new]:
-                    new = (new + 2) & wrap
-                slots[new] = hi
-                slots[new + 1] = old[at + 1]
+            if old[at]:
+                new = self._probe(old[at], old[at + 1])
+                self._slots[new] = old[at]
+                self._slots[new + 1] = old[at + 1]
 
     def _allocate(self, capacity: int) -> None:
         slots = _MIN_SLOTS

@@ -10,31 +10,13 @@ import pytest
 from events.models import InputEvent
 from projections.summary import summary
 from tests.builders import broken, dead, fold, score, started, task_spec
+from tests.projections.examples import reward, reward_tasks, section_2_example
 
 
 def passk(events: Sequence[InputEvent]) -> dict[str, dict[str, Any]]:
     """The pass@k aggregates of `summary.scores`, by name."""
     scores = summary(fold(events))["summary"]["scores"]
     return {record["name"]: record for record in scores if ".pass@" in record["name"]}
-
-
-def reward_tasks(*task_ids: str) -> InputEvent:
-    return started(tasks=[task_spec(task_id, {"reward.score": "continuous"}) for task_id in task_ids])
-
-
-def reward(task_id: str, trial_id: str, value: Any) -> InputEvent:
-    return score(task_id, trial_id, "reward", {"score": value})
-
-
-def section_2_example() -> list[InputEvent]:
-    """Attempts [1, 1, 1], [1, null, 0], [1] (metric failed on the 2nd), [] (metric failed) and []."""
-    return [
-        reward_tasks("t1", "t2", "t3", "t4", "t5"),
-        reward("t1", "a", 1), reward("t1", "b", 1), reward("t1", "c", 1),
-        reward("t2", "d", 1), dead("t2", "e", "reward"), reward("t2", "f", 0),
-        reward("t3", "g", 1), broken("t3", "h", "reward"),
-        broken("t4", "i", "reward"),
-    ]  # fmt: skip
 
 
 def test_worked_example_of_section_2() -> None:

@@ -11,25 +11,7 @@ from projections.progress import progress
 from projections.run import RunState, apply
 from projections.summary import summary
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
-
-
-def reward_tasks(*task_ids: str, **fields: Any) -> InputEvent:
-    return started(tasks=[task_spec(task_id, {"reward.score": "continuous"}) for task_id in task_ids], **fields)
-
-
-def reward(task_id: str, trial_id: str, value: Any) -> InputEvent:
-    return score(task_id, trial_id, "reward", {"score": value})
-
-
-def section_2_example() -> list[InputEvent]:
-    """Attempts [1, 1, 1], [1, null, 0], [1], [] (a metric failure arrived) and [] (nothing arrived)."""
-    return [
-        reward_tasks("t1", "t2", "t3", "t4", "t5"),
-        reward("t1", "a", 1), reward("t1", "b", 1), reward("t1", "c", 1),
-        reward("t2", "d", 1), dead("t2", "e", "reward"), reward("t2", "f", 0),
-        reward("t3", "g", 1), broken("t3", "h", "reward"),
-        broken("t4", "i", "reward"),
-    ]  # fmt: skip
+from tests.projections.examples import reward, reward_tasks, section_2_example
 
 
 def summary_passk(run: RunState) -> dict[str, dict[str, dict[str, Any]]]:

@@ -1,0 +1,29 @@
+"""The worked examples of SEMANTICS.md, shared by the tests that check them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events.models import InputEvent
+from tests.builders import broken, dead, score, started, task_spec
+
+
+def reward_tasks(*task_ids: str, **fields: Any) -> InputEvent:
+    """A run.started declaring `reward.score` continuous for each task."""
+    return started(tasks=[task_spec(task_id, {"reward.score": "continuous"}) for task_id in task_ids], **fields)
+
+
+def reward(task_id: str, trial_id: str, value: Any) -> InputEvent:
+    return score(task_id, trial_id, "reward", {"score": value})
+
+
+def section_2_example() -> list[InputEvent]:
+    """Attempts [1, 1, 1], [1, null, 0], [1] (metric failed on the 2nd), [] (a metric failure
+    arrived) and [] (nothing arrived)."""
+    return [
+        reward_tasks("t1", "t2", "t3", "t4", "t5"),
+        reward("t1", "a", 1), reward("t1", "b", 1), reward("t1", "c", 1),
+        reward("t2", "d", 1), dead("t2", "e", "reward"), reward("t2", "f", 0),
+        reward("t3", "g", 1), broken("t3", "h", "reward"),
+        broken("t4", "i", "reward"),
+    ]  # fmt: skip
