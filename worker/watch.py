@@ -9,6 +9,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -24,7 +25,7 @@ def render(record: dict[str, Any]) -> Group:
     if eta is not None and record["status"] == "open":
         detail += f", ETA {eta:.0f}s"
     bar.add_task(
-        f"{record['run_id']} [{record['status']}]",
+        escape(f"{record['run_id']} [{record['status']}]"),  # not rich markup: run ids are anyone's text
         total=trials["expected"] or None,
         completed=trials["finished"],
         detail=detail,
@@ -42,7 +43,9 @@ def render(record: dict[str, Any]) -> Group:
     for key, verdicts in record["verdicts"].items():
         by_k = record["pass_at_k"].get(key, {})
         cells = [f"{by_k[str(k)]['mean']:.3f}" if str(k) in by_k else "" for k in ks]
-        table.add_row(key, *cells, *(str(verdicts[v]) for v in ("solved", "flaky", "failed", "unmeasured", "pending")))
+        table.add_row(
+            escape(key), *cells, *(str(verdicts[v]) for v in ("solved", "flaky", "failed", "unmeasured", "pending"))
+        )
     return Group(bar, table)
 
 
@@ -63,7 +66,7 @@ async def watch(settings: Settings, run_id: str, *, until_closed: bool = True) -
         await consumer.seek_to_beginning(*partitions)
         wanted = run_id.encode()
         with Live(refresh_per_second=8) as live:
-            live.update(f"waiting for progress of run {run_id!r} on {settings.progress_topic} ...")
+            live.update(escape(f"waiting for progress of run {run_id!r} on {settings.progress_topic} ..."))
             while True:
                 for records in (await consumer.getmany(timeout_ms=250)).values():
                     for record in records:
