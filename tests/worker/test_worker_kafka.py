@@ -227,3 +227,18 @@ def test_a_clean_restart_resumes_from_the_tables_without_reprocessing(bootstrap:
     assert summary == expected
     dead = read_topic(settings, settings.deadletter_topic, until=2, timeout=3.0)
     assert [record.value for record in dead] == [b"poison"]  # the topic was not read again from zero
+
+
+def test_two_partitions_give_every_run_its_replayed_summaries(bootstrap: str, tmp_path: Path) -> None:
+    settings = isolated_settings(bootstrap, partitions=2)
+    asyncio.run(ensure_topics(settings))
+    lines = EXAMPLE_LOG.read_bytes().splitlines()
+    expected = replayed(lines)
+    process = WorkerProcess(settings, tmp_path / "worker")
+    try:
+        asyncio.run(publish(settings, lines))
+        got = read_topic(settings, settings.summaries_topic, until=len(expected), timeout=90)
+    finally:
+        process.stop()
+    assert {record.partition for record in got} == {0, 1}
+    assert by_run([record.value for record in got]) == by_run(expected)
