@@ -39,6 +39,7 @@ bench: install
 
 bench-e2e: install
 	$(BIN)/python -m bench.e2e
+	$(BIN)/python -m bench.changelog
 
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis
