@@ -36,11 +36,13 @@ def view_values(
     views = list(views)
     if not views:
         return
-    latest = {metric: columns.latest_ok_rows() for metric, columns in task.metrics.items()}
+    used = {(signal.metric, signal.output) for view in views for signal in view.signals}
+    metrics = {metric for metric, _ in used if metric in task.metrics}
+    latest = {metric: task.metrics[metric].latest_ok_rows() for metric in metrics}
     semantic = {
-        (metric, output): column.semantic_at()
-        for metric, columns in task.metrics.items()
-        for output, column in columns.outputs.items()
+        (metric, output): task.metrics[metric].outputs[output].semantic_at()
+        for metric, output in used
+        if metric in task.metrics and output in task.metrics[metric].outputs
     }
     for trial in range(len(task.trial_ids)):
         for view in views:
