@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import multiprocessing
 import pickle
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import astuple, dataclass
 from itertools import islice
@@ -127,20 +128,18 @@ def _counted(lines: Iterable[bytes], stats: ReplayStats) -> Iterator[tuple[int, 
         yield number, line
 
 
+_RUN_ID = re.compile(rb'"run_id"\s*:\s*"([^"\\]*)"')
+
+
 def route_key(line: bytes) -> bytes:
     """The run_id of a line, found without parsing the line when that is unambiguous.
 
     Inside a JSON string every quote is escaped, so `"run_id"` can only be a key; when it
-    occurs once its value is the event's run_id. Otherwise (a label named run_id, escapes,
-    not JSON) fall back to a real parse; lines with no run_id all share the key b"".
+    occurs once, and its value has no escapes, that value is the event's run_id. Otherwise
+    (a label named run_id, escapes, not JSON) parse the line; no run_id gives b"".
     """
-    at = line.find(b'"run_id"')
-    if at >= 0 and line.find(b'"run_id"', at + 8) < 0:
-        start = line.find(b'"', line.find(b":", at + 8)) + 1
-        end = line.find(b'"', start)
-        value = line[start:end]
-        if start > 0 and end > 0 and b"\\" not in value and line[at + 8 : start - 1].strip(b" \t:") == b"":
-            return value
+    if line.count(b'"run_id"') == 1 and (match := _RUN_ID.search(line)) is not None:
+        return match.group(1)
     try:
         parsed = orjson.loads(line)
     except orjson.JSONDecodeError:
