@@ -132,6 +132,7 @@ def apply_cost(size: int, seed: int, probes: int = 2000) -> float:
     events = [EVENT.validate_python(e) for e in synthetic_run("big", tasks=tasks, attempts=ATTEMPTS, seed=seed)]
     for event in events[:-1]:  # leave it open
         apply(run, event)
+    del events  # a million live event objects would make the collector's passes part of the figure
     extra = [
         EVENT.validate_python(
             {
