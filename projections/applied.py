@@ -34,9 +34,6 @@ class AppliedEvents:
         self._size = 0
         self._allocate(capacity)
 
-    def __len__(self) -> int:
-        return self._size
-
     def __contains__(self, event_id: str) -> bool:
         return self._probe(*fingerprint(event_id)) < 0
 
