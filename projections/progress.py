@@ -41,8 +41,8 @@ def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
     expected = None
     if run.declarations and run.declarations.attempts_per_task:
         expected = run.declarations.attempts_per_task * len(declared)
-    if elapsed is None and run.first_at is not None and run.last_at is not None:
-        elapsed = run.last_at - run.first_at
+    if elapsed is None:
+        elapsed = run.span()
     return {
         "schema_version": 1,
         "type": "run.progress",

@@ -53,18 +53,35 @@ class RunState:
     closed_at: int = 0
     """event_count when the run closed: the summary's revision counts the events since."""
     event_count: int = 0
-    trials_completed: int = 0
-    trials_failed: int = 0
-    score_count: int = 0
     first_at: float | None = None
     last_at: float | None = None
-    """Earliest and latest `occurred_at` (epoch seconds) among applied events: progress's ETA."""
+    """Earliest and latest `occurred_at` (epoch seconds) of run.started / run.closed (a task
+    keeps its own events'); `span` puts them together for progress's ETA."""
     applied: AppliedEvents = field(default_factory=AppliedEvents)
     run_events: array[int] = field(default_factory=lambda: array("Q"))
     """Fingerprints of the applied run.started / run.closed (a task keeps its own events')."""
     tasks: dict[str, TaskState] = field(default_factory=dict)
     passk: dict[Key, KeyTally] = field(default_factory=dict)
     """One tally per pass@k-eligible key."""
+
+    @property
+    def trials_completed(self) -> int:
+        return sum(task.trials_completed for task in self.tasks.values())
+
+    @property
+    def trials_failed(self) -> int:
+        return sum(task.trials_failed for task in self.tasks.values())
+
+    @property
+    def score_count(self) -> int:
+        return sum(len(columns.statuses) for task in self.tasks.values() for columns in task.metrics.values())
+
+    def span(self) -> float | None:
+        """Seconds between the earliest and the latest `occurred_at` of the applied events."""
+        holders: list[RunState | TaskState] = [self, *self.tasks.values()]
+        firsts = [holder.first_at for holder in holders if holder.first_at is not None]
+        lasts = [holder.last_at for holder in holders if holder.last_at is not None]
+        return max(lasts) - min(firsts) if firsts else None
 
     @property
     def closed(self) -> bool:
@@ -94,11 +111,12 @@ def apply(run: RunState, event: InputEvent) -> Applied:
     if not run.applied.add_fingerprint(hi, lo):
         return _REDELIVERY
     run.event_count += 1
-    moment = _saw(run, event.occurred_at) if event.occurred_at is not None else None
+    moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
     if isinstance(event, ScoreEmitted):
         return _score(run, event, hi, lo, moment)
     if isinstance(event, TrialFinished):
         return _trial(run, event, hi, lo, moment)
+    _saw(run, moment)
     run.run_events.append(hi)
     run.run_events.append(lo)
     if isinstance(event, RunStarted):
@@ -109,17 +127,11 @@ def apply(run: RunState, event: InputEvent) -> Applied:
     return _APPLIED
 
 
-def _saw(run: RunState, occurred_at: str) -> float:
-    moment = datetime.fromisoformat(occurred_at.upper()).timestamp()
-    run.first_at = moment if run.first_at is None else min(run.first_at, moment)
-    run.last_at = moment if run.last_at is None else max(run.last_at, moment)
-    return moment
-
-
-def _task_saw(task: TaskState, moment: float | None) -> None:
+def _saw(holder: RunState | TaskState, moment: float | None) -> None:
+    """Widen the holder's (first_at, last_at) to include `moment`."""
     if moment is not None:
-        task.first_at = moment if task.first_at is None else min(task.first_at, moment)
-        task.last_at = moment if task.last_at is None else max(task.last_at, moment)
+        holder.first_at = moment if holder.first_at is None else min(holder.first_at, moment)
+        holder.last_at = moment if holder.last_at is None else max(holder.last_at, moment)
 
 
 def _task(run: RunState, task_id: str) -> TaskState:
@@ -139,8 +151,7 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, moment: float |
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
-    _task_saw(task, moment)
-    run.score_count += 1
+    _saw(task, moment)
     task.record_score(event, run.event_count, run.passk)
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
@@ -149,12 +160,10 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, moment: float 
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
-    _task_saw(task, moment)
+    _saw(task, moment)
     if event.status == "completed":
-        run.trials_completed += 1
         task.trials_completed += 1
     else:
-        run.trials_failed += 1
         task.trials_failed += 1
         error_type = (event.error.type if event.error else None) or "UnknownError"
         if task.failed_trials is None:

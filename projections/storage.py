@@ -7,8 +7,9 @@ an event is in the state entirely or not at all.
   fingerprints of its events; written by each event that names the task, O(the task);
 - the run header: the applied run.started (declarations are rebuilt from it), the close,
   and the fingerprints of those run-level events; written by run.started and run.closed.
-Everything else (event and score counts, keys per task, pass@k tallies, the redelivery
-index) is derived on restore, by the same code that maintains it live.
+Everything else (the event count, keys per task, pass@k tallies, the redelivery index) is
+derived on restore, by the same code that maintains it live; trial and score counts are
+always summed from the tasks.
 
 Format: orjson objects, version field "v" (1); arrays are base64 of their bytes in
 little-endian order.
@@ -140,13 +141,6 @@ def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> Ru
     for pairs in fingerprints:
         for at in range(0, len(pairs), 2):
             run.applied.add_fingerprint(pairs[at], pairs[at + 1])
-    tasks_ = list(run.tasks.values())
-    run.trials_completed = sum(task.trials_completed for task in tasks_)
-    run.trials_failed = sum(task.trials_failed for task in tasks_)
-    run.score_count = sum(len(columns.statuses) for task in tasks_ for columns in task.metrics.values())
-    moments = [m for task in tasks_ for m in (task.first_at, task.last_at) if m is not None]
-    moments += [m for m in (run.first_at, run.last_at) if m is not None]
-    run.first_at, run.last_at = (min(moments), max(moments)) if moments else (None, None)
     rekey_run(run)
     return run
 

@@ -88,7 +88,7 @@ class TaskState:
             counts = kept.get(out.name) if kept is not None else None
             if counts is not None:
                 n, c = counts
-                passed = c + (value >= 1.0)
+                passed = c + passes(value)
                 counts[0] = n + 1
                 counts[1] = passed
                 tally = eligible.get((metric, out.name))

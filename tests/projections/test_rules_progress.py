@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
+from events.codec import encode, from_object
 from events.models import InputEvent
 from projections.progress import progress
 from projections.run import RunState, apply
@@ -166,3 +168,17 @@ def test_consuming_live_gives_the_same_summary_as_replaying(log: list[InputEvent
         progress(live, seq)
         summary(live)
     assert summary(live) == summary(fold(log))
+
+
+def test_eta_comes_from_the_span_of_occurred_at_across_run_and_task_events() -> None:
+    def at(event: InputEvent, moment: str) -> InputEvent:
+        return from_object({**orjson.loads(encode(event)), "occurred_at": moment})
+
+    log = [
+        at(reward_tasks("t1", "t2", attempts_per_task=2), "2026-11-30T12:00:00Z"),
+        at(trial("t1", "a"), "2026-11-30T12:00:30Z"),
+        at(trial("t2", "b"), "2026-11-30T12:01:00+00:00"),
+    ]
+    # 2 of 4 planned trials in 60 s: 2 more take 60 s.
+    assert progress(fold(log), 1)["eta_seconds"] == 60.0
+    assert progress(fold(log[1:]), 1)["eta_seconds"] is None  # attempts_per_task unknown without run.started
