@@ -1,11 +1,17 @@
-"""The worked examples of SEMANTICS.md, shared by the tests that check them."""
+"""The worked examples of SEMANTICS.md and the shared example log, for the tests that check them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from events.models import InputEvent
 from tests.builders import broken, dead, score, started, task_spec
+
+SHARED_EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples"
+EXAMPLE_LOG = SHARED_EXAMPLES / "mixed-runs.jsonl"
+"""The realistic mixed log of ../shared/examples, and the summaries it must produce."""
+EXPECTED = SHARED_EXAMPLES / "mixed-runs.expected.jsonl"
 
 
 def reward_tasks(*task_ids: str, **fields: Any) -> InputEvent:

@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import orjson
 import pytest
 
-from worker.local import WorkerProcess, isolated_settings
+from tests.projections.examples import EXAMPLE_LOG
+from worker.local import WorkerProcess
 from worker.settings import Settings
-from worker.topics import ensure_topics
 
 pytestmark = pytest.mark.kafka
-
-EXAMPLE_LOG = Path(__file__).resolve().parents[3] / "shared" / "examples" / "mixed-runs.jsonl"
-
-
-@pytest.fixture(scope="module")
-def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    settings = isolated_settings(bootstrap)
-    asyncio.run(ensure_topics(settings))
-    process = WorkerProcess(settings, tmp_path_factory.mktemp("worker"))
-    try:
-        yield process
-    finally:
-        process.stop()
 
 
 def evalstream(settings: Settings, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:

@@ -14,11 +14,9 @@ from events.codec import encode
 from events.outputs import RunProgress, RunSummary
 from events.synthetic import interleave, synthetic_run
 from tests import builders
+from tests.projections.examples import EXAMPLE_LOG, EXPECTED
 from worker.replay import replay, route_key
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "examples"
-EXAMPLE_LOG = SHARED / "mixed-runs.jsonl"
-EXPECTED = SHARED / "mixed-runs.expected.jsonl"
 COMPARED = ("summary", "harbor", "verdicts", "event_count", "closed_reason", "labels")
 
 

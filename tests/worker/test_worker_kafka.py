@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import io
-import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -22,6 +21,7 @@ from projections.progress import progress
 from projections.run import RunState, apply
 from tests import builders
 from tests.kafka import Record, read_topic
+from tests.projections.examples import EXAMPLE_LOG
 from worker.clients import publish
 from worker.local import WorkerProcess, isolated_settings
 from worker.replay import replay
@@ -29,20 +29,6 @@ from worker.settings import Settings
 from worker.topics import ensure_topics
 
 pytestmark = pytest.mark.kafka
-
-EXAMPLE_LOG = Path(__file__).resolve().parents[3] / "shared" / "examples" / "mixed-runs.jsonl"
-
-
-@pytest.fixture(scope="module")
-def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    settings = isolated_settings(bootstrap)
-    asyncio.run(ensure_topics(settings))
-    process = WorkerProcess(settings, tmp_path_factory.mktemp("worker"))
-    try:
-        yield process
-    finally:
-        process.stop()
-        print(process.log()[-3000:], file=sys.stderr)  # shown when a test failed
 
 
 def replayed(lines: list[bytes]) -> list[bytes]:

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from worker.local import WorkerProcess, isolated_settings
+from worker.topics import ensure_topics
+
+
+@pytest.fixture(scope="module")
+def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    """One `evalstream worker` process per test module, on topics of its own."""
+    settings = isolated_settings(bootstrap)
+    asyncio.run(ensure_topics(settings))
+    process = WorkerProcess(settings, tmp_path_factory.mktemp("worker"))
+    try:
+        yield process
+    finally:
+        process.stop()
+        print(process.log()[-3000:], file=sys.stderr)  # shown when a test failed
