@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -61,14 +62,19 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _worker(args: argparse.Namespace) -> int:
     import faust
 
-    from worker.app import build_app
+    from worker.app import build_app, wipe_local_state
     from worker.topics import ensure_topics
 
     settings = _settings(args)
     created = asyncio.run(ensure_topics(settings))
     if created:
         print(f"created topics: {', '.join(created)}", flush=True)
-    faust.Worker(build_app(settings), loglevel=args.loglevel, override_logging=False).execute_from_commandline()
+    # faust leaves logging alone (override_logging=False); without a handler only warnings show.
+    level = {"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper())
+    logging.basicConfig(level=level, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    app = build_app(settings)
+    wipe_local_state(app)
+    faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
     return 0
 
 

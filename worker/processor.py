@@ -1,26 +1,36 @@
 """What the worker does with one consumed message, without Kafka: decode, check the key,
-apply, write what changed to the store, and say what to publish. The faust app
+apply, say what to publish, and write what changed to the store. The faust app
 (`worker.app`) moves the bytes; its store is a changelog-backed table.
 
-Runs are cached in memory and written through to the store in parts
-(`projections.storage`): each applied event writes exactly one record, the one holding
-its effects and its fingerprint (its task's, or the run header for run.started and
-run.closed), so the store is consistent whatever subset of writes a crash lets through,
-and an event never writes the whole run. A run missing from the cache (after a restart
-or a rebalance) is restored from the store on its next event. The summary, harbor and
-verdicts bytes come from the same projection code as `evalstream replay`, so they are
-identical for the same log.
+Runs are cached in memory and written behind to the store in parts
+(`projections.storage`), one flush per source partition at a time: the records the
+partition's events changed since its last flush (each task once, however many events
+touched it), then a checkpoint record naming the offset of the last event handled. A
+record holds its part's effects with the fingerprints of the events that made them, and
+the changelog keeps one partition's writes in order, so after any crash the store is
+correct as of its last checkpoint, plus some records ahead of it. Recovery therefore
+rewinds the source partition to the checkpoint (`resume_offsets`) rather than trusting
+the committed offset, and events that reach a record twice are skipped by fingerprint:
+nothing is lost, nothing counted twice. The consumer's committed offset says nothing
+about the state, which is what makes write-behind safe.
 
-Store keys: b"h\0<run>" the run header, b"t\0<run>\0<task>" a task (none for a declared
-task nothing has arrived for).
+A run missing from the cache (after a restart or a rebalance) is restored from the store
+on its next event. The summary, harbor and verdicts bytes come from the same projection
+code as `evalstream replay`, so they are identical for the same log.
+
+Store keys: b'h"<run>"' the run header, b't["<run>","<task>"]' a task (none for a declared
+task nothing has arrived for), b"o<partition>" the checkpoint of a source partition. Ids
+are JSON strings in keys, so no character of theirs can be taken for a separator.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import orjson
 
 from events.codec import DecodeError, decode, encode_payload
 from projections.progress import progress
@@ -72,16 +82,31 @@ class Store(Protocol):
     def __iter__(self) -> Iterator[bytes]: ...
 
 
-def store_key(kind: bytes, run_id: str, task_id: str | None = None) -> bytes:
-    key = kind + b"\0" + run_id.encode()
-    return key if task_id is None else key + b"\0" + task_id.encode()
+def header_key(run_id: str) -> bytes:
+    return b"h" + orjson.dumps(run_id)
+
+
+def task_key(run_id: str, task_id: str) -> bytes:
+    return b"t" + orjson.dumps([run_id, task_id])
+
+
+def checkpoint_key(partition: int) -> bytes:
+    return b"o" + str(partition).encode()
 
 
 @dataclass
 class Processor:
     progress_interval: float = 0.2
     store: Store | None = None
+    flush_every: int = 1000
+    """Events of one partition after which its changes are flushed (the app also flushes
+    on a timer): more means fewer changelog bytes and more events redone after a crash."""
     runs: dict[str, RunState] = field(default_factory=dict)
+    _unflushed: dict[int, dict[tuple[str, str | None], None]] = field(default_factory=dict)
+    """Partition -> parts (run, task or None for the header) changed since its last flush."""
+    _handled: dict[int, int] = field(default_factory=dict)
+    """Partition -> events handled since its last flush."""
+    _last_offset: dict[int, int] = field(default_factory=dict)
     _stored_tasks: dict[str, list[str]] | None = None
     """Run -> task ids with a record in the store, found by one scan after (re)start."""
     _dirty: set[str] = field(default_factory=set)
@@ -89,6 +114,13 @@ class Processor:
     _published_at: dict[str, float] = field(default_factory=dict)
 
     def handle(self, key: bytes | None, value: bytes, source: Source) -> list[Publish]:
+        """What to publish for one message; its changes wait for `flush(source.partition)`."""
+        partition = source.partition
+        self._handled[partition] = self._handled.get(partition, 0) + 1
+        self._last_offset[partition] = source.offset
+        return self._handle(key, value, source)
+
+    def _handle(self, key: bytes | None, value: bytes, source: Source) -> list[Publish]:
         try:
             event = decode(value)
         except DecodeError as error:
@@ -102,11 +134,7 @@ class Processor:
             return [dead_letter(key, value, "refused", applied.reason, source)]
         if applied.outcome is not Outcome.APPLIED:
             return []
-        if self.store is not None:
-            if applied.task_id is not None:
-                self.store[store_key(b"t", run.run_id, applied.task_id)] = task_to_bytes(run.tasks[applied.task_id])
-            else:
-                self.store[store_key(b"h", run.run_id)] = header_to_bytes(run)
+        self._unflushed.setdefault(source.partition, {})[run.run_id, applied.task_id] = None
         self._dirty.add(run.run_id)
         # Published now if the run's coalescing window is over (or it closed); else the
         # timer publishes it when the window ends.
@@ -115,12 +143,48 @@ class Processor:
             out.append(Publish("summary", key, encode_payload(summary(run))))
         return out
 
+    def flush_due(self, partition: int) -> bool:
+        return self._handled.get(partition, 0) >= self.flush_every
+
+    def unflushed(self) -> list[int]:
+        """Partitions with events handled since their last flush."""
+        return [partition for partition, count in self._handled.items() if count]
+
+    def flush(self, partition: int) -> None:
+        """Write the parts the partition's events changed, then its checkpoint, in that
+        order: a store holding the checkpoint holds everything before it."""
+        if self.store is None or not self._handled.get(partition):
+            return
+        for run_id, task_id in self._unflushed.pop(partition, {}):
+            run = self.runs[run_id]
+            if task_id is not None:
+                self.store[task_key(run_id, task_id)] = task_to_bytes(run.tasks[task_id])
+            else:
+                self.store[header_key(run_id)] = header_to_bytes(run)
+        self.store[checkpoint_key(partition)] = str(self._last_offset[partition]).encode()
+        self._handled[partition] = 0
+
+    def resume_offsets(self, partitions: Iterable[int]) -> dict[int, int]:
+        """Where each source partition must be read again from for the store to be complete:
+        after its checkpoint, or from the start when it has none."""
+        if self.store is None:
+            return {}
+        resume = {}
+        for partition in partitions:
+            checkpoint = self.store.get(checkpoint_key(partition))
+            resume[partition] = int(checkpoint) + 1 if checkpoint is not None else 0
+        return resume
+
     def forget(self) -> None:
-        """Drop the cache (partitions moved): runs are restored from the store when next seen."""
+        """Drop the cache and what was not flushed (partitions moved): runs are restored
+        from the store when next seen, after the source is rewound to `resume_offsets`."""
         if self.store is not None:
             self.runs.clear()
             self._dirty.clear()
             self._stored_tasks = None
+            self._unflushed.clear()
+            self._handled.clear()
+            self._last_offset.clear()
 
     def _run(self, run_id: str) -> RunState:
         run = self.runs.get(run_id)
@@ -135,16 +199,16 @@ class Processor:
             # One pass over the store finds every task record; later restores look it up.
             self._stored_tasks = {}
             for key in self.store:
-                if key.startswith(b"t\0"):
-                    run, _, task = key[2:].partition(b"\0")
-                    self._stored_tasks.setdefault(run.decode(), []).append(task.decode())
-        header = self.store.get(store_key(b"h", run_id))
+                if key.startswith(b"t"):
+                    run, task = orjson.loads(key[1:])
+                    self._stored_tasks.setdefault(run, []).append(task)
+        header = self.store.get(header_key(run_id))
         task_ids = self._stored_tasks.pop(run_id, [])
         if header is None and not task_ids:
             return None
         tasks = []
         for task_id in task_ids:
-            blob = self.store.get(store_key(b"t", run_id, task_id))
+            blob = self.store.get(task_key(run_id, task_id))
             if blob is not None:
                 tasks.append(task_from_bytes(task_id, blob))
         return restore(run_id, header, tasks)

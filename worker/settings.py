@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 SUMMARY_MAX_BYTES = 64 * 1024 * 1024
-"""Largest summary message: a 200,000-attempt run's summary is ~20 MB of JSON (gzip on the wire)."""
+"""Largest summary message: a 200,000-attempt run's summary is ~20 MB of JSON (zstd on the wire)."""
 
 
 def _env(name: str, default: str) -> str:
@@ -27,6 +27,8 @@ class Settings:
     data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", "~/.cache/evalstream/worker")).expanduser())
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
     progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
+    flush_interval: float = field(default_factory=lambda: float(_env("FLUSH_INTERVAL", "0.25")))
+    flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
     security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
     sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))
     sasl_username: str = field(default_factory=lambda: _env("SASL_USERNAME", ""))

@@ -11,6 +11,8 @@ from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 def wanted_topics(settings: Settings) -> list[NewTopic]:
     events_config = {"max.message.bytes": str(MAX_EVENT_BYTES + 1024)}
+    # A dead letter is the message as received plus headers of up to ~4.5 KB.
+    deadletter_config = {"max.message.bytes": str(MAX_EVENT_BYTES + 64 * 1024)}
     return [
         NewTopic(settings.events_topic, settings.partitions, 1, topic_configs=events_config),
         NewTopic(settings.progress_topic, settings.partitions, 1),
@@ -20,7 +22,7 @@ def wanted_topics(settings: Settings) -> list[NewTopic]:
             1,
             topic_configs={"cleanup.policy": "compact", "max.message.bytes": str(SUMMARY_MAX_BYTES)},
         ),
-        NewTopic(settings.deadletter_topic, settings.partitions, 1, topic_configs=events_config),
+        NewTopic(settings.deadletter_topic, settings.partitions, 1, topic_configs=deadletter_config),
     ]
 
 
