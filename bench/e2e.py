@@ -2,7 +2,8 @@
 
 Run: `make bench-e2e` (or `python -m bench.e2e`). Uses EVALSTREAM_BOOTSTRAP if set, else
 starts a local broker (free ports, temporary state). Prints, from one run:
-1. the raw aiokafka consume rate of a synthetic log on this broker (the ceiling);
+1. the raw aiokafka consume rate of a synthetic log on this broker (the ceiling), and the
+   rate of a faust agent that does nothing with it (`bench.faust_ceiling`: faust's own cost);
 2. sustained events/s through one worker: publishing the same log until the last run's
    summary is out, and the ratio to the ceiling;
 3. latency from publish to the first progress event that reflects it, p50 and p99, for
@@ -15,6 +16,8 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -54,6 +57,20 @@ async def ceiling(settings: Settings, lines: list[bytes]) -> float:
     finally:
         await consumer.stop()
     return len(lines) / (time.perf_counter() - began)
+
+
+def faust_ceiling(settings: Settings, events: int) -> float:
+    """The events topic's consume rate through a faust agent that does nothing."""
+    command = [sys.executable, "-m", "bench.faust_ceiling", settings.bootstrap, settings.events_topic, str(events)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in process.stdout or ():
+            if line.startswith("events/s "):
+                return float(line.split()[1])
+        raise RuntimeError("bench.faust_ceiling stopped before it measured")
+    finally:
+        process.kill()
+        process.wait()
 
 
 async def sustained(settings: Settings, lines: list[bytes], runs: set[bytes]) -> float:
@@ -129,6 +146,8 @@ def main() -> None:
             asyncio.run(ensure_topics(raw))
             top = asyncio.run(ceiling(raw, lines))
             print(f"raw aiokafka consume:      {top:>10,.0f} events/s  (the ceiling; {len(lines):,} events)")
+            noop = faust_ceiling(raw, len(lines))
+            print(f"faust agent doing nothing: {noop:>10,.0f} events/s  faust/ceiling = {noop / top:.2f}")
             settings = isolated_settings(bootstrap)
             asyncio.run(ensure_topics(settings))
             worker = WorkerProcess(settings, Path(scratch) / "worker")
@@ -139,7 +158,10 @@ def main() -> None:
                     )
                 )
                 rate = asyncio.run(sustained(settings, lines, {f"e2e-{i}".encode() for i in range(runs)}))
-                print(f"through broker and worker: {rate:>10,.0f} events/s  worker/ceiling = {rate / top:.2f}")
+                print(
+                    f"through broker and worker: {rate:>10,.0f} events/s  worker/ceiling = {rate / top:.2f}, "
+                    f"worker/faust = {rate / noop:.2f}"
+                )
                 print("  (targets: >= 20,000 events/s and >= 0.30 of the ceiling)")
                 delays = sorted(asyncio.run(latency(settings, args.rate, args.seconds)))
                 p50, p99 = statistics.median(delays), delays[int(len(delays) * 0.99)]

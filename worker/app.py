@@ -78,6 +78,8 @@ def build_app(settings: Settings) -> faust.App:
         producer_compression_type="zstd",
         producer_linger_ms=5,  # batch the changelog and output writes of consecutive events
         consumer_max_fetch_size=MAX_EVENT_BYTES * 2,
+        broker_session_timeout=settings.session_timeout,
+        broker_heartbeat_interval=settings.session_timeout / 5,
     )
     events = app.topic(settings.events_topic, key_type=bytes, value_type=bytes)
     outputs = {

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -65,3 +66,11 @@ class WorkerProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until faust says the worker is ready (partitions assigned, state recovered)."""
+        deadline = time.monotonic() + timeout
+        while "Worker ready" not in self.log():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker not ready after {timeout:.0f}s; its log:\n{self.log()[-3000:]}")
+            time.sleep(0.1)

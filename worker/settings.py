@@ -28,6 +28,8 @@ class Settings:
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
     progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
     flush_interval: float = field(default_factory=lambda: float(_env("FLUSH_INTERVAL", "0.25")))
+    session_timeout: float = field(default_factory=lambda: float(_env("SESSION_TIMEOUT", "10")))
+    """Seconds before the group gives a silent worker's partitions to others (faust: 60)."""
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
     security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
     sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))

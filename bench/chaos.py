@@ -1,0 +1,70 @@
+"""The long fault-injection run: every scenario of `tests/faults` at full size.
+
+Run: `make bench-chaos` (or `python -m bench.chaos`). Uses EVALSTREAM_BOOTSTRAP if set,
+else starts a local broker (free ports, temporary state); the broker scenario always runs
+on a broker of its own, since it stops and kills it. Prints one table: scenario, faults
+injected, events published, runs, mismatches (runs whose latest summary differs from what
+their events give: 0 is the pass), and the max and median recovery time (from the fault to
+progress resuming for every open run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from tests.faults import scenarios
+from tests.faults.chaos import TABLE_HEAD, Result
+from worker import broker
+from worker.local import free_port
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--kills", type=int, default=20, help="worker kill -9s in the crash scenario")
+    args = parser.parse_args()
+    seed = args.seed
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        bootstrap = os.environ.get("EVALSTREAM_BOOTSTRAP")
+        local = None
+        if not bootstrap:
+            local = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=root / "broker")
+            broker.start(local, timeout=180)
+            bootstrap = local.bootstrap
+        results: list[Result] = []
+        problems: list[str] = []
+        try:
+            results.append(
+                scenarios.worker_crashes(
+                    bootstrap, root / "crash", kills=args.kills, runs=6, tasks=300, seconds=240, seed=seed
+                )
+            )
+            results.append(
+                scenarios.broker_crashes(root / "bounce", restarts=4, runs=4, tasks=200, seconds=120, seed=seed)
+            )
+            results.append(
+                scenarios.rebalances(bootstrap, root / "moved", changes=9, runs=12, tasks=150, seconds=180, seed=seed)
+            )
+            dirty, problems = scenarios.bad_input(
+                bootstrap, root / "dirty", count=10_000, runs=6, tasks=150, seconds=90, seed=seed
+            )
+            results.append(dirty)
+            results.append(
+                scenarios.state_edges(bootstrap, root / "edge", restarts=3, tasks=300, seconds=90, seed=seed)
+            )
+        finally:
+            if local is not None:
+                broker.stop(local)
+            print(TABLE_HEAD)
+            for result in results:
+                print(result.row())
+            for problem in problems:
+                print(f"bad input: {problem}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""Fault injection over a real broker, shared by `tests/faults` (reduced) and `bench/chaos.py`
+(the long version).
+
+A scenario publishes a multi-run log at a steady pace while faults happen, then checks that
+every run's latest summary equals what the worker's own rules give for the events topic as
+it ended up (`expected_latest`): the oracle reads the topic back, so a publisher retry that
+duplicated or reordered messages is judged by what the topic holds, as a replay would be.
+
+The log (`chaos_log`) carries the input faults of every scenario: events published twice (a
+producer retry), an event after each run's close (a new revision) and a second `run.closed`
+(no new revision).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from events.codec import MAX_EVENT_BYTES, encode
+from events.synthetic import interleave, synthetic_run
+from tests import builders
+from tests.kafka import Record, read_topic
+from worker.local import WorkerProcess, free_port
+from worker.processor import Processor, Source
+from worker.settings import SUMMARY_MAX_BYTES, Settings
+
+Message = tuple[bytes | None, bytes]
+
+
+@dataclass
+class Result:
+    """One scenario's line in the chaos table."""
+
+    scenario: str
+    faults: int
+    events: int
+    runs: int
+    mismatches: int
+    recoveries: list[float] = field(default_factory=list)
+
+    def row(self) -> str:
+        most = f"{max(self.recoveries):.1f}" if self.recoveries else "-"
+        median = f"{statistics.median(self.recoveries):.1f}" if self.recoveries else "-"
+        cells = [self.scenario, self.faults, f"{self.events:,}", self.runs, self.mismatches, most, median]
+        return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+TABLE_HEAD = (
+    "| scenario | faults | events | runs | mismatches | max recovery (s) | median recovery (s) |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
+def _run_events(run_id: str, tasks: int, attempts: int, seed: int) -> Iterator[dict[str, object]]:
+    """A synthetic run, then a late trial (a new revision) and a second close (none)."""
+    yield from synthetic_run(run_id, tasks=tasks, attempts=attempts, seed=seed)
+    late = builders.trial("task-00000", f"late-{run_id}", run_id=run_id, event_id=f"late:{run_id}")
+    yield orjson.loads(encode(late))
+    yield orjson.loads(encode(builders.closed(run_id, event_id=f"reclose:{run_id}")))
+
+
+def chaos_log(
+    prefix: str, *, runs: int, tasks: int, attempts: int, seed: int, duplicates: float = 0.03
+) -> list[Message]:
+    """Interleaved runs keyed by run_id; a `duplicates` share of events is sent twice."""
+    rng = random.Random(seed)
+    sources = [_run_events(f"{prefix}-{i}", tasks, attempts, seed + i) for i in range(runs)]
+    messages: list[Message] = []
+    for event in interleave(sources, seed=seed):
+        message = (str(event["run_id"]).encode(), orjson.dumps(event))
+        messages.append(message)
+        if rng.random() < duplicates:
+            messages.append(message)
+    return messages
+
+
+def expected_latest(records: list[Record]) -> dict[bytes, bytes]:
+    """Each run's latest summary under the worker's rules, for the topic's records in order."""
+    processor = Processor()
+    latest: dict[bytes, bytes] = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        for item in processor.handle(record.key, record.value, Source("events", record.partition, record.offset)):
+            if item.stream == "summary" and item.key is not None:
+                latest[item.key] = item.value
+    return latest
+
+
+def topic_contents(settings: Settings, published: int) -> list[Record]:
+    return read_topic(settings, settings.events_topic, until=published, timeout=60)
+
+
+class Publisher(threading.Thread):
+    """Publishes `messages` at a steady pace over `seconds`, riding out broker restarts
+    (aiokafka retries; a send that still fails is sent again at the end)."""
+
+    def __init__(self, settings: Settings, messages: list[Message], seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.settings, self.messages, self.seconds = settings, messages, seconds
+        self.sent = 0
+        self.closed_at: dict[bytes, float] = {}
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._publish())
+        except BaseException as error:  # reported by the scenario, not lost in a thread
+            self.error = error
+
+    async def _publish(self) -> None:
+        producer = AIOKafkaProducer(
+            **self.settings.client_options(),
+            linger_ms=5,
+            max_request_size=MAX_EVENT_BYTES * 2,
+            request_timeout_ms=60_000,
+        )
+        await producer.start()
+        try:
+            pending: list[tuple[Message, asyncio.Future[object]]] = []
+            start = time.monotonic()
+            for index, (key, value) in enumerate(self.messages):
+                await asyncio.sleep(max(0.0, start + index * self.seconds / len(self.messages) - time.monotonic()))
+                pending.append(((key, value), await producer.send(self.settings.events_topic, value=value, key=key)))
+                if key is not None and b'"type":"run.closed"' in value:
+                    self.closed_at.setdefault(key, time.monotonic())
+            for message, future in pending:
+                try:
+                    await future
+                except Exception:
+                    await producer.send_and_wait(self.settings.events_topic, value=message[1], key=message[0])
+                self.sent += 1
+        finally:
+            await producer.stop()
+
+
+class ProgressWatch(threading.Thread):
+    """Records when each run's progress events arrive, to time recoveries."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(daemon=True)
+        self.settings = settings
+        self.seen: list[tuple[float, bytes]] = []
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        asyncio.run(self._watch())
+
+    async def _watch(self) -> None:
+        consumer = AIOKafkaConsumer(
+            **self.settings.client_options(), enable_auto_commit=False, auto_offset_reset="latest"
+        )
+        await consumer.start()
+        try:
+            while not (
+                found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(
+                    self.settings.progress_topic
+                )
+            ):
+                await asyncio.sleep(0.1)
+            consumer.assign([TopicPartition(self.settings.progress_topic, p) for p in found])
+            while not self.stopping.is_set():
+                try:
+                    batches = await consumer.getmany(timeout_ms=100)
+                except Exception:  # the broker is down: keep trying
+                    await asyncio.sleep(0.2)
+                    continue
+                now = time.monotonic()
+                self.seen.extend((now, record.key) for batch in batches.values() for record in batch if record.key)
+        finally:
+            await consumer.stop()
+
+    def recovery(self, since: float, publisher: Publisher, timeout: float = 120.0) -> float:
+        """Seconds from `since` until every run still open then has had a progress event."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            open_runs = {key for key, _ in publisher.messages if key} - {
+                key for key, at in publisher.closed_at.items() if at < since
+            }
+            first = {key: at for at, key in reversed(self.seen) if at > since}
+            if open_runs <= first.keys():
+                return max((first[key] for key in open_runs), default=since) - since
+            time.sleep(0.1)
+        return float("inf")
+
+
+class Group:
+    """Worker processes in one consumer group, each with its own data dir and web port."""
+
+    def __init__(self, settings: Settings, root: Path) -> None:
+        self.settings, self.root = settings, root
+        self.workers: list[WorkerProcess] = []
+        self.started = 0
+
+    def add(self) -> WorkerProcess:
+        self.started += 1
+        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), self.root / f"worker-{self.started}")
+        self.workers.append(worker)
+        return worker
+
+    def kill(self, worker: WorkerProcess) -> None:
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait()
+        self.workers.remove(worker)
+
+    def stop(self, worker: WorkerProcess) -> None:
+        worker.stop()
+        self.workers.remove(worker)
+
+    def stop_all(self) -> None:
+        for worker in list(self.workers):
+            self.stop(worker)
+
+    def logs(self) -> str:
+        return "\n".join(path.read_text(errors="replace") for path in sorted(self.root.glob("worker-*/worker.log")))
+
+
+async def _latest_summaries(settings: Settings, want: dict[bytes, bytes], timeout: float) -> dict[bytes, bytes]:
+    consumer = AIOKafkaConsumer(
+        **settings.client_options(), enable_auto_commit=False, max_partition_fetch_bytes=SUMMARY_MAX_BYTES
+    )
+    await consumer.start()
+    latest: dict[bytes, bytes] = {}
+    try:
+        while not (
+            found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(settings.summaries_topic)
+        ):
+            await asyncio.sleep(0.1)
+        partitions = [TopicPartition(settings.summaries_topic, p) for p in found]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(latest.get(key) != value for key, value in want.items()):
+            for batch in (await consumer.getmany(timeout_ms=200)).values():
+                latest.update((record.key, record.value) for record in batch if record.key is not None)
+        return latest
+    finally:
+        await consumer.stop()
+
+
+def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0) -> int:
+    """Runs whose latest summary differs from the oracle's, once the worker caught up."""
+    publisher.join()
+    if publisher.error is not None:
+        raise publisher.error
+    want = expected_latest(topic_contents(settings, publisher.sent))
+    got = asyncio.run(_latest_summaries(settings, want, timeout))
+    return sum(got.get(key) != value for key, value in want.items()) + (len(want) == 0)

@@ -1,0 +1,216 @@
+"""The fault scenarios, sized by their arguments: small in `tests/faults`, long in
+`bench/chaos.py`. Each returns its `Result` (mismatches 0 is the pass)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from tests.faults.chaos import Group, Message, ProgressWatch, Publisher, Result, chaos_log, mismatches, topic_contents
+from tests.faults.poison import STATEFUL, poisons
+from tests.kafka import read_topic
+from worker import broker
+from worker.local import free_port, isolated_settings
+from worker.processor import Processor, Source
+from worker.settings import Settings
+from worker.topics import ensure_topics
+
+
+def _prepared(bootstrap: str, **overrides: object) -> Settings:
+    settings = isolated_settings(bootstrap, **overrides)
+    asyncio.run(ensure_topics(settings))
+    return settings
+
+
+def _run_with_faults(
+    settings: Settings,
+    root: Path,
+    log: list[Message],
+    *,
+    name: str,
+    workers: int,
+    seconds: float,
+    faults: list[Callable[[Group], None]],
+    seed: int,
+) -> Result:
+    """Publish `log` over `seconds` while applying `faults` at random moments, each timed
+    from the moment it hits until every open run's progress resumes."""
+    rng = random.Random(seed)
+    group = Group(settings, root)
+    for _ in range(workers):
+        group.add()
+    watch = ProgressWatch(settings)
+    watch.start()
+    publisher = Publisher(settings, log, seconds)
+    recoveries = []
+    try:
+        for worker in group.workers:
+            worker.wait_ready()
+        publisher.start()
+        for fault in faults:
+            time.sleep(rng.uniform(0.2, 2.0))
+            hit = time.monotonic()
+            fault(group)
+            recoveries.append(watch.recovery(hit, publisher))
+        found = mismatches(settings, publisher)
+    finally:
+        watch.stopping.set()
+        group.stop_all()
+    runs = len({key for key, _ in log})
+    return Result(name, len(faults), len(log), runs, found, recoveries)
+
+
+def _kill_one(group: Group, rng: random.Random, *, replace: bool) -> None:
+    victim = rng.choice(group.workers)
+    group.kill(victim)
+    if replace:
+        group.add()
+
+
+def worker_crashes(
+    bootstrap: str, root: Path, *, kills: int, runs: int, tasks: int, seconds: float, seed: int
+) -> Result:
+    """kill -9 of the only worker at random moments, a new one started at once."""
+    settings = _prepared(bootstrap)
+    rng = random.Random(seed)
+    log = chaos_log("crash", runs=runs, tasks=tasks, attempts=5, seed=seed)
+    faults = [lambda group: _kill_one(group, rng, replace=True) for _ in range(kills)]
+    return _run_with_faults(
+        settings, root, log, name="worker kill -9", workers=1, seconds=seconds, faults=faults, seed=seed
+    )
+
+
+def broker_crashes(root: Path, *, restarts: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """The broker stopped and started again mid-run, cleanly and by kill -9 in turn, on a
+    broker of its own; the worker must reconnect by itself."""
+    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=root / "broker")
+    broker.start(config, timeout=180)
+    try:
+        settings = _prepared(config.bootstrap)
+        log = chaos_log("bounce", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def bounce(index: int) -> Callable[[Group], None]:
+            def fault(group: Group) -> None:
+                if index % 2:
+                    pid = broker.status(config).pid
+                    assert pid is not None, "the broker is not running"
+                    os.kill(pid, signal.SIGKILL)
+                    while broker.status(config).pid is not None:
+                        time.sleep(0.05)
+                else:
+                    broker.stop(config)
+                broker.start(config, timeout=120)
+
+            return fault
+
+        faults = [bounce(index) for index in range(restarts)]
+        return _run_with_faults(
+            settings, root, log, name="broker stop / kill -9", workers=1, seconds=seconds, faults=faults, seed=seed
+        )
+    finally:
+        broker.stop(config)
+
+
+def rebalances(bootstrap: str, root: Path, *, changes: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """Two to three workers over a 3-partition topic: workers added, stopped cleanly and
+    killed in turn, so partitions move and their state is restored from the changelog."""
+    settings = _prepared(bootstrap, partitions=3)
+    rng = random.Random(seed)
+    log = chaos_log("moved", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+    def change(index: int) -> Callable[[Group], None]:
+        def fault(group: Group) -> None:
+            if len(group.workers) < 3 and index % 3 == 0:
+                group.add()
+            elif index % 3 == 1:
+                group.stop(rng.choice(group.workers))
+                group.add()
+            else:
+                _kill_one(group, rng, replace=len(group.workers) < 3)
+
+        return fault
+
+    faults = [change(index) for index in range(changes)]
+    return _run_with_faults(settings, root, log, name="rebalance", workers=2, seconds=seconds, faults=faults, seed=seed)
+
+
+def bad_input(
+    bootstrap: str, root: Path, *, count: int, runs: int, tasks: int, seconds: float, seed: int
+) -> tuple[Result, list[str]]:
+    """`count` malformed messages interleaved with valid runs. Besides the summaries, every
+    dead letter must be the oracle's (reason and source coordinates), and the worker must
+    never restart. Returns the result and the problems found."""
+    settings = _prepared(bootstrap)
+    rng = random.Random(seed)
+    log = chaos_log("dirty", runs=runs, tasks=tasks, attempts=5, seed=seed)
+    oversized = 0
+    for index, bad in enumerate(poisons("dirty-0", count, seed)):
+        if bad.kind == "oversized":
+            oversized += 1
+            if oversized > 2:  # 8 MiB each: two say as much as two thousand
+                continue
+        run = f"dirty-{index % runs}".encode()
+        # After the run's run.started (the first message of the run), as STATEFUL requires.
+        first = next(at for at, (key, _) in enumerate(log) if key == run)
+        at = rng.randrange(first + 1, len(log) + 1) if bad.kind in STATEFUL else rng.randrange(len(log) + 1)
+        key = run if bad.key == b"dirty-0" else bad.key
+        log.insert(at, (key, bad.value.replace(b"dirty-0", run.decode().encode())))
+    result = _run_with_faults(settings, root, log, name="bad input", workers=1, seconds=seconds, faults=[], seed=seed)
+    problems = []
+    oracle = Processor()
+    want = set()
+    for record in sorted(topic_contents(settings, len(log)), key=lambda r: (r.partition, r.offset)):
+        for item in oracle.handle(
+            record.key, record.value, Source(settings.events_topic, record.partition, record.offset)
+        ):
+            if item.stream == "deadletter":
+                headers = dict(item.headers)
+                want.add((headers["evalstream.source.offset"], headers["evalstream.reason"]))
+    dead = read_topic(settings, settings.deadletter_topic, until=len(want), timeout=60)
+    got = {(r.headers["evalstream.source.offset"], r.headers["evalstream.reason"]) for r in dead}
+    if got != want:
+        problems.append(f"dead letters: {len(want - got)} missing, {len(got - want)} unexpected")
+    if len(want) < count // 2:
+        problems.append(f"only {len(want)} dead letters for {count} poisons")
+    log_text = Group(settings, root).logs()
+    if "Traceback" in log_text or "internal error" in log_text:
+        problems.append("the worker logged a traceback")
+    result.faults = len(want)
+    return result, problems
+
+
+def state_edges(bootstrap: str, root: Path, *, restarts: int, tasks: int, seconds: float, seed: int) -> Result:
+    """One run over four partitions, so three changelog partitions stay empty, and a
+    changelog compacted as fast as the broker allows: restarts must recover both."""
+    settings = _prepared(bootstrap, partitions=4)
+    changelog = f"{settings.app_id}-state-changelog"
+    compact_fast = {
+        "cleanup.policy": "compact",
+        "segment.ms": "500",
+        "min.cleanable.dirty.ratio": "0.01",
+        "min.compaction.lag.ms": "0",
+        "delete.retention.ms": "0",
+    }
+
+    async def create() -> None:
+        admin = AIOKafkaAdminClient(**settings.client_options())
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(changelog, 4, 1, topic_configs=compact_fast)])
+        finally:
+            await admin.close()
+
+    asyncio.run(create())
+    rng = random.Random(seed)
+    log = chaos_log("edge", runs=1, tasks=tasks, attempts=5, seed=seed)
+    faults = [lambda group: _kill_one(group, rng, replace=True) for _ in range(restarts)]
+    return _run_with_faults(
+        settings, root, log, name="empty and compacted changelog", workers=1, seconds=seconds, faults=faults, seed=seed
+    )
