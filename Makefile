@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test check unit demo replay-demo bench bench-e2e clean
+.PHONY: install test check unit demo replay-demo bench bench-e2e bench-chaos clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ bench: install
 bench-e2e: install
 	$(BIN)/python -m bench.e2e
 	$(BIN)/python -m bench.changelog
+
+## Every fault scenario at full size (~15 minutes): prints the chaos table.
+bench-chaos: install
+	$(BIN)/python -m bench.chaos
 
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis

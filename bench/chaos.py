@@ -64,6 +64,9 @@ def main() -> None:
                 print(result.row())
             for problem in problems:
                 print(f"bad input: {problem}")
+            for result in results:
+                for detail in result.details:
+                    print(f"{result.scenario}: {detail}")
 
 
 if __name__ == "__main__":

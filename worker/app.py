@@ -133,6 +133,12 @@ def build_app(settings: Settings) -> faust.App:
 
     @app.timer(interval=settings.flush_interval)
     async def flush_state() -> None:
+        # Never write once partitions may belong to someone else (a rebalance or a stop
+        # suspends the flow first): the new owner may already have read the changelog,
+        # and a late write would mix two owners' records. What was not flushed is redone
+        # from the checkpoint by whoever owns the partition next.
+        if app.rebalancing or not app.flow_control.is_active():
+            return
         for partition in processor.unflushed():
             with handling(last_event[partition]):
                 processor.flush(partition)

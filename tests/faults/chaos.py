@@ -48,6 +48,7 @@ class Result:
     runs: int
     mismatches: int
     recoveries: list[float] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
 
     def row(self) -> str:
         most = f"{max(self.recoveries):.1f}" if self.recoveries else "-"
@@ -247,11 +248,23 @@ async def _latest_summaries(settings: Settings, want: dict[bytes, bytes], timeou
         await consumer.stop()
 
 
-def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0) -> int:
-    """Runs whose latest summary differs from the oracle's, once the worker caught up."""
+def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0) -> list[str]:
+    """The runs whose latest summary differs from the oracle's once the worker caught up,
+    each with how (event counts and revisions, got against wanted)."""
     publisher.join()
     if publisher.error is not None:
         raise publisher.error
     want = expected_latest(topic_contents(settings, publisher.sent))
+    if not want:
+        return ["no run has a summary: the scenario checked nothing"]
     got = asyncio.run(_latest_summaries(settings, want, timeout))
-    return sum(got.get(key) != value for key, value in want.items()) + (len(want) == 0)
+    found = []
+    for key, value in want.items():
+        if got.get(key) != value:
+            expected = orjson.loads(value)
+            actual = orjson.loads(got[key]) if key in got else {}
+            found.append(
+                f"{key.decode()}: event_count {actual.get('event_count')} (want {expected['event_count']}), "
+                f"revision {actual.get('revision')} (want {expected['revision']})"
+            )
+    return found

@@ -64,7 +64,7 @@ def _run_with_faults(
         watch.stopping.set()
         group.stop_all()
     runs = len({key for key, _ in log})
-    return Result(name, len(faults), len(log), runs, found, recoveries)
+    return Result(name, len(faults), len(log), runs, len(found), recoveries, found)
 
 
 def _kill_one(group: Group, rng: random.Random, *, replace: bool) -> None:
