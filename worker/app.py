@@ -26,6 +26,7 @@ from faust.streams import _current_event
 from faust.types import TP
 
 from events.codec import MAX_EVENT_BYTES
+from worker import fetching
 from worker.processor import Processor, Publish, Source, dead_letter
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
@@ -81,6 +82,7 @@ def build_app(settings: Settings) -> faust.App:
         broker_session_timeout=settings.session_timeout,
         broker_heartbeat_interval=settings.session_timeout / 5,
     )
+    fetching.install(app, settings.fetch_max_wait_ms)
     events = app.topic(settings.events_topic, key_type=bytes, value_type=bytes)
     outputs = {
         "summary": app.topic(settings.summaries_topic, key_type=bytes, value_type=bytes),
