@@ -27,7 +27,7 @@ from faust.types import TP
 
 from events.codec import MAX_EVENT_BYTES
 from worker import fetching
-from worker.processor import Processor, Publish, Source, dead_letter
+from worker.processor import Admission, Processor, Publish, Source, dead_letter
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 log = logging.getLogger("evalstream.worker")
@@ -80,6 +80,9 @@ def build_app(settings: Settings) -> faust.App:
         producer_linger_ms=5,  # batch the changelog and output writes of consecutive events
         consumer_max_fetch_size=MAX_EVENT_BYTES * 2,
         broker_session_timeout=settings.session_timeout,
+        # Offsets are committed by the worker after its flushes (see `commit` below).
+        broker_commit_interval=365 * 24 * 3600.0,
+        broker_commit_every=2**62,
         broker_heartbeat_interval=settings.session_timeout / 5,
     )
     fetching.install(app, settings.fetch_max_wait_ms)
@@ -100,17 +103,25 @@ def build_app(settings: Settings) -> faust.App:
 
     @state.on_recover
     async def rewind() -> None:
-        # faust seeks to the committed offsets right after the recovery callbacks, so the
-        # checkpoint is committed (backwards is allowed) and also sought: aiokafka's
-        # seek_to_committed skips a committed offset of 0.
+        # The state decides where each partition is read from (`processor.admit` enforces
+        # it). Committing the checkpoint (backwards is allowed) makes faust's own seek,
+        # right after recovery callbacks, start there; seeking as well covers offset 0,
+        # which aiokafka's seek_to_committed skips.
+        processor.forget()  # anything handled since the revocation is redone from here
         assigned = [tp.partition for tp in app.consumer.assignment() if tp.topic == settings.events_topic]
         resume = {TP(settings.events_topic, p): offset for p, offset in processor.resume_offsets(assigned).items()}
         if resume:
             log.info("resuming %s at %s (the state's checkpoints)", settings.events_topic, resume)
             if not await app.consumer._commit(resume):  # type: ignore[attr-defined]  # the driver's, not ConsumerT's
-                log.warning("could not commit the checkpoints %s; the next rebalance retries", resume)
+                log.warning("could not commit the checkpoints %s", resume)
             for tp, offset in resume.items():
                 await app.consumer.seek(tp, offset)
+
+    async def commit(partition: int, offset: int | None) -> None:
+        # The worker commits, not faust (its periodic commit is off): only offsets the state
+        # has checkpointed, so a new owner never starts past what the changelog holds.
+        if offset is not None:
+            await app.consumer._commit({TP(settings.events_topic, partition): offset})  # type: ignore[attr-defined]
 
     async def publish(items: Iterable[Publish]) -> None:
         for item in items:
@@ -121,6 +132,16 @@ def build_app(settings: Settings) -> faust.App:
         async for event in stream.events():
             message = event.message
             source = Source(message.topic, message.partition, message.offset)
+            admission = processor.admit(source)
+            if admission is Admission.SKIP:
+                continue
+            if admission is Admission.AHEAD:
+                log.error(
+                    "%s: got offset %d, the state needs %d next: events in between were passed over",
+                    source.topic,
+                    source.offset,
+                    processor.next_offset(source.partition),
+                )
             key = event.key if isinstance(event.key, bytes) else None
             value = event.value if isinstance(event.value, bytes) else b""
             try:
@@ -130,7 +151,7 @@ def build_app(settings: Settings) -> faust.App:
                 items = [dead_letter(key, value, "internal-error", repr(error), source)]
             last_event[source.partition] = event
             if processor.flush_due(source.partition):
-                processor.flush(source.partition)
+                await commit(source.partition, processor.flush(source.partition))
             await publish(items)
 
     @app.timer(interval=settings.flush_interval)
@@ -143,7 +164,8 @@ def build_app(settings: Settings) -> faust.App:
             return
         for partition in processor.unflushed():
             with handling(last_event[partition]):
-                processor.flush(partition)
+                committable = processor.flush(partition)
+            await commit(partition, committable)
 
     # A tenth of the coalescing window: progress is out at most ~10% after it is due.
     @app.timer(interval=settings.progress_interval / 10)

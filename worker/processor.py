@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Protocol
 
 import orjson
@@ -48,6 +49,12 @@ class Source:
     topic: str
     partition: int
     offset: int
+
+
+class Admission(Enum):
+    HANDLE = "handle"
+    SKIP = "skip"
+    AHEAD = "ahead"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,17 +114,37 @@ class Processor:
     _handled: dict[int, int] = field(default_factory=dict)
     """Partition -> events handled since its last flush."""
     _last_offset: dict[int, int] = field(default_factory=dict)
+    _next_offset: dict[int, int] = field(default_factory=dict)
+    """Partition -> the offset the state needs next (set by `resume_offsets`, then one on
+    from each event handled): the state, not the consumer, decides what is read."""
+    _committable: dict[int, int] = field(default_factory=dict)
+    """Partition -> the offset after its previous flush's checkpoint."""
     _stored_tasks: dict[str, list[str]] | None = None
     """Run -> task ids with a record in the store, found by one scan after (re)start."""
     _dirty: set[str] = field(default_factory=set)
     """Runs with changes not yet in a published progress event."""
     _published_at: dict[str, float] = field(default_factory=dict)
 
+    def admit(self, source: Source) -> Admission:
+        """Whether a consumed message is new to the state: HANDLE it, or SKIP it (an offset
+        before the one the state needs next, so its effects are in the state already).
+        AHEAD: later than that, so messages were passed over; it is handled, and the app
+        reports it (the consumer commits only checkpointed offsets, so this should not
+        happen)."""
+        expected = self._next_offset.get(source.partition)
+        if expected is None or source.offset == expected:
+            return Admission.HANDLE
+        return Admission.SKIP if source.offset < expected else Admission.AHEAD
+
+    def next_offset(self, partition: int) -> int:
+        return self._next_offset[partition]
+
     def handle(self, key: bytes | None, value: bytes, source: Source) -> list[Publish]:
         """What to publish for one message; its changes wait for `flush(source.partition)`."""
         partition = source.partition
         self._handled[partition] = self._handled.get(partition, 0) + 1
         self._last_offset[partition] = source.offset
+        self._next_offset[partition] = source.offset + 1
         return self._handle(key, value, source)
 
     def _handle(self, key: bytes | None, value: bytes, source: Source) -> list[Publish]:
@@ -150,11 +177,15 @@ class Processor:
         """Partitions with events handled since their last flush."""
         return [partition for partition, count in self._handled.items() if count]
 
-    def flush(self, partition: int) -> None:
+    def flush(self, partition: int) -> int | None:
         """Write the parts the partition's events changed, then its checkpoint, in that
-        order: a store holding the checkpoint holds everything before it."""
+        order: a store holding the checkpoint holds everything before it. Returns the
+        offset the consumer may commit: the one after the previous flush's checkpoint,
+        written a flush ago, so that the committed offset never passes the checkpoint a
+        new owner will restore (its reads then start at or before what the state needs,
+        and `admit` skips what the state has)."""
         if self.store is None or not self._handled.get(partition):
-            return
+            return None
         for run_id, task_id in self._unflushed.pop(partition, {}):
             run = self.runs[run_id]
             if task_id is not None:
@@ -163,6 +194,9 @@ class Processor:
                 self.store[header_key(run_id)] = header_to_bytes(run)
         self.store[checkpoint_key(partition)] = str(self._last_offset[partition]).encode()
         self._handled[partition] = 0
+        committable = self._committable.get(partition)
+        self._committable[partition] = self._last_offset[partition] + 1
+        return committable
 
     def resume_offsets(self, partitions: Iterable[int]) -> dict[int, int]:
         """Where each source partition must be read again from for the store to be complete:
@@ -173,6 +207,7 @@ class Processor:
         for partition in partitions:
             checkpoint = self.store.get(checkpoint_key(partition))
             resume[partition] = int(checkpoint) + 1 if checkpoint is not None else 0
+        self._next_offset.update(resume)
         return resume
 
     def forget(self) -> None:
@@ -185,6 +220,8 @@ class Processor:
             self._unflushed.clear()
             self._handled.clear()
             self._last_offset.clear()
+            self._next_offset.clear()
+            self._committable.clear()
 
     def _run(self, run_id: str) -> RunState:
         run = self.runs.get(run_id)

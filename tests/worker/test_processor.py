@@ -9,7 +9,7 @@ from events.codec import encode
 from events.models import InputEvent
 from tests import builders
 from tests.strategies import run_logs
-from worker.processor import Processor, Source
+from worker.processor import Admission, Processor, Source
 
 SOURCE = Source("events", 0, 7)
 
@@ -106,3 +106,27 @@ def test_ids_with_separator_characters_survive_a_restart() -> None:
     published(Processor(store=store), lines[:3], flush_at=frozenset({2}), key=run_id.encode())
     after_restart = published(Processor(store=store), lines[3:], first_offset=3, key=run_id.encode())
     assert after_restart == published(Processor(), lines, key=run_id.encode())
+
+
+def test_the_state_decides_which_offsets_are_new() -> None:
+    """After a rebalance the state admits from its checkpoint on: earlier offsets are
+    skipped (the state has them), a later one is flagged (events were passed over)."""
+    processor = Processor(store={b"o0": b"9"})
+    assert processor.resume_offsets([0]) == {0: 10}
+    assert processor.admit(Source("events", 0, 9)) is Admission.SKIP
+    assert processor.admit(Source("events", 0, 14)) is Admission.AHEAD
+    assert processor.admit(Source("events", 0, 10)) is Admission.HANDLE
+    processor.handle(b"run", encode(builders.closed("run")), Source("events", 0, 10))
+    assert processor.admit(Source("events", 0, 10)) is Admission.SKIP  # redelivered
+    assert processor.admit(Source("events", 0, 11)) is Admission.HANDLE
+    assert processor.admit(Source("events", 1, 500)) is Admission.HANDLE  # no checkpoint asked for: no opinion
+
+
+def test_the_offset_to_commit_trails_the_checkpoints_by_one_flush() -> None:
+    processor = Processor(store={})
+    lines = [encode(builders.started("run", [builders.task_spec("a")])), encode(builders.trial("a", "a-1"))]
+    processor.handle(b"run", lines[0], Source("events", 0, 5))
+    assert processor.flush(0) is None
+    processor.handle(b"run", lines[1], Source("events", 0, 6))
+    assert processor.flush(0) == 6
+    assert processor.resume_offsets([0]) == {0: 7}
