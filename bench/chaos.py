@@ -50,7 +50,7 @@ def main() -> None:
                 scenarios.rebalances(bootstrap, root / "moved", changes=9, runs=12, tasks=150, seconds=180, seed=seed)
             )
             dirty, problems = scenarios.bad_input(
-                bootstrap, root / "dirty", count=10_000, runs=6, tasks=150, seconds=90, seed=seed
+                bootstrap, root / "dirty", count=10_500, runs=6, tasks=150, seconds=90, seed=seed
             )
             results.append(dirty)
             results.append(
