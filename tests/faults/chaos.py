@@ -248,15 +248,16 @@ async def _latest_summaries(settings: Settings, want: dict[bytes, bytes], timeou
         await consumer.stop()
 
 
-def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0) -> list[str]:
-    """The runs whose latest summary differs from the oracle's once the worker caught up,
-    each with how (event counts and revisions, got against wanted)."""
+def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0) -> tuple[int, list[str]]:
+    """How many runs have a summary, and those whose latest summary differs from the
+    oracle's once the worker caught up, each with how (event counts and revisions, got
+    against wanted)."""
     publisher.join()
     if publisher.error is not None:
         raise publisher.error
     want = expected_latest(topic_contents(settings, publisher.sent))
     if not want:
-        return ["no run has a summary: the scenario checked nothing"]
+        return 0, ["no run has a summary: the scenario checked nothing"]
     got = asyncio.run(_latest_summaries(settings, want, timeout))
     found = []
     for key, value in want.items():
@@ -267,4 +268,4 @@ def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0)
                 f"{key.decode()}: event_count {actual.get('event_count')} (want {expected['event_count']}), "
                 f"revision {actual.get('revision')} (want {expected['revision']})"
             )
-    return found
+    return len(want), found

@@ -59,11 +59,10 @@ def _run_with_faults(
             hit = time.monotonic()
             fault(group)
             recoveries.append(watch.recovery(hit, publisher))
-        found = mismatches(settings, publisher)
+        runs, found = mismatches(settings, publisher)
     finally:
         watch.stopping.set()
         group.stop_all()
-    runs = len({key for key, _ in log})
     return Result(name, len(faults), len(log), runs, len(found), recoveries, found)
 
 
