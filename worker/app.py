@@ -118,9 +118,11 @@ def build_app(settings: Settings) -> faust.App:
                 await app.consumer.seek(tp, offset)
 
     async def commit(partition: int, offset: int | None) -> None:
-        # The worker commits, not faust (its periodic commit is off): only offsets the state
-        # has checkpointed, so a new owner never starts past what the changelog holds.
+        # The worker commits, not faust (its periodic commit is off): only offsets whose
+        # checkpoint the broker has (flushed, and a flush old), so a new owner never starts
+        # past what the changelog holds.
         if offset is not None:
+            await app.producer.flush()
             await app.consumer._commit({TP(settings.events_topic, partition): offset})  # type: ignore[attr-defined]
 
     async def publish(items: Iterable[Publish]) -> None:
