@@ -63,7 +63,7 @@ def wipe_local_state(app: faust.App) -> None:
     shutil.rmtree(app.conf.tabledir, ignore_errors=True)
 
 
-def build_app(settings: Settings) -> faust.App:
+def _faust_app(settings: Settings) -> faust.App:
     app = faust.App(
         settings.app_id,
         broker=[f"kafka://{server}" for server in settings.bootstrap.split(",")],
@@ -86,6 +86,11 @@ def build_app(settings: Settings) -> faust.App:
         broker_heartbeat_interval=settings.session_timeout / 5,
     )
     fetching.install(app, settings.fetch_max_wait_ms)
+    return app
+
+
+def build_app(settings: Settings) -> faust.App:
+    app = _faust_app(settings)
     events = app.topic(settings.events_topic, key_type=bytes, value_type=bytes)
     outputs = {
         "summary": app.topic(settings.summaries_topic, key_type=bytes, value_type=bytes),
