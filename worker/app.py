@@ -6,8 +6,9 @@ faust), one event at a time (no `take()`), concurrency 1, every error caught and
 dead-lettered (an exception in an agent would skip the message), keys sent explicitly.
 
 State is written behind (see `worker.processor`): a partition's changes are flushed every
-`flush_every` events and by a timer, and after recovery the source is rewound to the
-checkpoint the table holds, so at-least-once holds whatever faust committed. The local
+`flush_every` events and by a timer; the worker, not faust, commits consumer offsets, a
+flush behind its checkpoints, and after recovery it reads again from the checkpoint the
+table holds. The local
 RocksDB copy is wiped at start (`wipe_local_state`): after a crash it can hold writes the
 changelog never got, and the changelog is the state every other worker would see.
 """
@@ -59,6 +60,11 @@ def handling(event: faust.EventT[bytes]) -> Iterator[None]:
         _current_event.reset(token)
 
 
+async def commit_offsets(app: faust.App, offsets: dict[TP, int]) -> bool:
+    """Commit consumer offsets now (faust's own commit commits what its streams acked)."""
+    return bool(await app.consumer._commit(offsets))  # type: ignore[attr-defined]  # the driver's, not ConsumerT's
+
+
 def wipe_local_state(app: faust.App) -> None:
     shutil.rmtree(app.conf.tabledir, ignore_errors=True)
 
@@ -106,6 +112,14 @@ def build_app(settings: Settings) -> faust.App:
         processor.forget()
         last_event.clear()
 
+    async def commit(partition: int, offset: int | None) -> None:
+        # The worker commits, not faust (its periodic commit is off): only offsets whose
+        # checkpoint the broker has (flushed, and a flush old), so a new owner never starts
+        # past what the changelog holds.
+        if offset is not None:
+            await app.producer.flush()
+            await commit_offsets(app, {TP(settings.events_topic, partition): offset})
+
     @state.on_recover
     async def rewind() -> None:
         # The state decides where each partition is read from (`processor.admit` enforces
@@ -117,18 +131,10 @@ def build_app(settings: Settings) -> faust.App:
         resume = {TP(settings.events_topic, p): offset for p, offset in processor.resume_offsets(assigned).items()}
         if resume:
             log.info("resuming %s at %s (the state's checkpoints)", settings.events_topic, resume)
-            if not await app.consumer._commit(resume):  # type: ignore[attr-defined]  # the driver's, not ConsumerT's
+            if not await commit_offsets(app, resume):
                 log.warning("could not commit the checkpoints %s", resume)
             for tp, offset in resume.items():
                 await app.consumer.seek(tp, offset)
-
-    async def commit(partition: int, offset: int | None) -> None:
-        # The worker commits, not faust (its periodic commit is off): only offsets whose
-        # checkpoint the broker has (flushed, and a flush old), so a new owner never starts
-        # past what the changelog holds.
-        if offset is not None:
-            await app.producer.flush()
-            await app.consumer._commit({TP(settings.events_topic, partition): offset})  # type: ignore[attr-defined]
 
     async def publish(items: Iterable[Publish]) -> None:
         for item in items:

@@ -9,10 +9,10 @@ touched it), then a checkpoint record naming the offset of the last event handle
 record holds its part's effects with the fingerprints of the events that made them, and
 the changelog keeps one partition's writes in order, so after any crash the store is
 correct as of its last checkpoint, plus some records ahead of it. Recovery therefore
-rewinds the source partition to the checkpoint (`resume_offsets`) rather than trusting
-the committed offset, and events that reach a record twice are skipped by fingerprint:
-nothing is lost, nothing counted twice. The consumer's committed offset says nothing
-about the state, which is what makes write-behind safe.
+reads the source partition again from the checkpoint (`resume_offsets`), offsets before
+it are skipped (`admit`), and events that reach a record twice are skipped by
+fingerprint. The consumer commits only offsets a flush behind the checkpoints (`flush`
+returns them), so a new owner's reads start at or before what the state needs.
 
 A run missing from the cache (after a restart or a rebalance) is restored from the store
 on its next event. The summary, harbor and verdicts bytes come from the same projection
@@ -113,7 +113,6 @@ class Processor:
     """Partition -> parts (run, task or None for the header) changed since its last flush."""
     _handled: dict[int, int] = field(default_factory=dict)
     """Partition -> events handled since its last flush."""
-    _last_offset: dict[int, int] = field(default_factory=dict)
     _next_offset: dict[int, int] = field(default_factory=dict)
     """Partition -> the offset the state needs next (set by `resume_offsets`, then one on
     from each event handled): the state, not the consumer, decides what is read."""
@@ -129,8 +128,8 @@ class Processor:
         """Whether a consumed message is new to the state: HANDLE it, or SKIP it (an offset
         before the one the state needs next, so its effects are in the state already).
         AHEAD: later than that, so messages were passed over; it is handled, and the app
-        reports it (the consumer commits only checkpointed offsets, so this should not
-        happen)."""
+        reports it. The consumer commits only checkpointed offsets, so this should not
+        happen, yet it does after some rebalances (the open defect of issue 4)."""
         expected = self._next_offset.get(source.partition)
         if expected is None or source.offset == expected:
             return Admission.HANDLE
@@ -143,7 +142,6 @@ class Processor:
         """What to publish for one message; its changes wait for `flush(source.partition)`."""
         partition = source.partition
         self._handled[partition] = self._handled.get(partition, 0) + 1
-        self._last_offset[partition] = source.offset
         self._next_offset[partition] = source.offset + 1
         return self._handle(key, value, source)
 
@@ -192,10 +190,11 @@ class Processor:
                 self.store[task_key(run_id, task_id)] = task_to_bytes(run.tasks[task_id])
             else:
                 self.store[header_key(run_id)] = header_to_bytes(run)
-        self.store[checkpoint_key(partition)] = str(self._last_offset[partition]).encode()
+        # A partition with handled events has a next offset one past the last of them.
+        self.store[checkpoint_key(partition)] = str(self._next_offset[partition] - 1).encode()
         self._handled[partition] = 0
         committable = self._committable.get(partition)
-        self._committable[partition] = self._last_offset[partition] + 1
+        self._committable[partition] = self._next_offset[partition]
         return committable
 
     def resume_offsets(self, partitions: Iterable[int]) -> dict[int, int]:
@@ -219,7 +218,6 @@ class Processor:
             self._stored_tasks = None
             self._unflushed.clear()
             self._handled.clear()
-            self._last_offset.clear()
             self._next_offset.clear()
             self._committable.clear()
 
