@@ -17,8 +17,7 @@ from pathlib import Path
 
 from tests.faults import scenarios
 from tests.faults.chaos import TABLE_HEAD, Result
-from worker import broker
-from worker.local import free_port
+from worker.local import cluster
 
 
 def main() -> None:
@@ -27,38 +26,33 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20, help="worker kill -9s in the crash scenario")
     args = parser.parse_args()
     seed = args.seed
+    results: list[Result] = []
+    problems: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        bootstrap = os.environ.get("EVALSTREAM_BOOTSTRAP")
-        local = None
-        if not bootstrap:
-            local = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=root / "broker")
-            broker.start(local, timeout=180)
-            bootstrap = local.bootstrap
-        results: list[Result] = []
-        problems: list[str] = []
         try:
-            results.append(
-                scenarios.worker_crashes(
-                    bootstrap, root / "crash", kills=args.kills, runs=6, tasks=300, seconds=240, seed=seed
+            with cluster(os.environ.get("EVALSTREAM_BOOTSTRAP"), root / "broker") as bootstrap:
+                results.append(
+                    scenarios.worker_crashes(
+                        bootstrap, root / "crash", kills=args.kills, runs=6, tasks=300, seconds=240, seed=seed
+                    )
                 )
-            )
-            results.append(
-                scenarios.broker_crashes(root / "bounce", restarts=4, runs=4, tasks=200, seconds=120, seed=seed)
-            )
-            results.append(
-                scenarios.rebalances(bootstrap, root / "moved", changes=9, runs=12, tasks=150, seconds=180, seed=seed)
-            )
-            dirty, problems = scenarios.bad_input(
-                bootstrap, root / "dirty", count=10_500, runs=6, tasks=150, seconds=90, seed=seed
-            )
-            results.append(dirty)
-            results.append(
-                scenarios.state_edges(bootstrap, root / "edge", restarts=3, tasks=300, seconds=90, seed=seed)
-            )
+                results.append(
+                    scenarios.broker_crashes(root / "bounce", restarts=4, runs=4, tasks=200, seconds=120, seed=seed)
+                )
+                results.append(
+                    scenarios.rebalances(
+                        bootstrap, root / "moved", changes=9, runs=12, tasks=150, seconds=180, seed=seed
+                    )
+                )
+                dirty, problems = scenarios.bad_input(
+                    bootstrap, root / "dirty", count=10_500, runs=6, tasks=150, seconds=90, seed=seed
+                )
+                results.append(dirty)
+                results.append(
+                    scenarios.state_edges(bootstrap, root / "edge", restarts=3, tasks=300, seconds=90, seed=seed)
+                )
         finally:
-            if local is not None:
-                broker.stop(local)
             print(TABLE_HEAD)
             for result in results:
                 print(result.row())

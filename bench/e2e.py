@@ -26,9 +26,8 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from events.synthetic import interleave, synthetic_run
-from worker import broker
 from worker.clients import publish
-from worker.local import WorkerProcess, free_port, isolated_settings
+from worker.local import WorkerProcess, cluster, isolated_settings
 from worker.settings import Settings
 from worker.topics import ensure_topics
 
@@ -127,53 +126,42 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        bootstrap = os.environ.get("EVALSTREAM_BOOTSTRAP")
-        local = None
-        if not bootstrap:
-            local = broker.BrokerConfig(
-                port=free_port(), controller_port=free_port(), state_dir=Path(scratch) / "broker"
-            )
-            broker.start(local, timeout=180)
-            bootstrap = local.bootstrap
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        cluster(os.environ.get("EVALSTREAM_BOOTSTRAP"), Path(scratch) / "broker") as bootstrap,
+    ):
+        runs = 4
+        sources = [
+            synthetic_run(f"e2e-{i}", tasks=args.events // (runs * 5 * 5), attempts=5, seed=1) for i in range(runs)
+        ]
+        lines = [orjson.dumps(event) for event in interleave(sources, seed=1)]
+        raw = isolated_settings(bootstrap)
+        asyncio.run(ensure_topics(raw))
+        top = asyncio.run(ceiling(raw, lines))
+        print(f"raw aiokafka consume:      {top:>10,.0f} events/s  (the ceiling; {len(lines):,} events)")
+        noop = faust_ceiling(raw)
+        print(f"faust agent doing nothing: {noop:>10,.0f} events/s  faust/ceiling = {noop / top:.2f}")
+        settings = isolated_settings(bootstrap)
+        asyncio.run(ensure_topics(settings))
+        worker = WorkerProcess(settings, Path(scratch) / "worker")
         try:
-            runs = 4
-            sources = [
-                synthetic_run(f"e2e-{i}", tasks=args.events // (runs * 5 * 5), attempts=5, seed=1) for i in range(runs)
-            ]
-            lines = [orjson.dumps(event) for event in interleave(sources, seed=1)]
-            raw = isolated_settings(bootstrap)
-            asyncio.run(ensure_topics(raw))
-            top = asyncio.run(ceiling(raw, lines))
-            print(f"raw aiokafka consume:      {top:>10,.0f} events/s  (the ceiling; {len(lines):,} events)")
-            noop = faust_ceiling(raw)
-            print(f"faust agent doing nothing: {noop:>10,.0f} events/s  faust/ceiling = {noop / top:.2f}")
-            settings = isolated_settings(bootstrap)
-            asyncio.run(ensure_topics(settings))
-            worker = WorkerProcess(settings, Path(scratch) / "worker")
-            try:
-                asyncio.run(
-                    sustained(
-                        settings, [orjson.dumps(e) for e in synthetic_run("warm", tasks=1, attempts=1)], {b"warm"}
-                    )
-                )
-                rate = asyncio.run(sustained(settings, lines, {f"e2e-{i}".encode() for i in range(runs)}))
-                print(
-                    f"through broker and worker: {rate:>10,.0f} events/s  worker/ceiling = {rate / top:.2f}, "
-                    f"worker/faust = {rate / noop:.2f}"
-                )
-                print("  (targets: >= 20,000 events/s and >= 0.30 of the ceiling)")
-                delays = sorted(asyncio.run(latency(settings, args.rate, args.seconds)))
-                p50, p99 = statistics.median(delays), delays[int(len(delays) * 0.99)]
-                print(
-                    f"publish -> progress at {args.rate:,.0f} events/s: p50 {p50 * 1000:.0f} ms, "
-                    f"p99 {p99 * 1000:.0f} ms over {len(delays):,} events  (target p99 <= 250 ms)"
-                )
-            finally:
-                worker.stop()
+            asyncio.run(
+                sustained(settings, [orjson.dumps(e) for e in synthetic_run("warm", tasks=1, attempts=1)], {b"warm"})
+            )
+            rate = asyncio.run(sustained(settings, lines, {f"e2e-{i}".encode() for i in range(runs)}))
+            print(
+                f"through broker and worker: {rate:>10,.0f} events/s  worker/ceiling = {rate / top:.2f}, "
+                f"worker/faust = {rate / noop:.2f}"
+            )
+            print("  (targets: >= 20,000 events/s and >= 0.30 of the ceiling)")
+            delays = sorted(asyncio.run(latency(settings, args.rate, args.seconds)))
+            p50, p99 = statistics.median(delays), delays[int(len(delays) * 0.99)]
+            print(
+                f"publish -> progress at {args.rate:,.0f} events/s: p50 {p50 * 1000:.0f} ms, "
+                f"p99 {p99 * 1000:.0f} ms over {len(delays):,} events  (target p99 <= 250 ms)"
+            )
         finally:
-            if local is not None:
-                broker.stop(local)
+            worker.stop()
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from worker import broker
 from worker.settings import Settings
 
 
@@ -18,6 +21,27 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+@contextmanager
+def local_broker(state_dir: Path) -> Iterator[broker.BrokerConfig]:
+    """A broker of its own on free ports, with its state in `state_dir`, stopped on exit."""
+    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=state_dir)
+    broker.start(config, timeout=180)
+    try:
+        yield config
+    finally:
+        broker.stop(config)
+
+
+@contextmanager
+def cluster(existing: str | None, state_dir: Path) -> Iterator[str]:
+    """Bootstrap servers: `existing` if given, else those of a `local_broker` for the duration."""
+    if existing:
+        yield existing
+        return
+    with local_broker(state_dir) as config:
+        yield config.bootstrap
 
 
 def isolated_settings(bootstrap: str, **overrides: object) -> Settings:

@@ -17,7 +17,7 @@ from tests.faults.chaos import Group, Message, ProgressWatch, Publisher, Result,
 from tests.faults.poison import STATEFUL, poisons
 from tests.kafka import read_topic
 from worker import broker
-from worker.local import free_port, isolated_settings
+from worker.local import isolated_settings, local_broker
 from worker.processor import Processor, Source
 from worker.settings import Settings
 from worker.topics import ensure_topics
@@ -89,9 +89,7 @@ def worker_crashes(
 def broker_crashes(root: Path, *, restarts: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
     """The broker stopped and started again mid-run, cleanly and by kill -9 in turn, on a
     broker of its own; the worker must reconnect by itself."""
-    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=root / "broker")
-    broker.start(config, timeout=180)
-    try:
+    with local_broker(root / "broker") as config:
         settings = _prepared(config.bootstrap)
         log = chaos_log("bounce", runs=runs, tasks=tasks, attempts=5, seed=seed)
 
@@ -113,8 +111,6 @@ def broker_crashes(root: Path, *, restarts: int, runs: int, tasks: int, seconds:
         return _run_with_faults(
             settings, root, log, name="broker stop / kill -9", workers=1, seconds=seconds, faults=faults, seed=seed
         )
-    finally:
-        broker.stop(config)
 
 
 def rebalances(bootstrap: str, root: Path, *, changes: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
