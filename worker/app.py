@@ -6,11 +6,15 @@ faust), one event at a time (no `take()`), concurrency 1, every error caught and
 dead-lettered (an exception in an agent would skip the message), keys sent explicitly.
 
 State is written behind (see `worker.processor`): a partition's changes are flushed every
-`flush_every` events and by a timer; the worker, not faust, commits consumer offsets, a
-flush behind its checkpoints, and after recovery it reads again from the checkpoint the
-table holds. The local
-RocksDB copy is wiped at start (`wipe_local_state`): after a crash it can hold writes the
-changelog never got, and the changelog is the state every other worker would see.
+`flush_every` events and by a timer. The state, not the committed offset, decides where a
+partition is read from: after every rebalance the worker rewinds each of its partitions to
+the checkpoint the table holds, and handles only messages fetched after that rewind
+(`worker.consumer`); until then, nothing of the partition is handled. Committed offsets
+follow the checkpoints, for lag reporting and so that faust's own seeks land there too.
+Before giving partitions up, the worker waits until the broker has every changelog write
+(`worker.changelog`). The local RocksDB copy is wiped at start (`wipe_local_state`): after a
+crash it can hold writes the changelog never got, and the changelog is the state every
+other worker would see.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from faust.streams import _current_event
 from faust.types import TP
 
 from events.codec import MAX_EVENT_BYTES
-from worker import fetching
+from worker import changelog, consumer
 from worker.processor import Admission, Processor, Publish, Source, dead_letter
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
@@ -86,13 +90,49 @@ def _faust_app(settings: Settings) -> faust.App:
         producer_linger_ms=5,  # batch the changelog and output writes of consecutive events
         consumer_max_fetch_size=MAX_EVENT_BYTES * 2,
         broker_session_timeout=settings.session_timeout,
-        # Offsets are committed by the worker after its flushes (see `commit` below).
+        # Offsets are committed by the worker after its flushes (see `build_app`).
         broker_commit_interval=365 * 24 * 3600.0,
         broker_commit_every=2**62,
         broker_heartbeat_interval=settings.session_timeout / 5,
     )
-    fetching.install(app, settings.fetch_max_wait_ms)
+    consumer.install(app, settings.fetch_max_wait_ms, fenced=frozenset([settings.events_topic]))
     return app
+
+
+class Rewind:
+    """The table's recovery callback: after every rebalance, each events partition is read
+    again from its checkpoint, and only messages fetched after that seek are handled."""
+
+    def __init__(self, app: faust.App, topic: str, processor: Processor) -> None:
+        self.app, self.topic, self.processor = app, topic, processor
+        self.fences: dict[int, int] = {}
+        """Partition -> the fence of its seek (`worker.consumer.seek`)."""
+
+    def forget(self) -> None:
+        """Partitions may move: drop the cache and handle nothing until the next rewind."""
+        self.processor.forget()
+        self.fences.clear()
+
+    def fenced_in(self, message: faust.types.Message) -> bool:
+        return consumer.fetched_after(message, self.fences.get(message.partition))
+
+    async def __call__(self) -> None:
+        self.forget()
+        assigned = [tp.partition for tp in self.app.consumer.assignment() if tp.topic == self.topic]
+        resume = {TP(self.topic, p): offset for p, offset in self.processor.resume_offsets(assigned).items()}
+        if not resume:
+            return
+        log.info("resuming %s at %s (the state's checkpoints)", self.topic, resume)
+        # Committed first (backwards is allowed): faust's own seek, right after recovery
+        # callbacks, goes to the committed offset, which the previous owner may have left
+        # past the checkpoint.
+        if not await commit_offsets(self.app, resume):
+            # A new rebalance is under way and its recovery rewinds again; until then
+            # these partitions have no fence, so nothing of theirs is handled.
+            log.warning("could not commit the checkpoints %s; waiting for the next rebalance", resume)
+            return
+        for tp, offset in resume.items():
+            self.fences[tp.partition] = await consumer.seek(self.app, tp, offset)
 
 
 def build_app(settings: Settings) -> faust.App:
@@ -103,38 +143,26 @@ def build_app(settings: Settings) -> faust.App:
         "progress": app.topic(settings.progress_topic, key_type=bytes, value_type=bytes),
         "deadletter": app.topic(settings.deadletter_topic, key_type=bytes, value_type=bytes),
     }
-    state = app.Table("state", key_type=bytes, value_type=bytes, partitions=settings.partitions)
+    state = changelog.Table(app, name="state", key_type=bytes, value_type=bytes, partitions=settings.partitions)
+    app.tables.add(state)
     processor = Processor(settings.progress_interval, store=state, flush_every=settings.flush_every)
     last_event: dict[int, faust.EventT[bytes]] = {}
+    rewind = Rewind(app, settings.events_topic, processor)
+    state.on_recover(rewind)
 
     @app.on_partitions_revoked.connect
     async def forget_runs(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
-        processor.forget()
+        rewind.forget()
         last_event.clear()
+        await state.acknowledged(timeout=settings.session_timeout)
+
+    @app.on_before_shutdown.connect
+    async def shutting_down(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await state.acknowledged(timeout=settings.session_timeout)
 
     async def commit(partition: int, offset: int | None) -> None:
-        # The worker commits, not faust (its periodic commit is off): only offsets whose
-        # checkpoint the broker has (flushed, and a flush old), so a new owner never starts
-        # past what the changelog holds.
         if offset is not None:
-            await app.producer.flush()
             await commit_offsets(app, {TP(settings.events_topic, partition): offset})
-
-    @state.on_recover
-    async def rewind() -> None:
-        # The state decides where each partition is read from (`processor.admit` enforces
-        # it). Committing the checkpoint (backwards is allowed) makes faust's own seek,
-        # right after recovery callbacks, start there; seeking as well covers offset 0,
-        # which aiokafka's seek_to_committed skips.
-        processor.forget()  # anything handled since the revocation is redone from here
-        assigned = [tp.partition for tp in app.consumer.assignment() if tp.topic == settings.events_topic]
-        resume = {TP(settings.events_topic, p): offset for p, offset in processor.resume_offsets(assigned).items()}
-        if resume:
-            log.info("resuming %s at %s (the state's checkpoints)", settings.events_topic, resume)
-            if not await commit_offsets(app, resume):
-                log.warning("could not commit the checkpoints %s", resume)
-            for tp, offset in resume.items():
-                await app.consumer.seek(tp, offset)
 
     async def publish(items: Iterable[Publish]) -> None:
         for item in items:
@@ -144,16 +172,18 @@ def build_app(settings: Settings) -> faust.App:
     async def fold(stream: faust.StreamT[bytes]) -> None:
         async for event in stream.events():
             message = event.message
+            if not rewind.fenced_in(message):
+                continue  # fetched before the partition's rewind: it is read again after it
             source = Source(message.topic, message.partition, message.offset)
             admission = processor.admit(source)
             if admission is Admission.SKIP:
                 continue
             if admission is Admission.AHEAD:
-                log.error(
-                    "%s: got offset %d, the state needs %d next: events in between were passed over",
+                log.warning(
+                    "%s: offsets %d to %d are not in the topic (transaction markers, or deleted by retention)",
                     source.topic,
-                    source.offset,
                     processor.next_offset(source.partition),
+                    source.offset - 1,
                 )
             key = event.key if isinstance(event.key, bytes) else None
             value = event.value if isinstance(event.value, bytes) else b""

@@ -11,8 +11,8 @@ the changelog keeps one partition's writes in order, so after any crash the stor
 correct as of its last checkpoint, plus some records ahead of it. Recovery therefore
 reads the source partition again from the checkpoint (`resume_offsets`), offsets before
 it are skipped (`admit`), and events that reach a record twice are skipped by
-fingerprint. The consumer commits only offsets a flush behind the checkpoints (`flush`
-returns them), so a new owner's reads start at or before what the state needs.
+fingerprint. The app handles only messages read after that rewind, so what the state
+needs next is the offset it gets, or one the state has already (skipped).
 
 A run missing from the cache (after a restart or a rebalance) is restored from the store
 on its next event. The summary, harbor and verdicts bytes come from the same projection
@@ -116,8 +116,6 @@ class Processor:
     _next_offset: dict[int, int] = field(default_factory=dict)
     """Partition -> the offset the state needs next (set by `resume_offsets`, then one on
     from each event handled): the state, not the consumer, decides what is read."""
-    _committable: dict[int, int] = field(default_factory=dict)
-    """Partition -> the offset after its previous flush's checkpoint."""
     _stored_tasks: dict[str, list[str]] | None = None
     """Run -> task ids with a record in the store, found by one scan after (re)start."""
     _dirty: set[str] = field(default_factory=set)
@@ -127,9 +125,9 @@ class Processor:
     def admit(self, source: Source) -> Admission:
         """Whether a consumed message is new to the state: HANDLE it, or SKIP it (an offset
         before the one the state needs next, so its effects are in the state already).
-        AHEAD: later than that, so messages were passed over; it is handled, and the app
-        reports it. The consumer commits only checkpointed offsets, so this should not
-        happen, yet it does after some rebalances (the open defect of issue 4)."""
+        AHEAD: later than that. Read from the checkpoint on, that means the offsets in
+        between hold no message (transaction markers, or deleted by retention); it is
+        handled, and the app reports the gap."""
         expected = self._next_offset.get(source.partition)
         if expected is None or source.offset == expected:
             return Admission.HANDLE
@@ -178,10 +176,8 @@ class Processor:
     def flush(self, partition: int) -> int | None:
         """Write the parts the partition's events changed, then its checkpoint, in that
         order: a store holding the checkpoint holds everything before it. Returns the
-        offset the consumer may commit: the one after the previous flush's checkpoint,
-        written a flush ago, so that the committed offset never passes the checkpoint a
-        new owner will restore (its reads then start at or before what the state needs,
-        and `admit` skips what the state has)."""
+        offset to commit, the one after the checkpoint (committed offsets only report
+        progress: a new owner reads from the checkpoint it restores)."""
         if self.store is None or not self._handled.get(partition):
             return None
         for run_id, task_id in self._unflushed.pop(partition, {}):
@@ -193,9 +189,7 @@ class Processor:
         # A partition with handled events has a next offset one past the last of them.
         self.store[checkpoint_key(partition)] = str(self._next_offset[partition] - 1).encode()
         self._handled[partition] = 0
-        committable = self._committable.get(partition)
-        self._committable[partition] = self._next_offset[partition]
-        return committable
+        return self._next_offset[partition]
 
     def resume_offsets(self, partitions: Iterable[int]) -> dict[int, int]:
         """Where each source partition must be read again from for the store to be complete:
@@ -219,7 +213,6 @@ class Processor:
             self._unflushed.clear()
             self._handled.clear()
             self._next_offset.clear()
-            self._committable.clear()
 
     def _run(self, run_id: str) -> RunState:
         run = self.runs.get(run_id)

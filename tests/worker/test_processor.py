@@ -122,11 +122,12 @@ def test_the_state_decides_which_offsets_are_new() -> None:
     assert processor.admit(Source("events", 1, 500)) is Admission.HANDLE  # no checkpoint asked for: no opinion
 
 
-def test_the_offset_to_commit_trails_the_checkpoints_by_one_flush() -> None:
+def test_the_offset_to_commit_is_the_one_after_the_checkpoint_and_nothing_without_new_events() -> None:
     processor = Processor(store={})
     lines = [encode(builders.started("run", [builders.task_spec("a")])), encode(builders.trial("a", "a-1"))]
     processor.handle(b"run", lines[0], Source("events", 0, 5))
+    assert processor.flush(0) == 6
     assert processor.flush(0) is None
     processor.handle(b"run", lines[1], Source("events", 0, 6))
-    assert processor.flush(0) == 6
+    assert processor.flush(0) == 7
     assert processor.resume_offsets([0]) == {0: 7}
