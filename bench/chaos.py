@@ -24,12 +24,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--kills", type=int, default=20, help="worker kill -9s in the crash scenario")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (worker logs, broker state)")
     args = parser.parse_args()
     seed = args.seed
     results: list[Result] = []
     problems: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
+        root = args.keep or Path(scratch)
         try:
             with cluster(os.environ.get("EVALSTREAM_BOOTSTRAP"), root / "broker") as bootstrap:
                 results.append(

@@ -60,16 +60,17 @@ async def ceiling(settings: Settings, lines: list[bytes]) -> float:
 
 def faust_ceiling(settings: Settings) -> float:
     """The events topic's consume rate through a faust agent that does nothing."""
-    command = [sys.executable, "-m", "bench.faust_ceiling", settings.bootstrap, settings.events_topic]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        for line in process.stdout or ():
-            if line.startswith("events/s "):
-                return float(line.split()[1])
-        raise RuntimeError("bench.faust_ceiling stopped before it measured")
-    finally:
-        process.kill()
-        process.wait()
+    with tempfile.TemporaryDirectory() as data_dir:
+        command = [sys.executable, "-m", "bench.faust_ceiling", settings.bootstrap, settings.events_topic, data_dir]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            for line in process.stdout or ():
+                if line.startswith("events/s "):
+                    return float(line.split()[1])
+            raise RuntimeError("bench.faust_ceiling stopped before it measured")
+        finally:
+            process.kill()
+            process.wait()
 
 
 async def sustained(settings: Settings, lines: list[bytes], runs: set[bytes]) -> float:

@@ -1,6 +1,6 @@
 """faust's own ceiling: the rate at which a faust agent that does nothing consumes a topic.
 
-Run by `bench.e2e` as a subprocess (`python -m bench.faust_ceiling BOOTSTRAP TOPIC`);
+Run by `bench.e2e` as a subprocess (`python -m bench.faust_ceiling BOOTSTRAP TOPIC DATA_DIR`);
 prints `events/s <rate> <count>` once events stop arriving for two seconds (the caller then
 stops it): the rate from the first to the last event seen. (Counting to the topic's size
 would hang: faust drops messages fetched during its start-up rebalances.) It separates
@@ -20,11 +20,12 @@ from worker.settings import Settings
 
 
 def main() -> None:
-    bootstrap, topic = sys.argv[1], sys.argv[2]
+    bootstrap, topic, data_dir = sys.argv[1], sys.argv[2], sys.argv[3]
     app = faust.App(
         f"faust-ceiling-{uuid.uuid4().hex[:8]}",
         broker=f"kafka://{bootstrap}",
         store="memory://",
+        datadir=data_dir,
         key_serializer="raw",
         value_serializer="raw",
         web_enabled=False,

@@ -5,19 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.faults import scenarios
 
-PASSED_OVER = pytest.mark.xfail(
-    strict=False,
-    reason="known defect, issue 4 open: a worker taking over partitions (after a rebalance or a "
-    "kill -9) can start past the restored checkpoint and pass over a few events; the worker logs "
-    "'events in between were passed over'; the test runs and reports it",
-)
 
-
-@PASSED_OVER
 def test_worker_killed_at_random_moments_loses_and_doubles_nothing(bootstrap: str, tmp_path: Path) -> None:
     result = scenarios.worker_crashes(bootstrap, tmp_path, kills=3, runs=3, tasks=40, seconds=20, seed=1)
     assert result.details == []
@@ -30,7 +20,6 @@ def test_broker_stopped_and_killed_mid_run_the_worker_carries_on(tmp_path: Path)
     assert max(result.recoveries) < 90
 
 
-@PASSED_OVER
 def test_workers_joining_leaving_and_dying_keep_every_run_exact(bootstrap: str, tmp_path: Path) -> None:
     result = scenarios.rebalances(bootstrap, tmp_path, changes=3, runs=6, tasks=30, seconds=30, seed=3)
     assert result.details == []
