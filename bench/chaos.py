@@ -11,6 +11,7 @@ progress resuming for every open run).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -26,6 +27,9 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20, help="worker kill -9s in the crash scenario")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (worker logs, broker state)")
     args = parser.parse_args()
+    # The publisher and watchers retry through broker restarts; aiokafka logs each failed
+    # attempt (tens of thousands of lines per restart), which would bury the table.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     seed = args.seed
     results: list[Result] = []
     problems: list[str] = []

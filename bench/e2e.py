@@ -23,25 +23,19 @@ import time
 from pathlib import Path
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from events.synthetic import interleave, synthetic_run
-from worker.clients import publish
+from worker.clients import publish, topic_reader
 from worker.local import WorkerProcess, cluster, isolated_settings
 from worker.settings import Settings
 from worker.topics import ensure_topics
 
 
 async def _consumer(settings: Settings, topic: str) -> AIOKafkaConsumer:
-    consumer = AIOKafkaConsumer(
-        **settings.client_options(), enable_auto_commit=False, max_partition_fetch_bytes=1 << 26
-    )
-    await consumer.start()
-    while not (found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)):
-        await asyncio.sleep(0.1)
-    partitions = [TopicPartition(topic, p) for p in found]
-    consumer.assign(partitions)
-    await consumer.seek_to_beginning(*partitions)
+    consumer = await topic_reader(settings, topic, wait=60)
+    if consumer is None:
+        raise RuntimeError(f"no topic {topic!r} after 60 s")
     return consumer
 
 

@@ -11,9 +11,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
-from worker.settings import SUMMARY_MAX_BYTES, Settings
+from worker.clients import topic_reader
+from worker.settings import Settings
 
 
 @dataclass
@@ -31,21 +30,12 @@ def read_topic(settings: Settings, topic: str, *, until: int, timeout: float = 6
 
 
 async def _read(settings: Settings, topic: str, until: int, timeout: float) -> list[Record]:
-    consumer = AIOKafkaConsumer(
-        **settings.client_options(), enable_auto_commit=False, max_partition_fetch_bytes=SUMMARY_MAX_BYTES
-    )
-    await consumer.start()
+    deadline = time.monotonic() + timeout
+    consumer = await topic_reader(settings, topic, wait=timeout)
+    if consumer is None:
+        return []
     records: list[Record] = []
     try:
-        deadline = time.monotonic() + timeout
-        partitions: list[TopicPartition] = []
-        while not partitions and time.monotonic() < deadline:
-            cluster = await consumer._client.fetch_all_metadata()
-            partitions = [TopicPartition(topic, p) for p in cluster.partitions_for_topic(topic) or ()]
-            if not partitions:
-                await asyncio.sleep(0.2)
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
         while len(records) < until and time.monotonic() < deadline:
             for batch in (await consumer.getmany(timeout_ms=200)).values():
                 records.extend(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from collections.abc import Iterable
 from typing import BinaryIO
 
@@ -43,34 +45,40 @@ async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
     return sent
 
 
-async def read_summaries(settings: Settings, out: BinaryIO, *, follow: bool, run_id: str | None) -> int:
-    """Write the summaries topic's records (of `run_id`, if given) as JSON lines; without
-    `follow`, stop at the end of the topic as it was when reading began."""
+async def topic_reader(settings: Settings, topic: str, *, at_end: bool = False, wait: float) -> AIOKafkaConsumer | None:
+    """A started consumer, in no group, assigned every partition of `topic` at its start
+    (or its end): for reading a whole topic. Waits up to `wait` seconds for the topic to
+    exist; None if it does not by then. The caller stops the consumer."""
     consumer = AIOKafkaConsumer(
         **settings.client_options(),
         enable_auto_commit=False,
-        auto_offset_reset="earliest",
         max_partition_fetch_bytes=SUMMARY_MAX_BYTES,
         fetch_max_bytes=SUMMARY_MAX_BYTES,
     )
     await consumer.start()
+    deadline = time.monotonic() + wait
+    # The consumer's own metadata covers subscribed topics only; ask the cluster.
+    while not (found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)):
+        if time.monotonic() >= deadline:
+            await consumer.stop()
+            return None
+        await asyncio.sleep(0.1)
+    partitions = [TopicPartition(topic, p) for p in sorted(found)]
+    consumer.assign(partitions)
+    await (consumer.seek_to_end if at_end else consumer.seek_to_beginning)(*partitions)
+    return consumer
+
+
+async def read_summaries(settings: Settings, out: BinaryIO, *, follow: bool, run_id: str | None) -> int:
+    """Write the summaries topic's records (of `run_id`, if given) as JSON lines; without
+    `follow`, stop at the end of the topic as it was when reading began."""
+    consumer = await topic_reader(settings, settings.summaries_topic, wait=0)
+    if consumer is None:
+        print(f"no topic {settings.summaries_topic!r} at {settings.bootstrap}; start the worker first", file=sys.stderr)
+        return 0
     count = 0
     try:
-        # The consumer's own metadata covers subscribed topics only; ask the cluster.
-        cluster = await consumer._client.fetch_all_metadata()
-        partitions = [
-            TopicPartition(settings.summaries_topic, p)
-            for p in cluster.partitions_for_topic(settings.summaries_topic) or ()
-        ]
-        if not partitions:
-            print(
-                f"no topic {settings.summaries_topic!r} at {settings.bootstrap}; start the worker first",
-                file=sys.stderr,
-            )
-            return 0
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        ends = await consumer.end_offsets(partitions)
+        ends = await consumer.end_offsets(list(consumer.assignment()))
         wanted = None if run_id is None else run_id.encode()
         while True:
             if not follow and await _at_end(consumer, ends):

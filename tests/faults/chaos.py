@@ -25,15 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES, encode
 from events.synthetic import interleave, synthetic_run
 from tests import builders
 from tests.kafka import Record, read_topic
+from worker.clients import topic_reader
 from worker.local import WorkerProcess, free_port
 from worker.processor import Processor, Source
-from worker.settings import SUMMARY_MAX_BYTES, Settings
+from worker.settings import Settings
 
 Message = tuple[bytes | None, bytes]
 
@@ -157,18 +158,9 @@ class ProgressWatch(threading.Thread):
         asyncio.run(self._watch())
 
     async def _watch(self) -> None:
-        consumer = AIOKafkaConsumer(
-            **self.settings.client_options(), enable_auto_commit=False, auto_offset_reset="latest"
-        )
-        await consumer.start()
+        consumer = await topic_reader(self.settings, self.settings.progress_topic, at_end=True, wait=float("inf"))
+        assert consumer is not None, "waits for the topic"
         try:
-            while not (
-                found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(
-                    self.settings.progress_topic
-                )
-            ):
-                await asyncio.sleep(0.1)
-            consumer.assign([TopicPartition(self.settings.progress_topic, p) for p in found])
             while not self.stopping.is_set():
                 try:
                     batches = await consumer.getmany(timeout_ms=100)
@@ -226,19 +218,10 @@ class Group:
 
 
 async def _latest_summaries(settings: Settings, want: dict[bytes, bytes], timeout: float) -> dict[bytes, bytes]:
-    consumer = AIOKafkaConsumer(
-        **settings.client_options(), enable_auto_commit=False, max_partition_fetch_bytes=SUMMARY_MAX_BYTES
-    )
-    await consumer.start()
+    consumer = await topic_reader(settings, settings.summaries_topic, wait=float("inf"))
+    assert consumer is not None, "waits for the topic"
     latest: dict[bytes, bytes] = {}
     try:
-        while not (
-            found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(settings.summaries_topic)
-        ):
-            await asyncio.sleep(0.1)
-        partitions = [TopicPartition(settings.summaries_topic, p) for p in found]
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and any(latest.get(key) != value for key, value in want.items()):
             for batch in (await consumer.getmany(timeout_ms=200)).values():
