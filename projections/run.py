@@ -98,8 +98,15 @@ def summary_due(run: RunState, applied: Applied) -> bool:
     return run.closed and applied.outcome is Outcome.APPLIED
 
 
-def apply(run: RunState, event: InputEvent) -> Applied:
-    """Apply one event of this run (the caller routes by `event.run_id`)."""
+def apply(run: RunState, event: InputEvent, position: int | None = None) -> Applied:
+    """Apply one event of this run (the caller routes by `event.run_id`).
+
+    `position` is where the event stands in the run's log (the worker passes its source
+    offset); it orders what the summary lists in log order across tasks (undeclared tasks by
+    first score, failed trials). By default it is the count of events applied, the same
+    order when the run is folded in one pass. A state restored in parts (some tasks' records
+    newer than others) is not one pass: the events read again would count after the events
+    of records that came later in the log."""
     if isinstance(event, RunStarted) and run.started_event_id not in (None, event.event_id):
         return Applied(
             Outcome.REFUSED,
@@ -111,11 +118,12 @@ def apply(run: RunState, event: InputEvent) -> Applied:
     if not run.applied.add_fingerprint(hi, lo):
         return _REDELIVERY
     run.event_count += 1
+    at = run.event_count if position is None else position
     moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
     if isinstance(event, ScoreEmitted):
-        return _score(run, event, hi, lo, moment)
+        return _score(run, event, hi, lo, moment=moment, at=at)
     if isinstance(event, TrialFinished):
-        return _trial(run, event, hi, lo, moment)
+        return _trial(run, event, hi, lo, moment=moment, at=at)
     _saw(run, moment)
     run.run_events.append(hi)
     run.run_events.append(lo)
@@ -147,16 +155,16 @@ def _task(run: RunState, task_id: str) -> TaskState:
     return task
 
 
-def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, moment: float | None) -> Applied:
+def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: float | None, at: int) -> Applied:
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
     _saw(task, moment)
-    task.record_score(event, run.event_count, run.passk)
+    task.record_score(event, at, run.passk)
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 
-def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, moment: float | None) -> Applied:
+def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: float | None, at: int) -> Applied:
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
@@ -168,7 +176,7 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, moment: float 
         error_type = (event.error.type if event.error else None) or "UnknownError"
         if task.failed_trials is None:
             task.failed_trials = []
-        task.failed_trials.append((run.event_count, error_type, event.trial_id))
+        task.failed_trials.append((at, error_type, event.trial_id))
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 

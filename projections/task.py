@@ -22,7 +22,7 @@ from projections.passk import KeyTally, Tally, passes
 class TaskState:
     task_id: str
     first_score: int = -1
-    """The run sequence number of the task's first score (orders undeclared tasks); -1: none yet."""
+    """The log position (`run.apply`) of the task's first score (orders undeclared tasks); -1: none yet."""
     touched: bool = False
     """Some trial or score event named this task (a declared untouched task is pending)."""
     trial_ids: list[str] = field(default_factory=list)
@@ -41,7 +41,7 @@ class TaskState:
     last_at: float | None = None
     """Earliest and latest `occurred_at` (epoch seconds) of the task's events."""
     failed_trials: list[tuple[int, str, str]] | None = None
-    """(run sequence number, error type, trial_id) of failed trial.finished events (None: none yet)."""
+    """(log position, error type, trial_id) of failed trial.finished events (None: none yet)."""
 
     def record_score(self, event: ScoreEmitted, seq: int, eligible: Mapping[Key, KeyTally]) -> None:
         """Append one score, updating this task's (n, c) per key and, for pass@k-eligible

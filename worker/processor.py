@@ -152,7 +152,7 @@ class Processor:
             reason = f"message key {key!r} is not the event's run_id {event.run_id!r}; key each event by its run_id"
             return [dead_letter(key, value, "key-mismatch", reason, source)]
         run = self._run(event.run_id)
-        applied = apply(run, event)
+        applied = apply(run, event, source.offset)
         if applied.outcome is Outcome.REFUSED:
             return [dead_letter(key, value, "refused", applied.reason, source)]
         if applied.outcome is not Outcome.APPLIED:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,6 +64,30 @@ def test_a_worker_restarted_on_what_its_store_kept_ends_with_the_same_summaries(
     reference = published(Processor(), lines)
     assert (before + after)[-1:] == reference[-1:]  # the latest summary, as a compacted topic keeps it
     assert set(before + after) == set(reference)  # no revision lost, none invented
+
+
+def test_a_task_record_newer_than_the_checkpoint_keeps_undeclared_tasks_and_failures_in_log_order() -> None:
+    """Found by the property above: a crash kept task a's record of a flush but neither b's
+    nor the checkpoint. b's first score and failure come before a's in the log, and must
+    still come first once b's events are read again after a's record."""
+    events = [
+        builders.trial("b", "b-1", status="failed"),
+        builders.score("b", "b-1", "judge"),
+        builders.trial("a", "a-1", status="failed"),
+        builders.score("a", "a-1", "judge"),
+        builders.closed(),
+    ]
+    lines = [encode(event) for event in events]
+    written = WriteLog()
+    published(Processor(store=written), lines[:4], flush_at=frozenset({3}))
+    a_only = dict(write for write in written.writes if write[0] == b't["run","a"]')
+    restarted = Processor(store=a_only)
+    assert restarted.resume_offsets([0]) == {0: 0}
+    [latest] = published(restarted, lines, first_offset=0)
+    assert latest == published(Processor(), lines)[-1]
+    summary = orjson.loads(latest)
+    assert list(summary["summary"]["task_metric_attempts"]) == ["b", "a"]
+    assert summary["harbor"]["exception_stats"]["UnknownError"] == ["b-1", "a-1"]
 
 
 def test_a_flush_writes_each_changed_part_once_then_the_checkpoint() -> None:
