@@ -9,7 +9,7 @@ State is written behind (see `worker.processor`): a partition's changes are flus
 `flush_every` events and by a timer. The state, not the committed offset, decides where a
 partition is read from: after every rebalance the worker rewinds each of its partitions to
 the checkpoint the table holds, and handles only messages fetched after that rewind
-(`worker.consumer`); until then, nothing of the partition is handled. Committed offsets
+(`Rewind`, `worker.consumer`); until then, nothing of the partition is handled. Committed offsets
 follow the checkpoints, for lag reporting and so that faust's own seeks land there too.
 Before giving partitions up, the worker waits until the broker has every changelog write
 (`worker.changelog`). The local RocksDB copy is wiped at start (`wipe_local_state`): after a
@@ -101,16 +101,24 @@ def _faust_app(settings: Settings) -> faust.App:
 
 class Rewind:
     """The table's recovery callback: after every rebalance, each events partition is read
-    again from its checkpoint, and only messages fetched after that seek are handled."""
+    again from its checkpoint, and only messages fetched after that seek are handled.
+
+    The seek waits for the rebalance to end (`seek_pending`, on a timer): faust clears the
+    agents' queues when it resumes the flow at the very end of recovery, after the recovery
+    callbacks, so messages fetched after a seek made in the callback could be dropped there,
+    and the partition would go on past them."""
 
     def __init__(self, app: faust.App, topic: str, processor: Processor) -> None:
         self.app, self.topic, self.processor = app, topic, processor
+        self.pending: dict[int, int] = {}
+        """Partition -> where to seek it once the rebalance is over."""
         self.fences: dict[int, int] = {}
         """Partition -> the fence of its seek (`worker.consumer.seek`)."""
 
     def forget(self) -> None:
         """Partitions may move: drop the cache and handle nothing until the next rewind."""
         self.processor.forget()
+        self.pending.clear()
         self.fences.clear()
 
     def fenced_in(self, message: faust.types.Message) -> bool:
@@ -119,20 +127,25 @@ class Rewind:
     async def __call__(self) -> None:
         self.forget()
         assigned = [tp.partition for tp in self.app.consumer.assignment() if tp.topic == self.topic]
-        resume = {TP(self.topic, p): offset for p, offset in self.processor.resume_offsets(assigned).items()}
-        if not resume:
+        self.pending = self.processor.resume_offsets(assigned)
+        if not self.pending:
             return
+        resume = {TP(self.topic, p): offset for p, offset in self.pending.items()}
         log.info("resuming %s at %s (the state's checkpoints)", self.topic, resume)
-        # Committed first (backwards is allowed): faust's own seek, right after recovery
-        # callbacks, goes to the committed offset, which the previous owner may have left
-        # past the checkpoint.
+        # faust's own seek, right after recovery callbacks, goes to the committed offset,
+        # which the previous owner may have left past the checkpoint; committing the
+        # checkpoint (backwards is allowed) makes it start there. Correctness does not
+        # depend on it: only what is fetched after `seek_pending` is handled.
         if not await commit_offsets(self.app, resume):
-            # A new rebalance is under way and its recovery rewinds again; until then
-            # these partitions have no fence, so nothing of theirs is handled.
-            log.warning("could not commit the checkpoints %s; waiting for the next rebalance", resume)
-            return
-        for tp, offset in resume.items():
-            self.fences[tp.partition] = await consumer.seek(self.app, tp, offset)
+            log.warning("could not commit the checkpoints %s (a new rebalance is under way)", resume)
+
+    async def seek_pending(self) -> None:
+        while self.pending and not self.app.rebalancing:
+            partition, offset = self.pending.popitem()
+            # The fence is held before the seek is made: the first message fetched after
+            # it may reach the agent before this coroutine resumes.
+            self.fences[partition] = fence = consumer.fence(self.app)
+            await consumer.seek(self.app, TP(self.topic, partition), offset, fence)
 
 
 def build_app(settings: Settings) -> faust.App:
@@ -196,6 +209,10 @@ def build_app(settings: Settings) -> faust.App:
             if processor.flush_due(source.partition):
                 await commit(source.partition, processor.flush(source.partition))
             await publish(items)
+
+    @app.timer(interval=0.05)
+    async def resume_reading() -> None:
+        await rewind.seek_pending()
 
     @app.timer(interval=settings.flush_interval)
     async def flush_state() -> None:

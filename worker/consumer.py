@@ -16,9 +16,9 @@ fetched earlier: a new worker fetches from the committed offset before its state
 restored, and those messages, held in faust's fetch loop and stream queue, reach the agent
 after the rewind. Seen in the rebalance scenario: a worker resumed at 141 and was handed 179
 (the previous owner's committed offset) a few milliseconds later. `seek` therefore runs on
-the consumer's own thread, where aiokafka hands out records, and counts: every message
-carries the count of seeks done when its batch was handed out (`fetched_after`), so the app
-drops what was fetched before its rewind. faust's own filter, which drops a message below
+the consumer's own thread, where aiokafka hands out records, and raises a fence there: every
+message carries the fence reached when its batch was handed out (`fetched_after`), so the
+app drops what was fetched before its rewind. faust's own filter, which drops a message below
 the highest offset it has read, is turned off for the fenced topics: after a rewind the
 stale messages it reads would make it drop the ones the rewind asked for.
 
@@ -78,10 +78,12 @@ def install(app: faust.App, fetch_max_wait_ms: int, fenced: frozenset[str] = fro
             self.seeks_before_batch = self.seeks
             return records
 
-        async def seek_fenced(self, tp: TP, offset: int) -> int:
-            self.seeks += 1
+        fences = 0
+        """Fences handed out (`fence`): counted on the app's loop, ahead of `seeks`."""
+
+        async def seek_fenced(self, tp: TP, offset: int, fence: int) -> None:
+            self.seeks = max(self.seeks, fence)
             self._ensure_consumer().seek(tp, offset)
-            return self.seeks
 
     class Consumer(faust_aiokafka.Consumer):
         _thread: ConsumerThread
@@ -103,10 +105,18 @@ def install(app: faust.App, fetch_max_wait_ms: int, fenced: frozenset[str] = fro
     app.transport.Consumer = Consumer  # type: ignore[misc]  # per app, not for every faust app in the process
 
 
-async def seek(app: faust.App, tp: TP, offset: int) -> int:
-    """Seek `tp` to `offset` on the consumer's thread; returns the fence to pass to
-    `fetched_after`: messages fetched before this seek fall short of it."""
-    return int(await app.consumer._thread.call_thread(app.consumer._thread.seek_fenced, tp, offset))  # type: ignore[attr-defined]
+def fence(app: faust.App) -> int:
+    """A new fence for the next `seek`: no message fetched so far reaches it. Taken before
+    the seek is made, so that the app can hold it before the first message after the seek
+    can arrive."""
+    thread = app.consumer._thread  # type: ignore[attr-defined]
+    thread.fences += 1
+    return int(thread.fences)
+
+
+async def seek(app: faust.App, tp: TP, offset: int, fence: int) -> None:
+    """Seek `tp` to `offset` on the consumer's thread; messages fetched after it reach `fence`."""
+    await app.consumer._thread.call_thread(app.consumer._thread.seek_fenced, tp, offset, fence)  # type: ignore[attr-defined]
 
 
 def fetched_after(message: faust.types.Message, fence: int | None) -> bool:
