@@ -57,8 +57,10 @@ def install(app: faust.App, fetch_max_wait_ms: int, fenced: frozenset[str] = fro
     the `fenced` topics' messages to `seek` and `fetched_after`."""
 
     class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
-        seeks = 0
-        seeks_before_batch = 0
+        fence_reached = 0
+        """The highest fence a seek has made (`seek_fenced`)."""
+        batch_fence = 0
+        """`fence_reached` when the batch faust is converting was handed out."""
 
         def _create_worker_consumer(self, transport: Any) -> AIOKafkaConsumer:
             consumer = super()._create_worker_consumer(transport)
@@ -75,14 +77,14 @@ def install(app: faust.App, fetch_max_wait_ms: int, fenced: frozenset[str] = fro
             records: RecordMap = await super()._fetch_records(consumer, active_partitions, timeout, max_records)
             # On this thread, with no await since aiokafka checked the records against
             # the partitions' positions: no seek can fall in between.
-            self.seeks_before_batch = self.seeks
+            self.batch_fence = self.fence_reached
             return records
 
         fences = 0
-        """Fences handed out (`fence`): counted on the app's loop, ahead of `seeks`."""
+        """Fences handed out (`fence`): counted on the app's loop, ahead of `fence_reached`."""
 
         async def seek_fenced(self, tp: TP, offset: int, fence: int) -> None:
-            self.seeks = max(self.seeks, fence)
+            self.fence_reached = max(self.fence_reached, fence)
             self._ensure_consumer().seek(tp, offset)
 
     class Consumer(faust_aiokafka.Consumer):
@@ -97,9 +99,9 @@ def install(app: faust.App, fetch_max_wait_ms: int, fenced: frozenset[str] = fro
 
         def _to_message(self, tp: TP, record: Any) -> ConsumerMessage:
             # faust's fetch loop takes one batch at a time and converts its records as it
-            # goes, so the count saved with the batch is this record's.
+            # goes, so the fence saved with the batch is this record's.
             message = super()._to_message(tp, record)
-            message.seeks_before = self._thread.seeks_before_batch  # type: ignore[attr-defined]  # ConsumerMessage has a __dict__
+            message.fence = self._thread.batch_fence  # type: ignore[attr-defined]  # ConsumerMessage has a __dict__
             return message
 
     app.transport.Consumer = Consumer  # type: ignore[misc]  # per app, not for every faust app in the process
@@ -120,5 +122,5 @@ async def seek(app: faust.App, tp: TP, offset: int, fence: int) -> None:
 
 
 def fetched_after(message: faust.types.Message, fence: int | None) -> bool:
-    """Whether `message` was fetched after the seek that returned `fence` (never, without one)."""
-    return fence is not None and getattr(message, "seeks_before", -1) >= fence
+    """Whether `message` was fetched after the seek made with `fence` (never, without one)."""
+    return fence is not None and getattr(message, "fence", -1) >= fence

@@ -8,10 +8,10 @@ from faust.types.tuples import ConsumerMessage
 from worker.consumer import _ReadOffsets, fetched_after
 
 
-def _message(seeks_before: int | None) -> ConsumerMessage:
+def _message(fence: int | None) -> ConsumerMessage:
     message = ConsumerMessage("events", 0, 7, 0.0, 0, None, b"run", b"{}", None)
-    if seeks_before is not None:
-        message.seeks_before = seeks_before  # type: ignore[attr-defined]
+    if fence is not None:
+        message.fence = fence  # type: ignore[attr-defined]
     return message
 
 
