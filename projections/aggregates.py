@@ -1,11 +1,12 @@
 """Range aggregates (SEMANTICS.md section 4), the one statistic every figure uses.
 
-Computed exactly as the NeMo evaluator SDK computes its range scores (plain left-to-right
-sums over the values in the order given, population variance from the mean, the same
-percentile rule), so that figures agree with it to the last bit. The order of `values`
-therefore matters: metric outputs come in run log order, views and pass@k in summary task
-order. The sums are written out as loops: from Python 3.12 the built-in `sum()` of floats
-is compensated, which would change the last bits with the interpreter version.
+Computed exactly as the NeMo evaluator SDK computes its range scores, so that figures agree
+with it to the last bit: the SDK runs on Python >= 3.12 only, whose built-in `sum()` of
+floats is compensated (Neumaier), so sums here are `compensated_sum`, a transcription of
+that algorithm (we run on 3.11, whose `sum()` is plain, and `math.fsum` is exact: both give
+other last bits). Population variance comes from the mean, percentiles by the SDK's rule.
+The order of `values` matters to the last bit: metric outputs come in run log order, views
+and pass@k in summary task order.
 """
 
 from __future__ import annotations
@@ -20,11 +21,30 @@ Aggregate = dict[str, Any]
 """A JSON-ready range aggregate record (see `events.outputs.RangeAggregate`)."""
 
 
-def plain_sum(values: list[float]) -> float:
-    """Left to right, one rounding per addition, on every Python version."""
+def compensated_sum(values: Iterable[float]) -> float:
+    """The sum of floats exactly as CPython 3.12's built-in `sum(values)` computes it.
+
+    Python/bltinmodule.c, builtin_sum_impl, float path: a running sum and a compensation for
+    the low-order bits each addition lost (Neumaier), added to the sum once, at the end.
+    0.0 for no values (where `sum` gives the int 0, which compares equal).
+    """
+    # `sum` starts from the int 0 and takes the first float x as `0 + x`, uncompensated.
+    # Starting from 0.0 and compensating x too gives the same result: for a finite x that
+    # step adds 0.0 to the compensation, and after a non-finite x the sum stays non-finite,
+    # so its compensation is never added.
     total = 0.0
+    compensation = 0.0
     for value in values:
-        total += value
+        step = total + value
+        if abs(total) >= abs(value):
+            compensation += (total - step) + value
+        else:
+            compensation += (value - step) + total
+        total = step
+    # As CPython: adding a zero compensation would turn a -0.0 sum into 0.0, and a
+    # non-finite one (after an infinite or overflowed sum) would turn the sum into NaN.
+    if compensation and math.isfinite(compensation):
+        total += compensation
     return total
 
 
@@ -51,9 +71,9 @@ def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate
         record["percentiles"] = None
         record["median"] = None
         return record
-    total_sum = plain_sum(finite)
+    total_sum = compensated_sum(finite)
     mean = total_sum / count
-    squares = plain_sum([(value - mean) ** 2 for value in finite])
+    squares = compensated_sum((value - mean) ** 2 for value in finite)
     variance = squares / count
     sample_variance = squares / (count - 1) if count > 1 else None
     ordered = sorted(finite)

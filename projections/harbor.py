@@ -6,7 +6,7 @@ import heapq
 from typing import Any
 
 from events.nonfinite import wire_float
-from projections.aggregates import plain_sum
+from projections.aggregates import compensated_sum
 from projections.attempts import TaskAttempts
 from projections.declarations import key_name
 from projections.passk import estimates
@@ -59,7 +59,7 @@ def harbor_stats(run: RunState, attempts: TaskAttempts) -> dict[str, Any]:
         ks = harbor_k_values(min(n for n, _ in tallies))
         if ks:
             pass_at_k[name] = {
-                str(k): plain_sum([estimates(n, c)[k - 1] for n, c in tallies]) / len(tallies) for k in ks
+                str(k): compensated_sum(estimates(n, c)[k - 1] for n, c in tallies) / len(tallies) for k in ks
             }
     return {
         "n_trials": run.trials_completed,

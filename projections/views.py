@@ -1,5 +1,6 @@
 """View aggregates: per trial, a task's declared views reduce several signals to one value
-(SEMANTICS.md section 4, "View aggregate")."""
+(SEMANTICS.md section 4, "View aggregate"). The `mean` and `weighted` reducers add with
+the same compensated sum as the aggregates, signals in declaration order."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from collections.abc import Iterable
 
 from events.models import ViewSpec
-from projections.aggregates import plain_sum
+from projections.aggregates import compensated_sum
 from projections.task import TaskState
 
 
@@ -24,9 +25,9 @@ def reduce_signals(reducer: str, signals: list[tuple[float, float]]) -> float | 
         return max(values)
     if reducer == "mean":
         finite = [value for value in values if math.isfinite(value)]
-        return plain_sum(finite) / len(finite) if finite else None
-    weights = plain_sum([weight for _, weight in signals])
-    return plain_sum([value * weight for value, weight in signals]) / weights if weights else None
+        return compensated_sum(finite) / len(finite) if finite else None
+    weights = compensated_sum(weight for _, weight in signals)
+    return compensated_sum(value * weight for value, weight in signals) / weights if weights else None
 
 
 def view_values(

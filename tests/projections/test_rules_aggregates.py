@@ -94,8 +94,18 @@ def test_only_finite_numeric_values_in_completed_or_partial_scores_count() -> No
     assert (record["sum"], record["min"], record["max"]) == (9.0, 1.0, 5.0)
 
 
-def test_sums_are_plain_left_to_right_in_log_order() -> None:
-    assert scores(values_of([0.1, 0.2, 0.3]))["m.x"]["sum"] == (0.1 + 0.2) + 0.3
+def test_sums_are_compensated_as_python_3_12_sum() -> None:
+    """1e16 + 1.0 loses the 1.0, which the compensation keeps: a plain sum gives 0.0, mean 0.0."""
+    record = scores(values_of([1e16, 1.0, -1e16]))["m.x"]
+    assert (record["sum"], record["mean"]) == (1.0, 1 / 3)
+    assert scores(values_of([0.1, 0.2, 0.3]))["m.x"]["sum"] == 0.6  # plain: 0.6000000000000001
+
+
+def test_variance_adds_the_squares_with_the_compensated_sum() -> None:
+    """Mean 0.0; squares 2**52, 2**52, then eight 1.0s, each lost by a plain sum at 2**53 (ties
+    to even), so a plain variance would be 2**53 / 10."""
+    record = scores(values_of([2.0**26, -(2.0**26)] + [1.0, -1.0] * 4))["m.x"]
+    assert (record["mean"], record["variance"], record["sample_variance"]) == (0.0, (2**53 + 8) / 10, (2**53 + 8) / 9)
 
 
 def test_one_value_has_no_sample_variance() -> None:
@@ -179,6 +189,26 @@ def test_view_skips_count_in_total_only(reducer: str, outputs: list[tuple[str, A
 )
 def test_view_signal_values(reducer: str, outputs: list[tuple[str, Any]], expected: float) -> None:
     assert scores(view_log(reducer, outputs))["view.v"]["mean"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("reducer", "values", "weights", "expected"),
+    [
+        ("mean", (1e16, 1.0, -1e16), (1.0, 1.0, 1.0), 1 / 3),  # plain: 0.0
+        ("weighted", (1.0, 1.0, 1.0), (1e16, 1.0, -1e16), 1.0),  # plain: sum(w) = 0.0, skipped
+    ],
+)
+def test_view_mean_and_weighted_add_with_the_compensated_sum(
+    reducer: str, values: Sequence[float], weights: Sequence[float], expected: float
+) -> None:
+    metrics = ("a", "b", "c")
+    signals = [{"metric": m, "output": "x", "weight": w} for m, w in zip(metrics, weights, strict=True)]
+    view = {"name": "v", "reducer": reducer, "signals": signals}
+    spec = task_spec("t", {f"{m}.x": "continuous" for m in metrics}, [view])
+    log: list[InputEvent] = [started(tasks=[spec])]
+    log += [score("t", "r", m, {"x": v}) for m, v in zip(metrics, values, strict=True)]
+    record = scores(log)["view.v"]
+    assert (record["count"], record["mean"]) == (1, expected)
 
 
 def test_view_total_counts_distinct_trials_of_declaring_tasks() -> None:

@@ -1,0 +1,84 @@
+"""SEMANTICS.md section 4, arithmetic: sums add as CPython 3.12's built-in `sum` of floats."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from projections.aggregates import compensated_sum
+
+INF = math.inf
+
+
+def cpython_312_sum(values: list[float]) -> float:
+    """Python/bltinmodule.c builtin_sum_impl for a list of floats, step by step: the int
+    start 0 meets the first float on the generic path (`0 + x`), the float loop takes over
+    from that result, and the compensation is added at the end only when nonzero and finite."""
+    if not values:
+        return 0.0
+    f_result = 0 + values[0]
+    c = 0.0
+    for x in values[1:]:
+        t = f_result + x
+        if math.fabs(f_result) >= math.fabs(x):
+            c += (f_result - t) + x
+        else:
+            c += (x - t) + f_result
+        f_result = t
+    if c and math.isfinite(c):
+        f_result += c
+    return f_result
+
+
+def bits(value: float) -> bytes:
+    """The float's bytes: tells -0.0 from 0.0; every NaN alike (NaN payloads do not matter)."""
+    return b"nan" if math.isnan(value) else struct.pack("<d", value)
+
+
+def plain(values: list[float]) -> float:
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+@pytest.mark.parametrize(
+    ("values", "expected", "why"),
+    [
+        ([], 0.0, "nothing to add"),
+        ([1e16, 1.0, -1e16], 1.0, "1e16 + 1.0 loses the 1.0, the compensation keeps it (plain: 0.0)"),
+        ([1.0, 1e100, 1.0, -1e100], 2.0, "Neumaier, not Kahan: the larger term's low bits are the ones kept"),
+        ([0.1] * 10, 1.0, "ten roundings compensated (plain: 0.9999999999999999)"),
+        ([0.1, 0.2, 0.3], 0.6, "plain: 0.6000000000000001"),
+        ([-0.0], 0.0, "the start is the int 0, and 0 + -0.0 is 0.0"),
+        ([INF, 1.0], INF, "the compensation turned NaN (inf - inf) and is not added"),
+        ([1e16, 1.0, 1e-16], 1e16, "the compensation is one float, 1.0 + 1e-16 rounds (fsum: 1e16 + 2)"),
+        ([1e308, 1e308, -1e308], INF, "overflow stays: the compensation, -inf, is not added"),
+        ([INF, -INF], math.nan, "as IEEE addition"),
+        ([math.nan, 1.0], math.nan, "as IEEE addition"),
+    ],
+)
+def test_worked_sums(values: list[float], expected: float, why: str) -> None:
+    assert bits(compensated_sum(values)) == bits(expected), why
+
+
+@given(st.lists(st.floats() | st.sampled_from([1e16, -1e16, 1e308, -1e308, 1.0, -0.0, 5e-324]), max_size=30))
+def test_equals_cpython_312_sum_on_any_floats(values: list[float]) -> None:
+    assert bits(compensated_sum(values)) == bits(cpython_312_sum(values))
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300), max_size=30))
+def test_a_generator_sums_like_the_list(values: list[float]) -> None:
+    """Callers pass generators too: the sum does not depend on the iterable's kind."""
+    assert bits(compensated_sum(value for value in values)) == bits(compensated_sum(values))
+
+
+def test_the_worked_cases_tell_it_from_plain_and_exact_sums() -> None:
+    """Guards the table above: each alternative gives another figure on one of its cases."""
+    assert plain([1e16, 1.0, -1e16]) == 0.0
+    assert plain([0.1] * 10) != 1.0
+    assert math.fsum([1e16, 1.0, 1e-16]) == 1e16 + 2
