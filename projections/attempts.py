@@ -6,9 +6,10 @@ from projections.declarations import key_name
 from projections.run import RunState
 from projections.task import TaskState
 
-AttemptList = list[tuple[str, float | None]]
+AttemptList = list[tuple[str, float | None, int]]
+"""[(trial_id, value, run sequence number of the score that made the attempt)], in log order."""
 TaskAttempts = dict[str, dict[str, AttemptList]]
-"""task_id -> key name -> [(trial_id, value)], tasks in summary order, keys sorted."""
+"""task_id -> key name -> attempt list, tasks in summary order, keys sorted."""
 
 
 def summary_tasks(run: RunState) -> list[TaskState]:
@@ -27,7 +28,7 @@ def task_attempts(task: TaskState) -> dict[str, AttemptList]:
         columns = task.metrics.get(metric)
         trial_ids = task.trial_ids
         lists[key_name((metric, output))] = (
-            [(trial_ids[trial], value) for trial, value in columns.attempts(output)] if columns else []
+            [(trial_ids[trial], value, seq) for trial, value, seq in columns.attempts(output)] if columns else []
         )
     return lists
 

@@ -67,18 +67,19 @@ class MetricColumns:
         self.seqs.append(seq)
         return len(self.statuses) - 1
 
-    def attempts(self, output: str) -> Iterator[tuple[int, float | None]]:
-        """(trial index, value) of the attempts of key (this metric, `output`), in log order.
+    def attempts(self, output: str) -> Iterator[tuple[int, float | None, int]]:
+        """(trial index, value, run sequence number of the score) of the attempts of key
+        (this metric, `output`), in log order.
 
         SEMANTICS.md section 1: a dead trial adds null, a metric failure adds nothing, a
         completed or partial score adds the output's semantic value if it has one.
         """
         semantic = self.outputs[output].semantic_at() if output in self.outputs else {}
-        for row, (trial, status) in enumerate(zip(self.trials, self.statuses, strict=True)):
+        for row, (trial, status, seq) in enumerate(zip(self.trials, self.statuses, self.seqs, strict=True)):
             if status == TRIAL_FAILED:
-                yield trial, None
+                yield trial, None, seq
             elif status == OK and row in semantic:
-                yield trial, semantic[row]
+                yield trial, semantic[row], seq
 
     def numeric(self, output: str) -> list[tuple[int, float]]:
         """(run sequence number, value) of the output's numeric values, in log order."""

@@ -39,7 +39,7 @@ def summary(run: RunState) -> Summary:
             "metric_coverage": metric_coverage(run),
             "task_metric_attempts": {
                 task_id: {
-                    key: [{"trial_id": trial_id, "value": _wire(value)} for trial_id, value in attempt_list]
+                    key: [{"trial_id": trial_id, "value": _wire(value)} for trial_id, value, _ in attempt_list]
                     for key, attempt_list in lists.items()
                 }
                 for task_id, lists in attempts.items()

@@ -102,6 +102,10 @@ class TaskState:
                     tally.add((n, c))
                 kept = self.tallies[metric]
 
+    def graded_trials(self) -> set[str]:
+        """The trial ids with at least one completed or partial score, of any metric."""
+        return {self.trial_ids[trial] for columns in self.metrics.values() for trial in columns.latest_ok_rows()}
+
     def tally(self, key: Key) -> Tally | None:
         counts = self.tallies.get(key[0], {}).get(key[1])
         return None if counts is None else (counts[0], counts[1])
@@ -131,7 +135,7 @@ class TaskState:
         metric, output = key
         n = c = 0
         columns = self.metrics.get(metric)
-        for _, value in columns.attempts(output) if columns else ():
+        for _, value, _ in columns.attempts(output) if columns else ():
             n += 1
             c += passes(value)
         self.tallies.setdefault(metric, {})[output] = [n, c]

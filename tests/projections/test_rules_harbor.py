@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,11 +28,29 @@ def attempts_log(lists: dict[str, list[Any]], kind: str = "continuous") -> list[
     return log
 
 
-def test_trial_counts_come_from_trial_finished_events() -> None:
+def test_n_errors_counts_failed_trial_finished_events() -> None:
     failed = trial("t", "c", "failed", error_type="Boom")
-    log: list[InputEvent] = [trial("t", "a"), trial("u", "b"), failed, failed, trial("t", "a"), dead("t", "d", "r")]
+    log: list[InputEvent] = [trial("t", "a"), failed, failed, trial("u", "b", "failed"), dead("t", "c", "r")]
+    assert harbor(log)["n_errors"] == 2
+
+
+def test_n_trials_counts_graded_trials_whatever_trial_finished_said() -> None:
+    """Graded: some completed or partial score, of any metric, with or without a semantic value."""
+    log: list[InputEvent] = [
+        score("t", "a", "r", {"s": 1.0}),
+        trial("t", "a", "failed", error_type="VerifierCrash"),  # raised after it was graded: counts
+        trial("t", "b", "failed"),
+        score("t", "b", "n", {"note": "a label"}, status="partial"),  # graded after its failure arrived
+        score("u", "b", "r", {"s": 0.0}),  # the same trial id in another task: one trial, as trial_count
+        score("u", "g", "r", {"s": 0.0}),  # no trial.finished (yet)
+        dead("t", "c", "r"),
+        trial("t", "c", "failed"),  # died before grading
+        broken("t", "d", "r"),
+        trial("t", "d"),  # its metric broke: unmeasured, not graded
+        trial("t", "e"),  # finished, never scored
+    ]
     stats = harbor(log)
-    assert (stats["n_trials"], stats["n_errors"]) == (3, 1)
+    assert (stats["n_trials"], stats["n_errors"]) == (3, 3)
 
 
 def test_exception_stats_by_error_type_in_log_order() -> None:
@@ -54,7 +73,12 @@ def test_exception_stats_by_error_type_in_log_order() -> None:
     }
 
 
-def test_reward_stats_from_non_null_attempts_in_task_then_log_order() -> None:
+def ordered(stats: dict[str, dict[str, list[str]]]) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """reward_stats with its key order made part of the comparison."""
+    return [(key, list(values.items())) for key, values in stats.items()]
+
+
+def test_reward_stats_from_non_null_attempts_in_log_order_across_tasks() -> None:
     specs = [task_spec("t2", {"r.s": "continuous", "u.tok": "model"}), task_spec("t1", {"r.s": "continuous"})]
     log: list[InputEvent] = [
         started(tasks=specs),
@@ -69,10 +93,28 @@ def test_reward_stats_from_non_null_attempts_in_task_then_log_order() -> None:
         score("t2", "b", "u", {"tok": 40}),
         score("t2", "b", "n", {"steps": 3}),
     ]
-    assert harbor(log)["reward_stats"] == {
-        "r.s": {"0.25": ["b", "b"], "NaN": ["c"], "1.0": ["g", "a", "f"]},
-        "n.steps": {"3.0": ["b"]},
-    }
+    assert ordered(harbor(log)["reward_stats"]) == [
+        ("r.s", [("1.0", ["a", "f", "g"]), ("0.25", ["b", "b"]), ("NaN", ["c"])]),
+        ("n.steps", [("3.0", ["b"])]),
+    ]
+
+
+def test_reward_stats_keys_in_order_of_first_occurrence() -> None:
+    """A key first seen in a later task comes first; the keys of one score go by name."""
+    specs = [task_spec("t1", {"a.p": "continuous"}), task_spec("t2", {"z.q": "continuous"})]
+    log: list[InputEvent] = [
+        started(tasks=specs),
+        score("t2", "x", "z", {"q": 0.5}),
+        score("t1", "y", "a", {"p": 0.0}),
+        score("t1", "y", "m", {"w": 2.0, "v": 1.0}),
+        score("t2", "x", "a", {"p": 0.0}),
+    ]
+    assert ordered(harbor(log)["reward_stats"]) == [
+        ("z.q", [("0.5", ["x"])]),
+        ("a.p", [("0.0", ["y", "x"])]),
+        ("m.v", [("1.0", ["y"])]),
+        ("m.w", [("2.0", ["y"])]),
+    ]
 
 
 def test_keys_with_only_null_attempts_have_no_reward_stats() -> None:
@@ -86,6 +128,23 @@ def test_pass_at_k_with_null_as_zero_over_tasks_with_attempts() -> None:
     pass_at_k = harbor(log)["pass_at_k"]
     assert list(pass_at_k) == ["r.s"]
     assert pass_at_k["r.s"] == pytest.approx({"2": (1 - 3 / 10) / 2, "4": 0.5, "5": 0.5})
+
+
+def test_pass_at_k_per_task_multiplies_in_harbor_order() -> None:
+    """n = 3, c = 1, k = 2: Harbor's 1 - (2/3)(1/2), one ulp from section 2's 1 - (1 - 2/3)."""
+    value = harbor(attempts_log({"t": [1, 0, 0]}))["pass_at_k"]["r.s"]["2"]
+    assert value == 1 - (2 / 3) * (1 / 2)
+    assert value != 1 - (1 - 2 / 3)
+
+
+def test_pass_at_k_adds_the_tasks_as_python_3_12_sum() -> None:
+    """n = 5, k = 2: per task 1 - (4/5)(3/4) (c = 1), then 1 - (2/5)(1/4) twice (c = 3). The
+    compensated sum of these three is their exact sum rounded; a plain sum is one ulp below."""
+    lists = {"t1": [1, 0, 0, 0, 0], "t2": [1, 1, 1, 0, 0], "t3": [0, 0, 1, 1, 1]}
+    figures = [1 - (4 / 5) * (3 / 4), 1 - (2 / 5) * (1 / 4), 1 - (2 / 5) * (1 / 4)]
+    value = harbor(attempts_log(lists))["pass_at_k"]["r.s"]["2"]
+    assert value == math.fsum(figures) / 3
+    assert value != (figures[0] + figures[1] + figures[2]) / 3
 
 
 @pytest.mark.parametrize(
