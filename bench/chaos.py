@@ -16,9 +16,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from tests.faults import scenarios
-from tests.faults.chaos import TABLE_HEAD, Result
-from worker.local import cluster
+from worker.local import scenarios
+from worker.local.chaos import TABLE_HEAD, Result
+from worker.local.processes import cluster
 
 
 def main() -> None:

@@ -26,10 +26,10 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from events.synthetic import interleave, synthetic_run
-from worker.clients import publish, topic_reader
-from worker.local import WorkerProcess, cluster, isolated_settings
+from worker.commands.clients import publish, topic_reader
+from worker.local.processes import WorkerProcess, cluster, isolated_settings
+from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
-from worker.topics import ensure_topics
 
 
 async def _consumer(settings: Settings, topic: str) -> AIOKafkaConsumer:

@@ -15,7 +15,7 @@ import uuid
 
 import faust
 
-from worker import consumer
+from worker.runtime import consumer
 from worker.settings import Settings
 
 
@@ -31,7 +31,7 @@ def main() -> None:
         web_enabled=False,
         consumer_auto_offset_reset="earliest",
     )
-    consumer.install(app, Settings().fetch_max_wait_ms)  # the worker's fetch setting, for a fair ratio
+    consumer.install(app, Settings().fetch_max_wait_ms)  # the worker's fetch wait, for a fair ratio
     source = app.topic(topic, key_type=bytes, value_type=bytes)
     seen = 0
     first = last = 0.0

@@ -35,7 +35,7 @@ from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
 from projections.run import RunState, apply
 from projections.summary import summary
-from worker.replay import replay
+from worker.commands.replay import replay
 
 ATTEMPTS = 8
 T = TypeVar("T")

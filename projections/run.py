@@ -50,8 +50,12 @@ class RunState:
     started_wire: bytes | None = None
     """The applied run.started as encoded: stored with the run header, declarations are rebuilt from it."""
     closed_reason: str | None = None
-    closed_at: int = 0
-    """event_count when the run closed: the summary's revision counts the events since."""
+    closed_position: int = -1
+    """The log position of the applied run.closed (-1: open)."""
+    after_close: int = 0
+    """Applied events whose position is after the close's: the summary's revision counts
+    them. Counted by position, not by arrival, so that a state restored in parts (some
+    records newer than others) gives the revision a single pass over the log gives."""
     event_count: int = 0
     first_at: float | None = None
     last_at: float | None = None
@@ -60,6 +64,8 @@ class RunState:
     applied: AppliedEvents = field(default_factory=AppliedEvents)
     run_events: array[int] = field(default_factory=lambda: array("Q"))
     """Fingerprints of the applied run.started / run.closed (a task keeps its own events')."""
+    run_positions: array[int] = field(default_factory=lambda: array("q"))
+    """Their log positions, one per event."""
     tasks: dict[str, TaskState] = field(default_factory=dict)
     passk: dict[Key, KeyTally] = field(default_factory=dict)
     """One tally per pass@k-eligible key."""
@@ -89,8 +95,16 @@ class RunState:
 
     @property
     def revision(self) -> int:
-        """1 for the summary at close, +1 for each event applied after it."""
-        return self.event_count - self.closed_at + 1
+        """1 for the summary at close, +1 for each event applied after it in log order."""
+        return self.after_close + 1
+
+    def applied_after(self, position: int) -> int:
+        """The applied events whose log position is after `position`. O(run)."""
+        count = sum(1 for at in self.run_positions if at > position)
+        for task in self.tasks.values():
+            count += sum(1 for at in task.trial_positions if at > position)
+            count += sum(1 for columns in task.metrics.values() for at in columns.seqs if at > position)
+        return count
 
 
 def summary_due(run: RunState, applied: Applied) -> bool:
@@ -119,6 +133,8 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
         return _REDELIVERY
     run.event_count += 1
     at = run.event_count if position is None else position
+    if run.closed and at > run.closed_position:
+        run.after_close += 1
     moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
     if isinstance(event, ScoreEmitted):
         return _score(run, event, hi, lo, moment=moment, at=at)
@@ -127,11 +143,13 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     _saw(run, moment)
     run.run_events.append(hi)
     run.run_events.append(lo)
+    run.run_positions.append(at)
     if isinstance(event, RunStarted):
         _start(run, event)
     else:
         run.closed_reason = event.reason
-        run.closed_at = run.event_count
+        run.closed_position = at
+        run.after_close = run.applied_after(at)
     return _APPLIED
 
 
@@ -169,6 +187,7 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
     task.events.append(hi)
     task.events.append(lo)
     _saw(task, moment)
+    task.trial_positions.append(at)
     if event.status == "completed":
         task.trials_completed += 1
     else:

@@ -11,8 +11,8 @@ Everything else (the event count, keys per task, pass@k tallies, the redelivery 
 derived on restore, by the same code that maintains it live; trial and score counts are
 always summed from the tasks.
 
-Format: orjson objects, version field "v" (1); arrays are base64 of their bytes in
-little-endian order.
+Format: orjson objects, version field "v" (2, which added the log positions of trial and
+run-level events); arrays are base64 of their bytes in little-endian order.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from projections.declarations import Declarations
 from projections.run import RunState, rekey_run
 from projections.task import TaskState
 
-VERSION = 1
-_HEADER_FIELDS = ("started_event_id", "closed_reason", "closed_at", "first_at", "last_at")
+VERSION = 2
+_HEADER_FIELDS = ("started_event_id", "closed_reason", "closed_position", "first_at", "last_at")
 _TASK_FIELDS = ("first_score", "touched", "trials_completed", "trials_failed", "first_at", "last_at")
 
 
@@ -55,6 +55,7 @@ def _unpack(typecode: str, text: str) -> array[Any]:
 def header_to_bytes(run: RunState) -> bytes:
     header: dict[str, Any] = {"v": VERSION, **{name: getattr(run, name) for name in _HEADER_FIELDS}}
     header["run_events"] = _pack(run.run_events)
+    header["run_positions"] = _pack(run.run_positions)
     header["started"] = run.started_wire.decode() if run.started_wire is not None else None
     return orjson.dumps(header)
 
@@ -83,6 +84,7 @@ def task_to_bytes(task: TaskState) -> bytes:
             },
             "failed": task.failed_trials,
             "events": _pack(task.events),
+            "trial_positions": _pack(task.trial_positions),
         }
     )
 
@@ -114,6 +116,7 @@ def task_from_bytes(task_id: str, data: bytes) -> TaskState:
         },
         failed_trials=[tuple(entry) for entry in stored["failed"]] if stored["failed"] else None,
         events=_unpack("Q", stored["events"]),
+        trial_positions=_unpack("q", stored["trial_positions"]),
     )
 
 
@@ -125,6 +128,7 @@ def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> Ru
         for name in _HEADER_FIELDS:
             setattr(run, name, stored[name])
         run.run_events = _unpack("Q", stored["run_events"])
+        run.run_positions = _unpack("q", stored["run_positions"])
         if stored["started"] is not None:
             run.started_wire = stored["started"].encode()
             started = decode(run.started_wire)
@@ -142,6 +146,8 @@ def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> Ru
         for at in range(0, len(pairs), 2):
             run.applied.add_fingerprint(pairs[at], pairs[at + 1])
     rekey_run(run)
+    if run.closed:
+        run.after_close = run.applied_after(run.closed_position)
     return run
 
 

@@ -33,6 +33,8 @@ class TaskState:
     events: array[int] = field(default_factory=lambda: array("Q"))
     """Fingerprints (hi, lo pairs) of the events applied to this task: persisted with it,
     they rebuild the run's redelivery index on restore."""
+    trial_positions: array[int] = field(default_factory=lambda: array("q"))
+    """Log positions of the task's trial.finished events (its scores' are in their columns)."""
     excluded: frozenset[Key] = frozenset()
     """Keys the task declares label or model: never an attempt list (rule 3)."""
     trials_completed: int = 0

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from worker.local import cluster
+from worker.local.processes import cluster
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,9 @@ import pytest
 from events.codec import MAX_EVENT_BYTES
 from events.synthetic import synthetic_run
 from projections.summary import summary
-from tests.faults.poison import KINDS, OVERSIZED_BYTES, STATEFUL, Poison, poison, poisons
-from worker.processor import Processor, Publish, Source
+from worker.local.poison import KINDS, OVERSIZED_BYTES, STATEFUL, Poison, poison, poisons
+from worker.runtime.outputs import Publish
+from worker.runtime.processor import Processor, Record
 
 RUN = "run-poisoned"
 TOPIC = "events"
@@ -27,9 +28,9 @@ Handled = list[tuple[int, list[Publish]]]
 
 def feed(messages: list[tuple[bytes | None, bytes]]) -> tuple[Processor, Handled]:
     """Each message through one processor at offsets 0.., with what each one published."""
-    processor = Processor(progress_interval=0.2)
+    processor = Processor(topic=TOPIC, progress_interval=0.2)
     handled = [
-        (offset, processor.handle(key, value, Source(TOPIC, PARTITION, offset)))
+        (offset, processor.handle(PARTITION, [Record(offset, key, value)], 0.0))
         for offset, (key, value) in enumerate(messages)
     ]
     return processor, handled
@@ -40,7 +41,9 @@ def valid_messages() -> list[tuple[bytes | None, bytes]]:
 
 
 def final_summary(processor: Processor) -> bytes:
-    return orjson.dumps(summary(processor.runs[RUN]))
+    held = processor.cache.get(RUN)
+    assert held is not None
+    return orjson.dumps(summary(held.run))
 
 
 def dead_letters(handled: Handled) -> list[tuple[int, Publish]]:

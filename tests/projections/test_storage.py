@@ -37,4 +37,4 @@ def test_a_restored_run_continues_exactly_like_the_original(log: list[InputEvent
 def test_a_stored_part_of_another_version_is_refused_with_the_fix() -> None:
     run = fold([closed()])
     with pytest.raises(ValueError, match="wipe the store and replay the topic"):
-        restore("run", header_to_bytes(run).replace(b'"v":1', b'"v":9'), [])
+        restore("run", header_to_bytes(run).replace(b'"v":2', b'"v":9'), [])

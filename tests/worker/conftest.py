@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from worker.local import WorkerProcess, isolated_settings
-from worker.topics import ensure_topics
+from worker.local.processes import WorkerProcess, isolated_settings
+from worker.runtime.topics import ensure_topics
 
 
 @pytest.fixture(scope="module")

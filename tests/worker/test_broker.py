@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from worker import broker
-from worker.local import free_port
+from worker.local import broker
+from worker.local.processes import free_port
 
 PRODUCE, FETCH, API_VERSIONS = 0, 1, 18
 

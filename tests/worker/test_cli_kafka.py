@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from tests.projections.examples import EXAMPLE_LOG
-from worker.local import WorkerProcess
+from worker.local.processes import WorkerProcess
 from worker.settings import Settings
 
 pytestmark = pytest.mark.kafka
@@ -23,7 +23,7 @@ def evalstream(settings: Settings, *args: str, timeout: float = 120) -> subproce
         "--summaries-topic", settings.summaries_topic,
         "--deadletter-topic", settings.deadletter_topic,
     ]  # fmt: skip
-    command = [sys.executable, "-m", "worker.cli", *args, *topics]
+    command = [sys.executable, "-m", "worker.commands.cli", *args, *topics]
     return subprocess.run(command, capture_output=True, check=False, timeout=timeout)
 
 
@@ -33,7 +33,7 @@ def test_publish_then_summaries_prints_what_replay_prints(worker: WorkerProcess)
     assert published.returncode == 0, published.stderr
     assert b"published 678 messages" in published.stderr
     replayed = subprocess.run(
-        [sys.executable, "-m", "worker.cli", "replay", str(EXAMPLE_LOG)], capture_output=True, check=True
+        [sys.executable, "-m", "worker.commands.cli", "replay", str(EXAMPLE_LOG)], capture_output=True, check=True
     ).stdout.splitlines()
     wanted = [line for line in replayed if orjson.loads(line)["run_id"] == "run-14-0"]
     # --follow with --run: stop reading once the run's last revision has arrived.

@@ -9,7 +9,7 @@ from projections.progress import progress
 from projections.summary import summary
 from tests.builders import closed, fold
 from tests.projections.examples import section_2_example
-from worker.digest import digest
+from worker.commands.digest import digest
 
 
 def test_a_summary_and_a_progress_event_read_as_lines_for_people() -> None:

@@ -1,158 +1,188 @@
-"""The worker's per-message logic without Kafka: dead letters, and recovery from its store."""
+"""The worker's decisions without Kafka: dead letters, admission, snapshots, the bounded
+cache and progress windows (the crash law over all of it: `test_engine.py`)."""
 
 from __future__ import annotations
 
-import orjson
-from hypothesis import given
-from hypothesis import strategies as st
+from collections.abc import Sequence
 
+import orjson
+
+from events import builders
 from events.codec import encode
 from events.models import InputEvent
-from tests import builders
-from tests.strategies import run_logs
-from worker.processor import Admission, Processor, Source
-
-SOURCE = Source("events", 0, 7)
+from tests.worker.engine_harness import Store
+from worker.runtime.keys import checkpoint_key
+from worker.runtime.processor import PROGRESS_TASKS, Admission, Processor, Record
 
 
-def published(
-    processor: Processor,
-    lines: list[bytes],
-    first_offset: int = 0,
-    flush_at: frozenset[int] = frozenset(),
-    key: bytes = b"run",
-) -> list[bytes]:
-    """Summaries published for `lines`, read at offsets first_offset..; flushes after the
-    events whose offsets are in `flush_at`."""
-    out = []
-    for offset, line in enumerate(lines, first_offset):
-        out += [
-            item.value for item in processor.handle(key, line, Source("events", 0, offset)) if item.stream == "summary"
-        ]
-        if offset in flush_at:
-            processor.flush(0)
-    return out
+def records(events: Sequence[InputEvent], first: int = 0) -> list[Record]:
+    return [Record(offset, event.run_id.encode(), encode(event)) for offset, event in enumerate(events, first)]
 
 
-class WriteLog(dict[bytes, bytes]):
-    """A store that remembers the order of its writes, to replay any prefix of them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[tuple[bytes, bytes]] = []
-
-    def __setitem__(self, key: bytes, value: bytes) -> None:
-        self.writes.append((key, value))
-        super().__setitem__(key, value)
+def summaries(processor: Processor, batch: list[Record], now: float = 0.0) -> list[bytes]:
+    return [item.value for item in processor.handle(0, batch, now) if item.stream == "summary"]
 
 
-@given(run_logs(), st.data())
-def test_a_worker_restarted_on_what_its_store_kept_ends_with_the_same_summaries(
-    log: list[InputEvent], data: st.DataObject
-) -> None:
-    """A crash after any event keeps any prefix of the writes (a flush cut short too); the
-    restarted worker reads again from the checkpoint that prefix holds."""
-    lines = [encode(event) for event in log]
-    crashed_at = data.draw(st.integers(0, len(lines)))
-    flush_at = data.draw(st.frozensets(st.integers(0, max(crashed_at - 1, 0))))
-    written = WriteLog()
-    before = published(Processor(store=written), lines[:crashed_at], flush_at=flush_at)
-    kept = dict(written.writes[: data.draw(st.integers(0, len(written.writes)))])
-    restarted = Processor(store=kept)
-    resume = restarted.resume_offsets([0])[0]
-    after = published(restarted, lines[resume:], first_offset=resume)
-    reference = published(Processor(), lines)
-    assert (before + after)[-1:] == reference[-1:]  # the latest summary, as a compacted topic keeps it
-    assert set(before + after) == set(reference)  # no revision lost, none invented
+def stored(processor: Processor, store: Store) -> None:
+    """Write partition 0's snapshot into `store`, as a checkpoint does."""
+    snapshot = processor.snapshot(0)
+    assert snapshot is not None
+    for key, value in (*snapshot.records, snapshot.checkpoint):
+        store.partitions.setdefault(0, {})[key] = value
+    processor.written(snapshot)
+
+
+def small_run(run_id: str, trials: int = 2) -> list[InputEvent]:
+    events: list[InputEvent] = [builders.started(run_id, [builders.task_spec("a", {"reward.score": "continuous"})])]
+    for trial in range(trials):
+        events.append(builders.score("a", f"a-{trial}", "reward", {"score": 1.0}, run_id=run_id))
+    return [*events, builders.closed(run_id)]
+
+
+def test_bad_messages_become_dead_letters_with_their_coordinates() -> None:
+    processor = Processor(topic="events")
+    [dead] = processor.handle(0, [Record(7, b"run", b"{nope")], 0.0)
+    assert dead.stream == "deadletter"
+    assert dead.value == b"{nope"
+    headers = dict(dead.headers)
+    assert headers["evalstream.reason"] == b"not-json"
+    assert (headers["evalstream.source.topic"], headers["evalstream.source.offset"]) == (b"events", b"7")
+    [mismatch] = processor.handle(0, [Record(8, b"other", encode(builders.closed("run")))], 0.0)
+    assert dict(mismatch.headers)["evalstream.reason"] == b"key-mismatch"
+    [unkeyed] = processor.handle(0, [Record(9, None, encode(builders.closed("run")))], 0.0)
+    assert dict(unkeyed.headers)["evalstream.reason"] == b"key-mismatch"
+
+
+def test_the_state_decides_which_offsets_are_new() -> None:
+    """After a rebalance the state admits from its checkpoint on: earlier offsets are
+    skipped (the state has them), a later one is flagged (events were passed over)."""
+    processor = Processor(Store({0: {b"o0": b"9"}}))
+    assert processor.assign([0, 1]) == {0: 10, 1: 0}
+    assert processor.admit(0, 9) is Admission.SKIP
+    assert processor.admit(0, 14) is Admission.AHEAD
+    assert processor.admit(0, 10) is Admission.HANDLE
+    processor.handle(0, [Record(10, b"run", encode(builders.closed("run")))], 0.0)
+    assert processor.admit(0, 10) is Admission.SKIP  # read again
+    assert processor.admit(0, 11) is Admission.HANDLE
+
+
+def test_a_snapshot_holds_each_changed_part_once_and_names_the_last_offset() -> None:
+    processor = Processor(Store(), flush_every=3)
+    processor.assign([0])
+    events: list[InputEvent] = [builders.started("run", [builders.task_spec("a"), builders.task_spec("b")])]
+    events += [builders.trial("a", "a-1"), builders.trial("a", "a-2")]
+    processor.handle(0, records(events, first=40), 0.0)
+    assert processor.checkpoint_due(0)
+    snapshot = processor.snapshot(0)
+    assert snapshot is not None
+    assert [key for key, _ in snapshot.records] == [b'h"run"', b't["run","a"]']
+    assert snapshot.checkpoint == (checkpoint_key(0), b"42")
+    assert processor.snapshot(0) is None  # nothing new since
+    assert processor.unsaved() == []
+
+
+def test_ids_with_separator_characters_survive_a_restart() -> None:
+    """Ids are any strings; the store's keys must not split them, nor a run's prefix scan
+    take another run's tasks."""
+    run_id, tasks = "r\x00x", [builders.task_spec("a\x00b"), builders.task_spec("a")]
+    events: list[InputEvent] = [builders.started(run_id, tasks), builders.trial("a\x00b", "1", run_id=run_id)]
+    events += [builders.trial("a", "2", run_id=run_id), builders.closed(run_id)]
+    neighbour: list[InputEvent] = [builders.started("r", tasks), builders.trial("a", "9", run_id="r")]
+    store = Store()
+    first = Processor(store)
+    first.assign([0])
+    first.handle(0, records(neighbour) + records(events[:3], first=2), 0.0)
+    stored(first, store)
+    restarted = Processor(store)
+    assert restarted.assign([0]) == {0: 5}
+    after = summaries(restarted, records(events[3:], first=5))
+    assert after == summaries(Processor(), records(events))
 
 
 def test_a_task_record_newer_than_the_checkpoint_keeps_undeclared_tasks_and_failures_in_log_order() -> None:
-    """Found by the property above: a crash kept task a's record of a flush but neither b's
-    nor the checkpoint. b's first score and failure come before a's in the log, and must
-    still come first once b's events are read again after a's record."""
-    events = [
+    """A crash kept task a's record of a checkpoint but neither b's nor the checkpoint. b's
+    first score and failure come before a's in the log, and must still come first once b's
+    events are read again after a's record."""
+    events: list[InputEvent] = [
         builders.trial("b", "b-1", status="failed"),
         builders.score("b", "b-1", "judge"),
         builders.trial("a", "a-1", status="failed"),
         builders.score("a", "a-1", "judge"),
         builders.closed(),
     ]
-    lines = [encode(event) for event in events]
-    written = WriteLog()
-    published(Processor(store=written), lines[:4], flush_at=frozenset({3}))
-    a_only = dict(write for write in written.writes if write[0] == b't["run","a"]')
-    restarted = Processor(store=a_only)
-    assert restarted.resume_offsets([0]) == {0: 0}
-    [latest] = published(restarted, lines, first_offset=0)
-    assert latest == published(Processor(), lines)[-1]
+    first = Processor(Store())
+    first.assign([0])
+    first.handle(0, records(events[:4]), 0.0)
+    snapshot = first.snapshot(0)
+    assert snapshot is not None
+    a_only = Store({0: dict(record for record in snapshot.records if record[0] == b't["run","a"]')})
+    restarted = Processor(a_only)
+    assert restarted.assign([0]) == {0: 0}
+    [latest] = summaries(restarted, records(events))
+    assert latest == summaries(Processor(), records(events))[-1]
     summary = orjson.loads(latest)
     assert list(summary["summary"]["task_metric_attempts"]) == ["b", "a"]
     assert summary["harbor"]["exception_stats"]["UnknownError"] == ["b-1", "a-1"]
 
 
-def test_a_flush_writes_each_changed_part_once_then_the_checkpoint() -> None:
-    store = WriteLog()
-    processor = Processor(store=store)
-    tasks = [builders.task_spec("a"), builders.task_spec("b")]
-    lines = [
-        encode(builders.started("run", tasks)),
-        encode(builders.trial("a", "a-1")),
-        encode(builders.trial("a", "a-2")),
-    ]
-    published(processor, lines, first_offset=40)
-    assert store.writes == []
-    assert processor.unflushed() == [0]
-    processor.flush(0)
-    assert [key for key, _ in store.writes] == [b'h"run"', b't["run","a"]', b"o0"]
-    assert store.writes[-1][1] == b"42"
-    assert processor.resume_offsets([0, 1]) == {0: 43, 1: 0}
-    assert processor.unflushed() == []
+def test_the_cache_keeps_at_most_its_bound_closed_runs_leaving_first() -> None:
+    store = Store()
+    processor = Processor(store, cache_runs=3)
+    processor.assign([0])
+    offset = 0
+    for index in range(6):
+        run = small_run(f"closed-{index}")
+        processor.handle(0, records(run, first=offset), 0.0)
+        offset += len(run)
+    opened: list[InputEvent] = [builders.started("open", [builders.task_spec("a")])]
+    opened.append(builders.trial("a", "a-1", run_id="open"))
+    processor.handle(0, records(opened, first=offset), 0.0)
+    assert len(processor.cache) == 7  # changes not yet stored pin every run
+    stored(processor, store)
+    held = {entry.run.run_id for entry in processor.cache}
+    assert held == {"open", "closed-4", "closed-5"}  # the open run stays; the oldest closed runs left
+    assert processor.cache.evicted == 4
 
 
-def test_bad_messages_become_dead_letters_with_their_coordinates() -> None:
-    processor = Processor()
-    [dead] = processor.handle(b"run", b"{nope", SOURCE)
-    assert dead.stream == "deadletter"
-    assert dead.value == b"{nope"
-    headers = dict(dead.headers)
-    assert headers["evalstream.reason"] == b"not-json"
-    assert (headers["evalstream.source.topic"], headers["evalstream.source.offset"]) == (b"events", b"7")
-    [mismatch] = processor.handle(b"other", encode(builders.closed("run")), SOURCE)
-    assert dict(mismatch.headers)["evalstream.reason"] == b"key-mismatch"
+def test_a_late_event_restores_its_evicted_run_and_publishes_the_next_revision() -> None:
+    store = Store()
+    processor = Processor(store, cache_runs=1)
+    processor.assign([0])
+    first, second = small_run("first"), small_run("second")
+    processor.handle(0, records(first) + records(second, first=len(first)), 0.0)
+    stored(processor, store)
+    assert [entry.run.run_id for entry in processor.cache] == ["second"]
+    late = builders.score("a", "a-late", "reward", {"score": 0.0}, run_id="first")
+    [revision] = summaries(processor, records([late], first=len(first) + len(second)))
+    reference = summaries(Processor(), records([*first, late]))
+    assert revision == reference[-1]
+    assert orjson.loads(revision)["revision"] == 2
 
 
-def test_ids_with_separator_characters_survive_a_restart() -> None:
-    """Ids are any strings; the store's keys must not split them."""
-    run_id, tasks = "r\x00x", [builders.task_spec("a\x00b"), builders.task_spec("a")]
-    events = [builders.started(run_id, tasks), builders.trial("a\x00b", "1", run_id=run_id)]
-    events += [builders.trial("a", "2", run_id=run_id), builders.closed(run_id)]
-    lines = [encode(event) for event in events]
-    store: dict[bytes, bytes] = {}
-    published(Processor(store=store), lines[:3], flush_at=frozenset({2}), key=run_id.encode())
-    after_restart = published(Processor(store=store), lines[3:], first_offset=3, key=run_id.encode())
-    assert after_restart == published(Processor(), lines, key=run_id.encode())
+def test_a_pinned_run_stays_until_its_progress_is_out() -> None:
+    store = Store()
+    processor = Processor(store, cache_runs=0, progress_interval=1.0)
+    processor.assign([0])
+    processor.handle(0, records([builders.started("open", [builders.task_spec("a")])]), 0.0)  # progress at once
+    processor.handle(0, records([builders.trial("a", "a-1", run_id="open")], first=1), 0.5)  # within the window
+    stored(processor, store)
+    assert [entry.run.run_id for entry in processor.cache] == ["open"]  # its progress is due yet
+    [(partition, item)] = processor.progress_due(1.0)
+    assert (partition, item.stream, orjson.loads(item.value)["event_count"]) == (0, "progress", 2)
+    processor.handle(0, [], 1.0)
+    stored_again = processor.snapshot(0)
+    assert stored_again is None
+    processor.cache.evict()
+    assert len(processor.cache) == 0
 
 
-def test_the_state_decides_which_offsets_are_new() -> None:
-    """After a rebalance the state admits from its checkpoint on: earlier offsets are
-    skipped (the state has them), a later one is flagged (events were passed over)."""
-    processor = Processor(store={b"o0": b"9"})
-    assert processor.resume_offsets([0]) == {0: 10}
-    assert processor.admit(Source("events", 0, 9)) is Admission.SKIP
-    assert processor.admit(Source("events", 0, 14)) is Admission.AHEAD
-    assert processor.admit(Source("events", 0, 10)) is Admission.HANDLE
-    processor.handle(b"run", encode(builders.closed("run")), Source("events", 0, 10))
-    assert processor.admit(Source("events", 0, 10)) is Admission.SKIP  # redelivered
-    assert processor.admit(Source("events", 0, 11)) is Admission.HANDLE
-    assert processor.admit(Source("events", 1, 500)) is Admission.HANDLE  # no checkpoint asked for: no opinion
-
-
-def test_the_offset_to_commit_is_the_one_after_the_checkpoint_and_nothing_without_new_events() -> None:
-    processor = Processor(store={})
-    lines = [encode(builders.started("run", [builders.task_spec("a")])), encode(builders.trial("a", "a-1"))]
-    processor.handle(b"run", lines[0], Source("events", 0, 5))
-    assert processor.flush(0) == 6
-    assert processor.flush(0) is None
-    processor.handle(b"run", lines[1], Source("events", 0, 6))
-    assert processor.flush(0) == 7
-    assert processor.resume_offsets([0]) == {0: 7}
+def test_progress_windows_grow_with_the_run_so_its_share_of_the_worker_is_bounded() -> None:
+    big = [builders.task_spec(f"t{i}") for i in range(PROGRESS_TASKS * 4)]
+    processor = Processor(progress_interval=0.2)
+    published = []
+    events: list[InputEvent] = [builders.started("big", big)]
+    events += [builders.trial(f"t{i}", f"t{i}-1", run_id="big") for i in range(40)]
+    for at, record in enumerate(records(events)):
+        published += [item for item in processor.handle(0, [record], at * 0.1) if item.stream == "progress"]
+    # 4 s of events at 0.1 s each: a 0.8 s window (4x the interval) allows one every 8 events.
+    assert len(published) == 5

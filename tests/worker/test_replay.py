@@ -15,14 +15,14 @@ from events.outputs import RunProgress, RunSummary
 from events.synthetic import interleave, synthetic_run
 from tests import builders
 from tests.projections.examples import EXAMPLE_LOG, EXPECTED
-from worker.replay import replay, route_key
+from worker.commands.replay import replay, route_key
 
 COMPARED = ("summary", "harbor", "verdicts", "event_count", "closed_reason", "labels")
 
 
 def run_replay(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "worker.cli", "replay", *args],
+        [sys.executable, "-m", "worker.commands.cli", "replay", *args],
         input=stdin,
         capture_output=True,
         check=False,

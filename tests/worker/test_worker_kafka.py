@@ -20,13 +20,13 @@ from events.synthetic import synthetic_run
 from projections.progress import progress
 from projections.run import RunState, apply
 from tests import builders
-from tests.kafka import Record, read_topic
 from tests.projections.examples import EXAMPLE_LOG
-from worker.clients import publish
-from worker.local import WorkerProcess, isolated_settings
-from worker.replay import replay
+from worker.commands.clients import publish
+from worker.commands.replay import replay
+from worker.local.processes import WorkerProcess, isolated_settings
+from worker.local.records import Record, read_topic
+from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
-from worker.topics import ensure_topics
 
 pytestmark = pytest.mark.kafka
 

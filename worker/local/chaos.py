@@ -27,13 +27,15 @@ from pathlib import Path
 import orjson
 from aiokafka import AIOKafkaProducer
 
+from events import builders
 from events.codec import MAX_EVENT_BYTES, encode
 from events.synthetic import interleave, synthetic_run
-from tests import builders
-from tests.kafka import Record, read_topic
-from worker.clients import topic_reader
-from worker.local import WorkerProcess, free_port
-from worker.processor import Processor, Source
+from worker.commands.clients import topic_reader
+from worker.local.processes import WorkerProcess, free_port
+from worker.local.records import Record, read_topic
+from worker.runtime.outputs import Publish
+from worker.runtime.processor import Processor
+from worker.runtime.processor import Record as ProcessorRecord
 from worker.settings import Settings
 
 Message = tuple[bytes | None, bytes]
@@ -87,14 +89,19 @@ def chaos_log(
     return messages
 
 
+def worker_outputs(records: list[Record], topic: str) -> Iterator[Publish]:
+    """What a worker that never crashes publishes for the topic's records (progress aside)."""
+    processor = Processor(topic=topic)
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        yield from processor.handle(record.partition, [ProcessorRecord(record.offset, record.key, record.value)], 0.0)
+
+
 def expected_latest(records: list[Record]) -> dict[bytes, bytes]:
     """Each run's latest summary under the worker's rules, for the topic's records in order."""
-    processor = Processor()
     latest: dict[bytes, bytes] = {}
-    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-        for item in processor.handle(record.key, record.value, Source("events", record.partition, record.offset)):
-            if item.stream == "summary" and item.key is not None:
-                latest[item.key] = item.value
+    for item in worker_outputs(records, "events"):
+        if item.stream == "summary" and item.key is not None:
+            latest[item.key] = item.value
     return latest
 
 

@@ -1,9 +1,4 @@
-"""Real-broker helpers for the tests: reading a topic (processes: `worker.local`).
-
-The broker is the local recipe (`worker.broker`, Kafka jars from Maven Central) unless
-EVALSTREAM_TEST_BOOTSTRAP names an existing cluster. Nothing here skips: a missing
-broker is a failure.
-"""
+"""Every record of a topic, read back whole: for tests, benchmarks and the fault harness."""
 
 from __future__ import annotations
 
@@ -11,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from worker.clients import topic_reader
+from worker.commands.clients import topic_reader
 from worker.settings import Settings
 
 

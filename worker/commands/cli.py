@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from events.schema import write_schemas
-from worker import broker
-from worker.digest import digest
-from worker.replay import replay
+from worker.commands.digest import digest
+from worker.commands.replay import replay
+from worker.local import broker
 from worker.settings import Settings
 
 
@@ -62,8 +62,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _worker(args: argparse.Namespace) -> int:
     import faust
 
-    from worker.app import build_app, wipe_local_state
-    from worker.topics import ensure_topics
+    from worker.runtime.app import build_app, wipe_local_state
+    from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
     created = asyncio.run(ensure_topics(settings))
@@ -79,8 +79,8 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from worker.clients import publish
-    from worker.topics import ensure_topics
+    from worker.commands.clients import publish
+    from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
     asyncio.run(ensure_topics(settings))
@@ -91,15 +91,15 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _summaries(args: argparse.Namespace) -> int:
-    from worker.clients import read_summaries
+    from worker.commands.clients import read_summaries
 
     asyncio.run(read_summaries(_settings(args), sys.stdout.buffer, follow=args.follow, run_id=args.run))
     return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from worker.simulate import simulate
-    from worker.topics import ensure_topics
+    from worker.commands.simulate import simulate
+    from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
     asyncio.run(ensure_topics(settings))
@@ -120,7 +120,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from worker.watch import watch
+    from worker.commands.watch import watch
 
     try:
         asyncio.run(watch(_settings(args), args.run_id, until_closed=not args.forever))

@@ -11,7 +11,7 @@ from typing import BinaryIO
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from events.codec import MAX_EVENT_BYTES
-from worker.replay import route_key
+from worker.commands.replay import route_key
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 

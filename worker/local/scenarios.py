@@ -13,14 +13,23 @@ from pathlib import Path
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from tests.faults.chaos import Group, Message, ProgressWatch, Publisher, Result, chaos_log, mismatches, topic_contents
-from tests.faults.poison import STATEFUL, poisons
-from tests.kafka import read_topic
-from worker import broker
-from worker.local import isolated_settings, local_broker
-from worker.processor import Processor, Source
+from worker.local import broker
+from worker.local.chaos import (
+    Group,
+    Message,
+    ProgressWatch,
+    Publisher,
+    Result,
+    chaos_log,
+    mismatches,
+    topic_contents,
+    worker_outputs,
+)
+from worker.local.poison import STATEFUL, poisons
+from worker.local.processes import isolated_settings, local_broker
+from worker.local.records import read_topic
+from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
-from worker.topics import ensure_topics
 
 
 def _prepared(bootstrap: str, **overrides: object) -> Settings:
@@ -159,15 +168,11 @@ def bad_input(
         log.insert(at, (key, bad.value.replace(b"dirty-0", run.decode().encode())))
     result = _run_with_faults(settings, root, log, name="bad input", workers=1, seconds=seconds, faults=[], seed=seed)
     problems = []
-    oracle = Processor()
     want = set()
-    for record in sorted(topic_contents(settings, len(log)), key=lambda r: (r.partition, r.offset)):
-        for item in oracle.handle(
-            record.key, record.value, Source(settings.events_topic, record.partition, record.offset)
-        ):
-            if item.stream == "deadletter":
-                headers = dict(item.headers)
-                want.add((headers["evalstream.source.offset"], headers["evalstream.reason"]))
+    for item in worker_outputs(topic_contents(settings, len(log)), settings.events_topic):
+        if item.stream == "deadletter":
+            headers = dict(item.headers)
+            want.add((headers["evalstream.source.offset"], headers["evalstream.reason"]))
     dead = read_topic(settings, settings.deadletter_topic, until=len(want), timeout=60)
     got = {(r.headers["evalstream.source.offset"], r.headers["evalstream.reason"]) for r in dead}
     if got != want:

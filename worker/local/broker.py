@@ -2,7 +2,7 @@
 
 Jars come from Maven Central via ``deploy/kafka/pom.xml`` (cached, re-resolved
 when the pom changes); the broker runs as a detached ``java`` process.
-Usage: ``python -m worker.broker start|stop|status [--port N]``.
+Usage: ``python -m worker.local.broker start|stop|status [--port N]``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from worker import broker
+from worker.local import broker
 from worker.settings import Settings
 
 
@@ -67,7 +67,7 @@ class WorkerProcess:
         data_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "EVALSTREAM_APP_ID": settings.app_id}
         command = [
-            sys.executable, "-m", "worker.cli", "worker",
+            sys.executable, "-m", "worker.commands.cli", "worker",
             "--bootstrap", settings.bootstrap,
             "--events-topic", settings.events_topic,
             "--progress-topic", settings.progress_topic,

@@ -1,6 +1,6 @@
 """`evalstream replay`: an event log in, every output event the worker would publish out.
 
-Reads JSON Lines, applies each event with the same projection code as the worker, and
+Reads JSON Lines, takes each through the same step as the worker (`projections.step`), and
 writes each output event as one JSON line, in the order the worker would publish them.
 Invalid lines are reported on stderr (line number, reason) and skipped.
 
@@ -25,10 +25,10 @@ from typing import BinaryIO, TextIO
 
 import orjson
 
-from events.codec import DecodeError, decode, encode_payload
+from events.codec import encode_payload
 from projections.progress import progress
-from projections.run import Outcome, RunState, apply, summary_due
-from projections.summary import summary
+from projections.run import Outcome, RunState
+from projections.step import step
 
 STDOUT, STDERR = 1, 2
 Output = tuple[int, int, bytes]
@@ -65,30 +65,29 @@ class Replayer:
     def feed(self, number: int, line: bytes) -> list[Output]:
         if not line.strip():
             return []
-        try:
-            event = decode(line.rstrip(b"\r\n"))
-        except DecodeError as error:
+        stepped = step(line.rstrip(b"\r\n"), self._run)
+        if stepped.rejected is not None:
             self.stats.skipped += 1
-            return [(number, STDERR, f"line {number}: {error.code}: {error}\n".encode())]
-        run = self.runs.get(event.run_id)
-        if run is None:
-            run = self.runs[event.run_id] = RunState(event.run_id)
-        applied = apply(run, event)
-        if applied.outcome is not Outcome.APPLIED:
-            if applied.outcome is Outcome.REFUSED:
-                self.stats.skipped += 1
-                return [(number, STDERR, f"line {number}: refused: {applied.reason}\n".encode())]
-            self.stats.redeliveries += applied.outcome is Outcome.REDELIVERY
-            self.stats.ignored += applied.outcome is Outcome.IGNORED
+            return [(number, STDERR, f"line {number}: {stepped.rejected.code}: {stepped.rejected.detail}\n".encode())]
+        if not stepped.applied or stepped.run is None:
+            self.stats.redeliveries += stepped.outcome is Outcome.REDELIVERY
+            self.stats.ignored += stepped.outcome is Outcome.IGNORED
             return []
+        run = stepped.run
         self.stats.applied += 1
         outputs = []
         if self.progress_every and (run.closed or run.event_count % self.progress_every == 0):
             outputs.append((number, STDOUT, encode_payload(progress(run, run.event_count)) + b"\n"))
-        if summary_due(run, applied):
+        if stepped.summary is not None:
             self.stats.summaries += 1
-            outputs.append((number, STDOUT, encode_payload(summary(run)) + b"\n"))
+            outputs.append((number, STDOUT, stepped.summary + b"\n"))
         return outputs
+
+    def _run(self, run_id: str) -> RunState:
+        run = self.runs.get(run_id)
+        if run is None:
+            run = self.runs[run_id] = RunState(run_id)
+        return run
 
     def finish(self) -> ReplayStats:
         self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed)

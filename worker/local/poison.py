@@ -4,7 +4,7 @@ Each kind is one way a bad message reaches the events topic: a producer bug, a t
 mix-up, a binary file sent by mistake, a client of a newer contract. `Poison.reason` is the
 dead-letter reason code the worker must give it (its `evalstream.reason` header). The codes
 are not guesses: each was found by running the kind through `events.codec.decode` and
-`worker.processor.Processor`, and `tests/faults/test_poison.py` checks them still hold.
+`worker.runtime.processor.Processor`, and `tests/faults/test_poison.py` checks them still hold.
 
 Apart from its one fault each message looks valid: the envelope names the target run,
 `event_id` is unique (`poison:<kind>:<index>`), and the message is keyed by the run (except the
@@ -28,9 +28,9 @@ from typing import Any, Final, cast
 import orjson
 from pydantic import BaseModel
 
+from events import builders
 from events.codec import MAX_EVENT_BYTES, encode
 from events.models import INT_LIMIT
-from tests import builders
 
 TASK_ID: Final = "task-00000"
 """The task the poisons name: the first task of an `events.synthetic` run, so that a poison
@@ -220,7 +220,7 @@ def _not_an_object(target: _Target) -> tuple[bytes | None, bytes]:
 
 
 def _empty_value(target: _Target) -> tuple[bytes | None, bytes]:
-    # What a tombstone (null value) becomes in `worker.app`.
+    # What a tombstone (null value) becomes in `worker.runtime.app`.
     return target.key, b""
 
 

@@ -1,0 +1,167 @@
+"""The engine without faust or Kafka: a recording broker, and a worker driven over a log.
+
+`Broker` keeps every write in the order issued (outputs and changelog records alike) and
+acknowledges them in an order the test picks; what it acknowledged, in that order, is
+what survives a crash. `drive` runs an engine over a log in batches, letting the broker
+acknowledge some writes between steps, as a broker does while the worker goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.runtime.engine import Engine
+from worker.runtime.outputs import Publish
+from worker.runtime.processor import Processor, Record
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write as the broker got it: an output (`stream`) or a changelog record."""
+
+    stream: str
+    """"summary", "progress", "deadletter", or "changelog"."""
+    partition: int
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    @property
+    def topic_partition(self) -> tuple[str, object]:
+        """Writes in one topic partition keep their order: a changelog partition, or (since
+        outputs are partitioned by key) an output topic's key."""
+        return (self.stream, self.partition if self.stream == "changelog" else self.key)
+
+
+Message = tuple[int, bytes | None, bytes]
+"""(events partition, key, value)."""
+
+
+class Store:
+    """A partitioned store over dicts: the `StoredState` the processor reads."""
+
+    def __init__(self, records: dict[int, dict[bytes, bytes]] | None = None) -> None:
+        self.partitions = records or {}
+
+    def get(self, partition: int, key: bytes) -> bytes | None:
+        return self.partitions.get(partition, {}).get(key)
+
+    def scan(self, partition: int, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for key in sorted(self.partitions.get(partition, {})):
+            if key.startswith(prefix):
+                yield key, self.partitions[partition][key]
+
+    @classmethod
+    def of(cls, durable: list[Write]) -> Store:
+        """The store a restarted worker restores: the durable changelog records, in order."""
+        store = cls()
+        for write in durable:
+            if write.stream == "changelog" and write.key is not None:
+                store.partitions.setdefault(write.partition, {})[write.key] = write.value
+        return store
+
+
+@dataclass
+class Broker:
+    """The engine's `Outputs`, `Changelog` and `Seeker`, over one `Store`."""
+
+    store: Store
+    choose: Callable[[list[Write]], int] = lambda candidates: 0
+    """Which of the writes that can be acknowledged next is (its index)."""
+    issued: list[Write] = field(default_factory=list)
+    durable: list[Write] = field(default_factory=list)
+    """Acknowledged writes, in the order acknowledged."""
+    commits: dict[int, int] = field(default_factory=dict)
+    seeks: list[tuple[int, int]] = field(default_factory=list)
+    _pending: list[tuple[Write, asyncio.Future[None]]] = field(default_factory=list)
+
+    async def send(self, item: Publish) -> Awaitable[Any]:
+        return self._issue(Write(item.stream, -1, item.key, item.value, item.headers))
+
+    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
+        self.store.partitions.setdefault(partition, {})[key] = value
+        return self._issue(Write("changelog", partition, key, value))
+
+    async def commit(self, partition: int, offset: int) -> None:
+        self.commits[partition] = offset
+
+    async def seek(self, partition: int, offset: int) -> None:
+        self.seeks.append((partition, offset))
+
+    def _issue(self, write: Write) -> asyncio.Future[None]:
+        acknowledged: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.issued.append(write)
+        self._pending.append((write, acknowledged))
+        return acknowledged
+
+    def acknowledge(self, count: int) -> None:
+        """Acknowledge up to `count` pending writes, each picked by `choose` among those that
+        can be next: a topic partition's writes are acknowledged in the order sent (aiokafka
+        keeps one batch per partition in flight), other partitions' in any order."""
+        for _ in range(min(count, len(self._pending))):
+            heads: dict[tuple[str, object], int] = {}
+            for at, (write, _) in enumerate(self._pending):
+                heads.setdefault(write.topic_partition, at)
+            candidates = sorted(heads.values())
+            picked = self.choose([self._pending[at][0] for at in candidates])
+            write, acknowledged = self._pending.pop(candidates[picked])
+            self.durable.append(write)
+            acknowledged.set_result(None)
+
+    def acknowledge_all(self) -> None:
+        self.acknowledge(len(self._pending))
+
+
+def new_engine(broker: Broker, processor: Processor, clock: Callable[[], float]) -> Engine:
+    async def fail(error: BaseException) -> None:
+        raise AssertionError(f"the engine gave up: {error!r}")
+
+    return Engine(processor, broker, broker, broker, flush_interval=0.25, clock=clock, on_failure=fail)
+
+
+async def drive(
+    engine: Engine,
+    broker: Broker,
+    messages: list[Message],
+    first: dict[int, int],
+    *,
+    batch: Callable[[], int] = lambda: 1000,
+    acknowledgements: Callable[[], int] = lambda: 1000,
+    clock_step: Callable[[], float] = lambda: 0.1,
+    clock: list[float],
+) -> None:
+    """Feed `messages` (each partition's from offset `first[partition]` on, offsets in log
+    order) through `engine`, in batches; the broker acknowledges some writes after each
+    step and everything at the end, and every checkpoint under way finishes."""
+    offsets: dict[int, int] = {}
+    per_partition: dict[int, list[Record]] = {}
+    for partition, key, value in messages:
+        offset = offsets.get(partition, 0)
+        offsets[partition] = offset + 1
+        if offset >= first.get(partition, 0):
+            per_partition.setdefault(partition, []).append(Record(offset, key, value))
+    queues = {partition: list(records) for partition, records in per_partition.items()}
+    while any(queues.values()):
+        await engine.tick(rebalancing=False)
+        for partition, queue in queues.items():
+            size = max(1, batch())
+            taken, queue[:] = queue[:size], queue[size:]
+            if taken:
+                await engine.handle(partition, taken)
+            broker.acknowledge(acknowledgements())
+            await _settle()
+        clock[0] += clock_step()
+    for _ in range(3):  # the last events' checkpoints are due by time
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)
+        while engine.checkpointing:
+            broker.acknowledge_all()
+            await _settle()
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)

@@ -1,0 +1,175 @@
+"""The crash law, and the engine's rewind and ownership rules, without a broker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events import builders
+from events.codec import encode
+from events.models import InputEvent
+from tests.strategies import run_logs
+from tests.worker.engine_harness import Broker, Message, Store, Write, drive, new_engine
+from worker.runtime.processor import Processor, Record
+
+RUNS = ("run-a", "run-b", "run-c")
+PARTITION_OF = {"run-a": 0, "run-b": 1, "run-c": 0}
+JUNK = (b"{nope", b'{"schema_version": 1}', encode(builders.closed("run-a", event_id="refused-twin"))[:-1])
+
+
+@st.composite
+def topic_logs(draw: st.DrawFn) -> list[Message]:
+    """Up to three runs interleaved over two partitions, with bad messages, producer
+    duplicates and late events after a close."""
+    logs: list[list[Message]] = []
+    for run_id in RUNS[: draw(st.integers(1, 3))]:
+        events: list[InputEvent] = draw(run_logs(run_id=run_id))
+        messages: list[Message] = [(PARTITION_OF[run_id], run_id.encode(), encode(event)) for event in events]
+        if draw(st.booleans()):
+            late = builders.trial("t0", "late", run_id=run_id)
+            messages.append((PARTITION_OF[run_id], run_id.encode(), encode(late)))
+        for _ in range(draw(st.integers(0, 2))):
+            messages.insert(draw(st.integers(0, len(messages))), draw(st.sampled_from(messages)))
+        for junk in draw(st.lists(st.sampled_from(JUNK), max_size=2)):
+            messages.insert(draw(st.integers(0, len(messages))), (PARTITION_OF[run_id], run_id.encode(), junk))
+        logs.append(messages)
+    merged: list[Message] = []
+    while any(logs):
+        merged.append(draw(st.sampled_from([log for log in logs if log])).pop(0))
+    return merged
+
+
+def outputs(writes: list[Write]) -> tuple[dict[bytes | None, bytes], set[tuple[bytes, ...]]]:
+    """Each run's latest summary (a compacted topic keeps the last), and the dead letters."""
+    latest = {write.key: write.value for write in writes if write.stream == "summary"}
+    dead = {(write.value, *(value for _, value in write.headers)) for write in writes if write.stream == "deadletter"}
+    return latest, dead
+
+
+def acknowledgement_order(data: st.DataObject) -> Callable[[list[Write]], int]:
+    """The broker's choice of the next write to acknowledge: at random, or the changelog's
+    (or the outputs') first whenever it can, the orders that find a wrong order of writes soonest."""
+    preferred = data.draw(st.sampled_from(["none", "changelog", "outputs"]), label="acknowledged first")
+
+    def choose(candidates: list[Write]) -> int:
+        favoured = [
+            at for at, write in enumerate(candidates) if (write.stream == "changelog") == (preferred == "changelog")
+        ]
+        if preferred != "none" and favoured:
+            return favoured[0]
+        return data.draw(st.integers(0, len(candidates) - 1))
+
+    return choose
+
+
+def run_worker(messages: list[Message], store: Store, data: st.DataObject | None) -> Broker:
+    """A worker over `messages`, restored from `store`: from each partition's checkpoint on."""
+    broker = Broker(store, choose=acknowledgement_order(data) if data is not None else lambda candidates: 0)
+    clock = [0.0]
+    processor = Processor(store, progress_interval=0.2, flush_every=data.draw(st.integers(1, 8)) if data else 1000)
+    engine = new_engine(broker, processor, lambda: clock[0])
+
+    async def go() -> None:
+        first = engine.assigned({partition for partition, _, _ in messages})
+        if data is None:
+            await drive(engine, broker, messages, first, clock=clock)
+            return
+        await drive(
+            engine,
+            broker,
+            messages,
+            first,
+            clock=clock,
+            batch=lambda: data.draw(st.integers(1, 6)),
+            acknowledgements=lambda: data.draw(st.integers(0, 3)),
+            clock_step=lambda: data.draw(st.sampled_from([0.0, 0.1, 0.3])),
+        )
+
+    asyncio.run(go())
+    return broker
+
+
+@settings(max_examples=150, deadline=None)
+@given(topic_logs(), st.data())
+def test_a_crash_after_any_prefix_of_the_acknowledged_writes_loses_no_output(
+    messages: list[Message], data: st.DataObject
+) -> None:
+    """The worker's writes are acknowledged in an order the broker picks; a crash keeps the
+    writes acknowledged so far (in the changelog and in the output topics alike). A worker
+    restarted on that changelog, reading from its checkpoints, ends with every output a
+    crash-free worker publishes: each run's latest summary byte for byte, every dead letter
+    at least once."""
+    want_latest, want_dead = outputs(run_worker(messages, Store(), None).durable)
+    first = run_worker(messages, Store(), data)
+    kept = first.durable[: data.draw(st.integers(0, len(first.durable)), label="crash after")]
+    restarted = run_worker(messages, Store.of(kept), None)
+    got_latest, got_dead = outputs(kept + restarted.durable)
+    assert got_latest == want_latest
+    assert want_dead <= got_dead
+
+
+def test_the_crash_law_fails_when_the_checkpoint_is_written_before_the_outputs() -> None:
+    """The order the worker had: a checkpoint written before the outputs of the events it
+    covers were acknowledged. A crash right after the checkpoint loses the summary."""
+    run = [builders.started("run-a", [builders.task_spec("t")]), builders.trial("t", "t-1", run_id="run-a")]
+    run.append(builders.closed("run-a"))
+    messages: list[Message] = [(0, b"run-a", encode(event)) for event in run]
+    # The broker acknowledges changelog records first, then outputs: what the old order allowed.
+    first = run_worker(messages, Store(), None)
+    changelog_first = sorted(first.issued, key=lambda write: write.stream != "changelog")
+    crash = next(at for at, write in enumerate(changelog_first) if write.key == b"o0") + 1
+    restarted = run_worker(messages, Store.of(changelog_first[:crash]), None)
+    got_latest, _ = outputs(changelog_first[:crash] + restarted.durable)
+    assert got_latest == {}, "had the checkpoint not waited for the summary, the summary was lost"
+    # And the engine does wait: in its order of issue, the summary comes before the checkpoint.
+    streams = [write.stream if write.key != b"o0" else "checkpoint" for write in first.issued]
+    assert streams.index("summary") < streams.index("checkpoint")
+
+
+def test_records_fetched_before_a_rewind_are_dropped_and_the_seek_waits_for_the_rebalance() -> None:
+    store = Store({0: {b"o0": b"4"}})
+    broker = Broker(store)
+    processor = Processor(store, flush_every=1)
+    engine = new_engine(broker, processor, lambda: 0.0)
+    line = encode(builders.closed("run-a"))
+
+    async def go() -> None:
+        assert engine.assigned([0]) == {0: 5}
+        await engine.handle(0, [Record(9, b"run-a", line)])  # fetched before the rewind
+        await engine.tick(rebalancing=True)
+        assert broker.seeks == []
+        assert not engine.ready(0)
+        await engine.tick(rebalancing=False)
+        assert broker.seeks == [(0, 5)]
+        assert engine.ready(0)
+        await engine.handle(0, [Record(5, b"run-a", line)])
+
+    asyncio.run(go())
+    summaries = [write for write in broker.issued if write.stream == "summary"]
+    assert len(summaries) == 1  # only the record fetched after the seek
+
+
+def test_after_a_revocation_nothing_more_is_written_and_the_writes_made_are_waited_for() -> None:
+    store = Store()
+    broker = Broker(store)
+    processor = Processor(store, flush_every=1)
+    engine = new_engine(broker, processor, lambda: 0.0)
+    lines = [encode(builders.started("run-a", [builders.task_spec("t")])), encode(builders.closed("run-a"))]
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, [Record(0, b"run-a", lines[0])])  # a checkpoint starts, waiting on outputs
+        revoking = asyncio.ensure_future(engine.revoked(timeout=5))
+        await asyncio.sleep(0)
+        assert not revoking.done()  # it waits for the checkpoint under way
+        broker.acknowledge_all()
+        await revoking
+        await engine.handle(0, [Record(1, b"run-a", lines[1])])  # not ready: dropped
+
+    asyncio.run(go())
+    assert [write for write in broker.issued if write.stream == "changelog"] == []
+    assert broker.commits == {}

@@ -1,0 +1,167 @@
+"""The faust app: events topic in; summaries, coalesced progress and dead letters out.
+
+It wires Kafka to the engine and holds no figure logic: `worker.runtime.processor`
+decides, the projections compute, `worker.runtime.checkpoint` makes it durable. faust keeps
+the consumer group, assignment, the changelog table and its recovery, and the web server;
+the events topic's records reach the engine a batch per partition on faust's fetcher task
+(`worker.runtime.consumer`), never through a faust stream. Traps avoided
+(shared/notes/FAUST.md): raw serializers, keys sent explicitly, errors dead-lettered.
+
+The local RocksDB copy is wiped at start (`wipe_local_state`): after a crash it can hold
+writes the changelog never got, and the changelog is the state every other worker sees.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+import faust
+from faust.types import TP
+
+from events.codec import MAX_EVENT_BYTES
+from worker.runtime import consumer, internals
+from worker.runtime.changelog import Table, TableState
+from worker.runtime.engine import Engine
+from worker.runtime.outputs import Publish
+from worker.runtime.processor import Processor
+from worker.settings import SUMMARY_MAX_BYTES, Settings
+
+log = logging.getLogger("evalstream.worker")
+
+
+def _credentials(settings: Settings) -> Any:
+    if settings.security_protocol == "PLAINTEXT":
+        return None
+    options = settings.client_options()
+    if settings.security_protocol.startswith("SASL"):
+        return faust.SASLCredentials(
+            username=settings.sasl_username,
+            password=settings.sasl_password,
+            mechanism=settings.sasl_mechanism,
+            ssl_context=options.get("ssl_context"),
+        )
+    return faust.SSLCredentials(options["ssl_context"])
+
+
+def wipe_local_state(app: faust.App) -> None:
+    shutil.rmtree(app.conf.tabledir, ignore_errors=True)
+
+
+def _faust_app(settings: Settings, hooks: consumer.Hooks) -> faust.App:
+    app = faust.App(
+        settings.app_id,
+        broker=[f"kafka://{server}" for server in settings.bootstrap.split(",")],
+        broker_credentials=_credentials(settings),
+        store="rocksdb://",
+        datadir=str(settings.data_dir),
+        web_port=settings.web_port,
+        topic_partitions=settings.partitions,
+        key_serializer="raw",
+        value_serializer="raw",
+        producer_max_request_size=SUMMARY_MAX_BYTES,
+        # A 200,000-attempt summary is ~20 MB of JSON; gzip took 8% of the worker in a profile.
+        producer_compression_type="zstd",
+        producer_linger_ms=5,  # batch the changelog and output writes of consecutive events
+        consumer_max_fetch_size=MAX_EVENT_BYTES * 2,
+        broker_session_timeout=settings.session_timeout,
+        # Offsets are committed by the checkpoints only (`worker.runtime.checkpoint`).
+        broker_commit_interval=365 * 24 * 3600.0,
+        broker_commit_every=2**62,
+        broker_heartbeat_interval=settings.session_timeout / 5,
+    )
+    consumer.install(app, settings.fetch_max_wait_ms, hooks)
+    return app
+
+
+class _Producer:
+    """The outputs, through faust's producer (keyed; partitioned by key)."""
+
+    def __init__(self, app: faust.App, settings: Settings) -> None:
+        self.app = app
+        self.topics = {
+            "summary": settings.summaries_topic,
+            "progress": settings.progress_topic,
+            "deadletter": settings.deadletter_topic,
+        }
+
+    async def send(self, item: Publish) -> Awaitable[Any]:
+        headers = list(item.headers) or None
+        return await self.app.producer.send(self.topics[item.stream], item.key, item.value, None, None, headers)
+
+
+class _Seeker:
+    def __init__(self, app: faust.App, topic: str) -> None:
+        self.app, self.topic = app, topic
+
+    async def seek(self, partition: int, offset: int) -> None:
+        await internals.seek_on_thread(self.app, TP(self.topic, partition), offset)
+
+
+def build_app(settings: Settings) -> faust.App:
+    absent = internals.missing()
+    if absent:
+        raise RuntimeError("faust internals the worker needs are missing: " + "; ".join(absent))
+    # A tenth of the progress window: progress is out at most ~10% after it is due.
+    hooks = consumer.Hooks(settings.events_topic, poll=settings.progress_interval / 10)
+    app = _faust_app(settings, hooks)
+    # faust subscribes the group to the events topic (and co-partitions the table with it)
+    # only if an agent reads it; this one never gets a message (see worker.runtime.consumer).
+    events = app.topic(settings.events_topic, key_type=bytes, value_type=bytes)
+    table = Table(app, name="state", key_type=bytes, value_type=bytes, partitions=settings.partitions)
+    app.tables.add(table)
+    state = TableState(app, table, settings.events_topic)
+    processor = Processor(
+        state,
+        topic=settings.events_topic,
+        progress_interval=settings.progress_interval,
+        flush_every=settings.flush_every,
+        cache_runs=settings.cache_runs,
+    )
+
+    async def stop_worker(error: BaseException) -> None:
+        log.critical("stopping: the broker refused a write the state depends on (%r); a restart resumes safely", error)
+        await app.crash(error)
+
+    engine = Engine(
+        processor,
+        _Producer(app, settings),
+        state,
+        _Seeker(app, settings.events_topic),
+        flush_interval=settings.flush_interval,
+        clock=time.monotonic,
+        on_failure=stop_worker,
+    )
+
+    async def tick() -> None:
+        await engine.tick(app.rebalancing)
+
+    hooks.tick, hooks.handle = tick, engine.handle
+
+    @app.agent(events, concurrency=1)
+    async def subscribe(stream: faust.StreamT[bytes]) -> None:
+        async for _ in stream:
+            log.error("an events message reached faust's stream; the consumer hook is not installed")
+
+    async def rewind() -> None:
+        assigned = [tp.partition for tp in app.consumer.assignment() if tp.topic == settings.events_topic]
+        resume = engine.assigned(assigned)
+        # faust seeks to the committed offsets right after this callback; committing the
+        # checkpoints (backwards is allowed) makes that seek agree with the engine's.
+        if resume and not await internals.commit(app, {TP(settings.events_topic, p): o for p, o in resume.items()}):
+            log.warning("could not commit the checkpoints %s (a new rebalance is under way)", resume)
+
+    table.on_recover(rewind)
+
+    @app.on_partitions_revoked.connect
+    async def revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await engine.revoked(timeout=settings.session_timeout)
+
+    @app.on_before_shutdown.connect
+    async def shutting_down(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await engine.revoked(timeout=settings.session_timeout)
+
+    return app

@@ -1,0 +1,99 @@
+"""The runs a worker holds in memory: a cache over the stored state, with a bound.
+
+At most `capacity` runs stay once their changes are written. Past it, the least recently
+used runs leave, closed runs first (a closed run gets only late events; an open one is
+about to get its next). A run whose changes are not in the store yet (changed since its
+partition's last checkpoint, or in a checkpoint still waiting for its outputs) or whose
+progress is not published yet is pinned: it stays until they are out, since the store
+would restore it without them. So the cache holds at most `capacity` runs plus those
+touched since the last checkpoint, which the flush interval bounds. A run that left is
+restored from the store on its next event.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from projections.run import RunState
+
+
+@dataclass(slots=True, eq=False)
+class CachedRun:
+    run: RunState
+    partition: int
+    """The events partition the run's events come from (its key's), where its records go."""
+    unwritten: int = 0
+    """Checkpoints (being gathered, or taken and not yet written) that hold changes of the run."""
+    progress_pending: bool = False
+    """Changes not yet in a published progress event."""
+    progress_at: float = -math.inf
+    """When its last progress event was published (the worker's monotonic clock)."""
+    closed: bool = False
+    """Whether the cache files it with the closed runs."""
+
+    @property
+    def pinned(self) -> bool:
+        return self.unwritten > 0 or self.progress_pending
+
+
+class RunCache:
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.evicted = 0
+        """Runs that left, since the worker started."""
+        self._open: OrderedDict[str, CachedRun] = OrderedDict()
+        self._closed: OrderedDict[str, CachedRun] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._open) + len(self._closed)
+
+    def __iter__(self) -> Iterator[CachedRun]:
+        yield from self._open.values()
+        yield from self._closed.values()
+
+    def get(self, run_id: str) -> CachedRun | None:
+        """The run, now the most recently used, if held."""
+        for held in (self._open, self._closed):
+            entry = held.get(run_id)
+            if entry is not None:
+                held.move_to_end(run_id)
+                return entry
+        return None
+
+    def add(self, entry: CachedRun) -> None:
+        """Hold a run (eviction waits for `evict`, so an entry in use is never dropped)."""
+        entry.closed = entry.run.closed
+        (self._closed if entry.closed else self._open)[entry.run.run_id] = entry
+
+    def refile(self, entry: CachedRun) -> None:
+        """File a run that has just closed with the closed runs."""
+        if entry.run.closed and not entry.closed:
+            del self._open[entry.run.run_id]
+            self.add(entry)
+
+    def evict(self) -> list[str]:
+        """Drop unpinned runs, least recently used first, closed before open, down to
+        `capacity`; returns their ids."""
+        gone: list[str] = []
+        for held in (self._closed, self._open):
+            excess = len(self) - self.capacity
+            if excess <= 0:
+                break
+            victims = []
+            for run_id, entry in held.items():
+                if not entry.pinned:
+                    victims.append(run_id)
+                    if len(victims) == excess:
+                        break
+            for run_id in victims:
+                del held[run_id]
+            gone += victims
+        self.evicted += len(gone)
+        return gone
+
+    def clear(self) -> None:
+        self._open.clear()
+        self._closed.clear()

@@ -1,0 +1,70 @@
+"""The one place a checkpoint is written, and the order that keeps every promise."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from worker.runtime.processor import Processor, Snapshot
+
+
+class Changelog(Protocol):
+    """The worker's state on the broker: a changelog partitioned like the events topic."""
+
+    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
+        """Write a record to the local store and send it to the changelog; the awaitable
+        resolves once the broker has acknowledged it, and raises if it refused it."""
+        ...
+
+    async def commit(self, partition: int, offset: int) -> None:
+        """Commit `offset` as the consumer group's position of the events partition."""
+        ...
+
+
+async def checkpoint(
+    snapshot: Snapshot,
+    outputs: Sequence[Awaitable[Any]],
+    processor: Processor,
+    changelog: Changelog,
+    still_owner: Callable[[], bool],
+) -> bool:
+    """Make `snapshot` durable: the events partition's state as of `snapshot.offset`.
+
+    The order, each step begun only when the one before it is done:
+    1. every output of the events the checkpoint covers (`outputs`: their summaries,
+       progress and dead letters) is acknowledged by the broker;
+    2. the records of the parts those events changed are written;
+    3. the checkpoint record, naming the last offset covered, is written;
+    4. every changelog write of steps 2 and 3 is acknowledged by the broker;
+    5. the offset after the checkpoint is committed.
+
+    Why this order. After a crash or a rebalance, a partition is read again from one past
+    its checkpoint, and an event that a record already holds is skipped by its fingerprint,
+    so an event covered by a durable record or checkpoint is never handled again: its
+    outputs must be durable first (1 before 2 and 3), or they are lost for good. The
+    changelog keeps one partition's writes in order, so a store that holds a checkpoint
+    holds every record written before it (2 before 3). The committed offset only reports
+    progress (lag), and faust seeks to it when a partition is assigned, so it must never
+    pass a checkpoint the broker might still lose (4 before 5).
+
+    `still_owner` is asked before every write: once the partition may belong to another
+    worker (a rebalance or a stop has begun), nothing more is written (what was is still
+    waited for), and the next owner redoes these events from the last durable checkpoint.
+    Returns whether it got as far as the commit. An output or a write the broker refused raises, and the worker must
+    stop rather than go on past an output it lost."""
+    for sent in outputs:
+        await sent
+    acknowledgements = []
+    for key, value in (*snapshot.records, snapshot.checkpoint):
+        if not still_owner():
+            break
+        acknowledgements.append(await changelog.write(snapshot.partition, key, value))
+    else:
+        processor.written(snapshot)
+    # Even when cut short: the next owner must find every write made (see `Engine.revoked`).
+    for acknowledged in acknowledgements:
+        await acknowledged
+    if len(acknowledgements) <= len(snapshot.records) or not still_owner():
+        return False
+    await changelog.commit(snapshot.partition, snapshot.offset + 1)
+    return True

@@ -1,0 +1,179 @@
+"""The worker's hot path between its consumer and the broker, without faust.
+
+faust's fetcher task calls the engine once per fetch (`worker.runtime.consumer`): `tick`
+before it, `handle` with each events partition's records after it. Everything the worker
+does to its state therefore happens on that one task, in order: rewinds, handling, taking
+checkpoint snapshots, publishing progress. What waits on the broker (a checkpoint's
+acknowledgements) runs beside it, one checkpoint per partition at a time
+(`worker.runtime.checkpoint`, where the order of writes is written down).
+
+**Rewind.** After each assignment, every events partition is read again from its
+checkpoint (`Processor.assign`). The seek waits until the rebalance is over, then runs
+on the fetcher task right before a fetch, so every record of that partition handed over
+afterwards was fetched after the seek (aiokafka drops what it fetched for a stale
+position); records of a partition whose seek has not been made are dropped, since they are
+read again after it. Nothing fetched before a rewind is ever handled after it.
+
+**Ownership.** `revoked` (a rebalance or a stop has begun) bumps the epoch: handling and
+checkpoints begun before it write nothing more, it waits for the checkpoints in flight and
+for every changelog write to be acknowledged, so that the next owner restores all of it,
+and it drops the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
+
+from worker.runtime.checkpoint import Changelog, checkpoint
+from worker.runtime.outputs import Publish
+from worker.runtime.processor import Processor, Record
+
+log = logging.getLogger("evalstream.worker")
+
+
+class Outputs(Protocol):
+    async def send(self, item: Publish) -> Awaitable[Any]:
+        """Send to the item's topic (keyed, partitioned by key); the awaitable resolves once
+        the broker has acknowledged it."""
+        ...
+
+
+class Seeker(Protocol):
+    async def seek(self, partition: int, offset: int) -> None:
+        """Make the next fetch of the events partition start at `offset`."""
+        ...
+
+
+class Engine:
+    def __init__(
+        self,
+        processor: Processor,
+        outputs: Outputs,
+        changelog: Changelog,
+        seeker: Seeker,
+        *,
+        flush_interval: float,
+        clock: Callable[[], float],
+        on_failure: Callable[[BaseException], Awaitable[None]],
+    ) -> None:
+        """`on_failure`: what to do when the broker refused an output or a write (stop the
+        worker: going on would pass over what was lost)."""
+        self.processor = processor
+        self.outputs = outputs
+        self.changelog = changelog
+        self.seeker = seeker
+        self.flush_interval = flush_interval
+        self.clock = clock
+        self.on_failure = on_failure
+        self.epoch = 0
+        self._seeks: dict[int, int] = {}
+        """Partition -> where to seek it once the rebalance is over."""
+        self._ready: set[int] = set()
+        """Partitions sought to their checkpoint: their records are handled."""
+        self._unacknowledged: dict[int, list[Awaitable[Any]]] = {}
+        """Partition -> outputs sent since its last snapshot."""
+        self._checkpoints: dict[int, asyncio.Task[None]] = {}
+        self._checkpointed_at: dict[int, float] = {}
+        self._sending: dict[int, asyncio.Future[None]] = {}
+        """Partition -> the sending of its last batch's outputs."""
+
+    # Ownership
+
+    def assigned(self, partitions: Iterable[int]) -> dict[int, int]:
+        """Partitions are assigned (faust's table recovery is done): where each will be read from."""
+        self._seeks = self.processor.assign(partitions)
+        self._ready.clear()
+        self._unacknowledged.clear()
+        return dict(self._seeks)
+
+    async def revoked(self, timeout: float) -> None:
+        """Partitions may go to another worker: write nothing more, and wait until what was
+        written is acknowledged (at most `timeout` seconds; an error is logged past it)."""
+        self.epoch += 1
+        self._seeks.clear()
+        self._ready.clear()
+        self._unacknowledged.clear()
+        self.processor.forget()
+        running = list(self._checkpoints.values())
+        if running:
+            _, late = await asyncio.wait(running, timeout=timeout)
+            if late:
+                log.error(
+                    "%d checkpoints still waiting for the broker after %.0fs; check the broker", len(late), timeout
+                )
+        self._checkpoints.clear()
+
+    def ready(self, partition: int) -> bool:
+        return partition in self._ready
+
+    @property
+    def checkpointing(self) -> bool:
+        """Whether a checkpoint is under way."""
+        return bool(self._checkpoints)
+
+    # The fetcher task's calls
+
+    async def tick(self, rebalancing: bool) -> None:
+        """Before each fetch: make the pending seeks (once the rebalance is over), publish
+        the progress that is due, and start the checkpoints that are due by time."""
+        if rebalancing:
+            return
+        epoch = self.epoch
+        while self._seeks and epoch == self.epoch:
+            partition, offset = self._seeks.popitem()
+            log.info("resuming partition %d at offset %d (its checkpoint)", partition, offset)
+            await self.seeker.seek(partition, offset)
+            if epoch == self.epoch:
+                self._ready.add(partition)
+        if epoch != self.epoch:
+            return
+        now = self.clock()
+        for partition, item in self.processor.progress_due(now):
+            await self._send(partition, [item], epoch)
+        for partition in self.processor.unsaved():
+            if now - self._checkpointed_at.get(partition, -1e9) >= self.flush_interval:
+                self._start_checkpoint(partition, epoch)
+
+    async def handle(self, partition: int, records: Iterable[Record]) -> None:
+        """A batch of one events partition's records, fetched after the last `tick`."""
+        if partition not in self._ready:
+            return  # fetched before the partition's rewind: it is read again after it
+        items = self.processor.handle(partition, records, self.clock())
+        # Shielded: faust cancels its fetcher task on a stop, and a batch whose state has
+        # changed must have all its outputs sent before a snapshot can cover it.
+        sending = self._sending[partition] = asyncio.ensure_future(self._send(partition, items, self.epoch))
+        await asyncio.shield(sending)
+        if self.processor.checkpoint_due(partition):
+            self._start_checkpoint(partition, self.epoch)
+
+    async def _send(self, partition: int, items: list[Publish], epoch: int) -> None:
+        for item in items:
+            sent = await self.outputs.send(item)
+            if epoch == self.epoch:
+                self._unacknowledged.setdefault(partition, []).append(sent)
+
+    def _start_checkpoint(self, partition: int, epoch: int) -> None:
+        sending = self._sending.get(partition)
+        if epoch != self.epoch or partition in self._checkpoints or (sending is not None and not sending.done()):
+            return  # one checkpoint per partition at a time: the next one takes what gathers meanwhile
+        snapshot = self.processor.snapshot(partition)
+        if snapshot is None:
+            return
+        outputs = self._unacknowledged.pop(partition, [])
+        self._checkpointed_at[partition] = self.clock()
+
+        async def run() -> None:
+            try:
+                await checkpoint(snapshot, outputs, self.processor, self.changelog, lambda: epoch == self.epoch)
+            except Exception as error:
+                log.error("checkpoint of partition %d at offset %d failed: %r", partition, snapshot.offset, error)
+                await self.on_failure(error)
+            finally:
+                if self._checkpoints.get(partition) is task:
+                    del self._checkpoints[partition]
+
+        task = asyncio.ensure_future(run())
+        self._checkpoints[partition] = task

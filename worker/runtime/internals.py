@@ -1,0 +1,109 @@
+"""Every private faust and aiokafka attribute the worker relies on, and nothing else.
+
+faust has no public way to take a topic's fetched records before its per-message stream,
+to name the changelog partition of a table write, to commit an offset of the worker's
+choosing, or to set the fetch wait of its consumer; the worker does all four through the
+names below. They are pinned to the versions in pyproject.toml (`faust-streaming` 0.15,
+`aiokafka` 0.14). An upgrade that renames or removes one fails `missing()`, which
+`tests/worker/test_internals.py` and the worker's start-up both check, naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import faust
+from faust.stores import rocksdb as faust_rocksdb
+from faust.transport import consumer as faust_consumer
+from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types import TP
+
+REQUIRED: tuple[tuple[object, str, str], ...] = (
+    (faust_aiokafka.AIOKafkaConsumerThread, "_create_worker_consumer", "builds the aiokafka consumer"),
+    (faust_aiokafka.AIOKafkaConsumerThread, "_ensure_consumer", "the aiokafka consumer of the thread"),
+    (faust_aiokafka.AIOKafkaConsumerThread, "call_thread", "runs a coroutine on the consumer's thread"),
+    (faust_aiokafka.Consumer, "_new_consumer_thread", "makes the consumer's thread"),
+    (faust_aiokafka.Consumer, "_commit", "commits offsets of the worker's choosing"),
+    (faust_aiokafka.Consumer, "_thread", "the consumer's thread (set in __init__)"),
+    (faust_consumer.Consumer, "_wait_next_records", "fetches one batch of records for the fetcher"),
+    (faust_rocksdb.Store, "_db_for_partition", "the RocksDB of one partition"),
+    (faust.Table, "data", "a table's store"),
+    (faust.Table, "changelog_topic", "a table's changelog topic"),
+)
+"""(owner, attribute, what the worker uses it for). `_thread` is an instance attribute,
+checked on the class's `__init__` source."""
+
+
+def missing() -> list[str]:
+    """The required attributes the installed faust/aiokafka lack, as sentences."""
+    absent = []
+    for owner, name, use in REQUIRED:
+        if not _has(owner, name):
+            absent.append(f"{_name(owner)}.{name} ({use}) is gone: the installed faust-streaming is not 0.15")
+    return absent
+
+
+def _has(owner: object, name: str) -> bool:
+    if hasattr(owner, name):
+        return True
+    import inspect
+
+    init = getattr(owner, "__init__", None)
+    try:
+        return f"self.{name} =" in inspect.getsource(init) if init is not None else False
+    except (OSError, TypeError):
+        return False
+
+
+def _name(owner: object) -> str:
+    return f"{getattr(owner, '__module__', '?')}.{getattr(owner, '__qualname__', owner)}"
+
+
+# The worker's uses, each a one-line wrapper so that the private names appear only here.
+
+
+def set_fetch_max_wait(consumer: Any, milliseconds: int) -> None:
+    """Read by aiokafka when the consumer starts; faust hard-codes 1,500 ms."""
+    consumer._fetch_max_wait_ms = milliseconds
+
+
+def create_worker_consumer(thread: faust_aiokafka.AIOKafkaConsumerThread, transport: Any) -> Any:
+    return faust_aiokafka.AIOKafkaConsumerThread._create_worker_consumer(thread, transport)
+
+
+async def wait_next_records(consumer: faust_consumer.Consumer, timeout: float) -> tuple[Any, Any]:
+    return await faust_consumer.Consumer._wait_next_records(consumer, timeout)
+
+
+async def seek_on_thread(app: faust.App, tp: TP, offset: int) -> None:
+    """aiokafka's seek, on the consumer's thread: a fetch that follows it returns records
+    from `offset` on (aiokafka drops what it fetched for a stale position)."""
+    thread = app.consumer._thread  # type: ignore[attr-defined]
+
+    async def _seek() -> None:
+        thread._ensure_consumer().seek(tp, offset)
+
+    await thread.call_thread(_seek)
+
+
+async def commit(app: faust.App, offsets: dict[TP, int]) -> bool:
+    """Commit these offsets now (faust's own commit commits what its streams acked)."""
+    return bool(await app.consumer._commit(offsets))  # type: ignore[attr-defined]
+
+
+def partition_db(table: faust.Table[bytes, bytes], partition: int) -> Any:
+    """The RocksDB (rocksdict) of one partition of a table."""
+    return table.data._db_for_partition(partition)  # type: ignore[attr-defined]
+
+
+def scan(db: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """The (key, value) pairs of `db` whose key starts with `prefix`, in key order."""
+    iterator = db.iter()
+    iterator.seek(prefix)
+    while iterator.valid():
+        key = iterator.key()
+        if not key.startswith(prefix):
+            return
+        yield key, iterator.value()
+        iterator.next()

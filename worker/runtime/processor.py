@@ -1,0 +1,274 @@
+"""What the worker decides about the records it consumes, without Kafka and without I/O.
+
+For each batch of records of one events partition: which offsets are new to the state
+(`admit`), what each message does (`projections.step`, the step replay takes too), and what
+to publish (dead letters and summary revisions in record order, then coalesced progress).
+It keeps the runs in a bounded cache over the stored state (`worker.runtime.cache`) and
+gathers, per partition, the parts the events changed since the last checkpoint.
+`snapshot` turns those into the records one checkpoint writes; `worker.runtime.checkpoint`
+writes them, in the one order that keeps every promise, and calls `written`.
+
+Recovery: after a (re)assignment, `assign` says where each partition is read again from
+(one past its checkpoint). The store holds the state as of that checkpoint, plus maybe
+some records ahead of it from a checkpoint cut short; every record carries the
+fingerprints of the events in it, so an event read again that a record already has is a
+redelivery. Runs missing from the cache are restored from the store on their next event.
+
+Progress is coalesced per run: at most one event per window, the window growing with the
+run's size, since a progress event costs O(tasks) (its pass@k equals the summary's
+exactly): `progress_interval` for runs of up to `PROGRESS_TASKS` tasks, proportionally
+longer above, so a run's progress takes a bounded share of the worker however big it is.
+At close, and after, it is published with each batch whatever the window.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple, Protocol
+
+from events.codec import encode_payload
+from projections.progress import progress
+from projections.run import RunState
+from projections.step import step
+from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from worker.runtime.cache import CachedRun, RunCache
+from worker.runtime.keys import checkpoint_key, header_key, task_id_of, task_key, task_prefix
+from worker.runtime.outputs import Publish, Source, dead_letter
+
+log = logging.getLogger("evalstream.worker")
+
+PROGRESS_TASKS = 500
+"""Runs up to this many tasks get progress every `progress_interval`; bigger runs less often."""
+
+
+class Record(NamedTuple):
+    """One consumed message of an events partition."""
+
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+class StoredState(Protocol):
+    """The worker's store, read per partition (the table's RocksDB, or a dict in tests)."""
+
+    def get(self, partition: int, key: bytes) -> bytes | None: ...
+
+    def scan(self, partition: int, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every key that starts with `prefix`."""
+        ...
+
+
+class Admission(Enum):
+    HANDLE = "handle"
+    SKIP = "skip"
+    AHEAD = "ahead"
+
+
+@dataclass(slots=True)
+class PartitionState:
+    next_offset: int | None = None
+    """The offset the state needs next (from the checkpoint, then one on from each event
+    handled): the state, not the consumer, decides what is new. None: not assigned by
+    `assign` (a processor without a store), every offset is new."""
+    handled: int = 0
+    """Events handled since the last snapshot."""
+    changed: dict[tuple[str, str | None], None] = field(default_factory=dict)
+    """Parts (run, task; None for the header) changed since the last snapshot, in order."""
+    changed_runs: dict[str, CachedRun] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one checkpoint of `partition` writes, taken at one instant: the records of
+    every part changed since the previous snapshot, as of the event at `offset`."""
+
+    partition: int
+    offset: int
+    records: tuple[tuple[bytes, bytes], ...]
+    runs: tuple[CachedRun, ...]
+    """Runs pinned in the cache until the records are written (`Processor.written`)."""
+
+    @property
+    def checkpoint(self) -> tuple[bytes, bytes]:
+        return checkpoint_key(self.partition), str(self.offset).encode()
+
+
+class Processor:
+    def __init__(
+        self,
+        store: StoredState | None = None,
+        *,
+        topic: str = "events",
+        progress_interval: float = 0.2,
+        flush_every: int = 1000,
+        cache_runs: int = 1000,
+    ) -> None:
+        """`store` None: nothing is stored or restored (an oracle over a whole topic)."""
+        self.store = store
+        self.topic = topic
+        self.progress_interval = progress_interval
+        self.flush_every = flush_every
+        """Events of one partition after which a checkpoint is due (the app also checkpoints
+        on a timer): more means fewer changelog bytes and more events redone after a crash."""
+        self.cache = RunCache(cache_runs if store is not None else 2**62)
+        self.partitions: dict[int, PartitionState] = {}
+        self._progress_pending: dict[str, CachedRun] = {}
+
+    def assign(self, partitions: Iterable[int]) -> dict[int, int]:
+        """Forget what the worker held (partitions may have moved), and say where each of
+        `partitions` must be read again from for the state to be complete: one past its
+        checkpoint, or its start."""
+        self.forget()
+        if self.store is None:
+            return {}
+        resume = {}
+        for partition in partitions:
+            stored = self.store.get(partition, checkpoint_key(partition))
+            resume[partition] = int(stored) + 1 if stored is not None else 0
+            self.partitions[partition] = PartitionState(next_offset=resume[partition])
+        return resume
+
+    def forget(self) -> None:
+        """Drop the cache and whatever no checkpoint has taken yet: it is redone by whoever
+        reads the partitions next, from their checkpoints."""
+        self.cache.clear()
+        self.partitions.clear()
+        self._progress_pending.clear()
+
+    def admit(self, partition: int, offset: int) -> Admission:
+        """HANDLE a record the state needs next, SKIP one before it (its effects are in the
+        state already). AHEAD: later than that. Read from the checkpoint on, that means the
+        offsets in between hold no message (transaction markers, or deleted by retention):
+        it is handled, and a warning names the gap."""
+        state = self.partitions.get(partition)
+        expected = state.next_offset if state is not None else None
+        if expected is None or offset == expected:
+            return Admission.HANDLE
+        return Admission.SKIP if offset < expected else Admission.AHEAD
+
+    def handle(self, partition: int, records: Iterable[Record], now: float) -> list[Publish]:
+        """What to publish for a batch of one partition's records, in offset order."""
+        state = self.partitions.setdefault(partition, PartitionState())
+        out: list[Publish] = []
+        touched: dict[str, CachedRun] = {}
+
+        def lookup(run_id: str) -> RunState:
+            return self._cached(partition, run_id).run
+
+        for offset, key, value in records:
+            admission = self.admit(partition, offset)
+            if admission is Admission.SKIP:
+                continue
+            if admission is Admission.AHEAD:
+                log.warning(
+                    "%s[%d]: offsets %d to %d are not in the topic (transaction markers, or deleted by retention)",
+                    self.topic,
+                    partition,
+                    state.next_offset,
+                    offset - 1,
+                )
+            state.next_offset = offset + 1
+            state.handled += 1
+            source = Source(self.topic, partition, offset)
+            try:
+                stepped = step(value, lookup, position=offset, keyed=True, key=key)
+            except Exception as error:  # a bug must not stop the run: dead-letter the message, go on
+                log.exception("internal error on %s", source)
+                out.append(dead_letter(key, value, "internal-error", repr(error), source))
+                continue
+            if stepped.rejected is not None:
+                out.append(dead_letter(key, value, stepped.rejected.code, stepped.rejected.detail, source))
+                continue
+            if not stepped.applied or stepped.run is None:
+                continue
+            run = stepped.run
+            entry = touched.get(run.run_id) or self._cached(partition, run.run_id)
+            touched[run.run_id] = entry
+            state.changed[run.run_id, stepped.task_id] = None
+            if run.run_id not in state.changed_runs:
+                state.changed_runs[run.run_id] = entry
+                entry.unwritten += 1
+            if stepped.summary is not None:
+                out.append(Publish("summary", key, stepped.summary))
+        for entry in touched.values():
+            self.cache.refile(entry)
+            entry.progress_pending = True
+            self._progress_pending[entry.run.run_id] = entry
+            if entry.run.closed or now - entry.progress_at >= self._window(entry.run):
+                out.append(self._progress(entry, now))
+        return out
+
+    def progress_due(self, now: float) -> list[tuple[int, Publish]]:
+        """(partition, progress event) of each run with unpublished changes whose window is over."""
+        return [
+            (entry.partition, self._progress(entry, now))
+            for entry in list(self._progress_pending.values())
+            if now - entry.progress_at >= self._window(entry.run)
+        ]
+
+    def checkpoint_due(self, partition: int) -> bool:
+        state = self.partitions.get(partition)
+        return state is not None and state.handled >= self.flush_every
+
+    def unsaved(self) -> list[int]:
+        """Partitions with events handled since their last snapshot."""
+        return [partition for partition, state in self.partitions.items() if state.handled]
+
+    def snapshot(self, partition: int) -> Snapshot | None:
+        """Take what the partition's next checkpoint writes (None: nothing new, or no store).
+        Taken synchronously, it is the state as of the last event handled; later events
+        gather for the next snapshot."""
+        state = self.partitions.get(partition)
+        if self.store is None or state is None or not state.handled or state.next_offset is None:
+            return None
+        records = []
+        for run_id, task_id in state.changed:
+            run = state.changed_runs[run_id].run
+            if task_id is None:
+                records.append((header_key(run_id), header_to_bytes(run)))
+            else:
+                records.append((task_key(run_id, task_id), task_to_bytes(run.tasks[task_id])))
+        taken = Snapshot(partition, state.next_offset - 1, tuple(records), tuple(state.changed_runs.values()))
+        state.handled = 0
+        state.changed = {}
+        state.changed_runs = {}
+        return taken
+
+    def written(self, snapshot: Snapshot) -> None:
+        """The snapshot's records are in the store: its runs may leave the cache now."""
+        for entry in snapshot.runs:
+            entry.unwritten -= 1
+        self.cache.evict()
+
+    def _window(self, run: RunState) -> float:
+        return self.progress_interval * max(1.0, len(run.tasks) / PROGRESS_TASKS)
+
+    def _progress(self, entry: CachedRun, now: float) -> Publish:
+        run = entry.run
+        entry.progress_pending = False
+        entry.progress_at = now
+        self._progress_pending.pop(run.run_id, None)
+        # seq = events applied so far: increasing per run, and the same after a restart.
+        return Publish("progress", run.run_id.encode(), encode_payload(progress(run, run.event_count)))
+
+    def _cached(self, partition: int, run_id: str) -> CachedRun:
+        entry = self.cache.get(run_id)
+        if entry is None:
+            entry = CachedRun(self._restored(partition, run_id) or RunState(run_id), partition)
+            self.cache.add(entry)
+        return entry
+
+    def _restored(self, partition: int, run_id: str) -> RunState | None:
+        if self.store is None:
+            return None
+        header = self.store.get(partition, header_key(run_id))
+        tasks = [
+            task_from_bytes(task_id_of(key), blob) for key, blob in self.store.scan(partition, task_prefix(run_id))
+        ]
+        if header is None and not tasks:
+            return None
+        return restore(run_id, header, tasks)
