@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test check unit demo replay-demo bench bench-e2e bench-chaos clean
+.PHONY: install test check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,14 @@ bench: install
 bench-e2e: install
 	$(BIN)/python -m bench.e2e
 	$(BIN)/python -m bench.changelog
+
+## RSS of one worker over 10,000 closed runs, and restart times (~10 minutes).
+bench-state: install
+	$(BIN)/python -m bench.state
+
+## The CPU share of progress with ten 5,000-task runs open at once.
+bench-progress: install
+	$(BIN)/python -m bench.progress
 
 ## Every fault scenario at full size (~15 minutes): prints the chaos table.
 bench-chaos: install

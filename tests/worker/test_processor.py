@@ -3,6 +3,7 @@ cache and progress windows (the crash law over all of it: `test_engine.py`)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import orjson
@@ -176,13 +177,24 @@ def test_a_pinned_run_stays_until_its_progress_is_out() -> None:
     assert len(processor.cache) == 0
 
 
-def test_progress_windows_grow_with_the_run_so_its_share_of_the_worker_is_bounded() -> None:
-    big = [builders.task_spec(f"t{i}") for i in range(PROGRESS_TASKS * 4)]
-    processor = Processor(progress_interval=0.2)
-    published = []
-    events: list[InputEvent] = [builders.started("big", big)]
-    events += [builders.trial(f"t{i}", f"t{i}-1", run_id="big") for i in range(40)]
-    for at, record in enumerate(records(events)):
-        published += [item for item in processor.handle(0, [record], at * 0.1) if item.stream == "progress"]
-    # 4 s of events at 0.1 s each: a 0.8 s window (4x the interval) allows one every 8 events.
-    assert len(published) == 5
+def test_progress_windows_grow_with_the_tasks_waiting_so_progress_work_is_bounded() -> None:
+    """One run of PROGRESS_TASKS tasks gets progress every interval; ten of them share that
+    budget: each gets progress ten times less often."""
+
+    def progress_per_run(runs: int) -> int:
+        processor = Processor(progress_interval=0.25)
+        tasks = [builders.task_spec(f"t{i}") for i in range(PROGRESS_TASKS)]
+        published = 0
+        offsets = itertools.count()
+        for run in range(runs):
+            processor.handle(0, records([builders.started(f"big-{run}", tasks)], next(offsets)), 0.0)
+        for step in range(1, 33):  # 4 s: a trial of each run every 0.125 s
+            now = step * 0.125
+            for run in range(runs):
+                trial = records([builders.trial(f"t{step}", f"t{step}-1", run_id=f"big-{run}")], next(offsets))
+                published += sum(item.stream == "progress" for item in processor.handle(0, trial, now))
+            published += len(processor.progress_due(now))
+        return published // runs
+
+    assert progress_per_run(1) == 16  # every 0.25 s
+    assert progress_per_run(10) == 1  # every 2.5 s

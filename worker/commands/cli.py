@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from aiokafka.errors import KafkaConnectionError
+
 from events.schema import write_schemas
 from worker.commands.digest import digest
 from worker.commands.replay import replay
@@ -224,7 +226,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+    except KafkaConnectionError:
+        bootstrap = _settings(args).bootstrap
+        print(
+            f"evalstream {args.command}: cannot reach a Kafka broker at {bootstrap} (the connection failed). "
+            "Start one with `evalstream broker start`, or point --bootstrap (or EVALSTREAM_BOOTSTRAP) "
+            "at a running cluster.",
+            file=sys.stderr,
+        )
+        return 1
     return code
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-DEPLOY_DIR = Path(__file__).resolve().parent.parent / "deploy" / "kafka"
+DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy" / "kafka"
 POM_PATH = DEPLOY_DIR / "pom.xml"
 TEMPLATE_PATH = DEPLOY_DIR / "server.properties.template"
 JVM_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]

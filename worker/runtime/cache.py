@@ -29,6 +29,8 @@ class CachedRun:
     """Checkpoints (being gathered, or taken and not yet written) that hold changes of the run."""
     progress_pending: bool = False
     """Changes not yet in a published progress event."""
+    progress_tasks: int = 0
+    """Its tasks when it joined the runs with unpublished progress (the processor's budget)."""
     progress_at: float = -math.inf
     """When its last progress event was published (the worker's monotonic clock)."""
     closed: bool = False
