@@ -92,12 +92,11 @@ def fold(settings: Settings, scratch: Path, runs: int, *, report: bool) -> None:
         for first in range(0, runs, ROUND):
             began = time.perf_counter()
             asyncio.run(fold_round(settings, first))
-            rss[first + ROUND] = psutil.Process(worker.process.pid).memory_info().rss / 2**20
+            folded = first + ROUND
+            rss[folded] = psutil.Process(worker.process.pid).memory_info().rss / 2**20
             rate = ROUND * 402 / (time.perf_counter() - began)
             if report:
-                print(
-                    f"{first + ROUND:>6,} closed runs folded: worker RSS {rss[first + ROUND]:6.0f} MB  ({rate:,.0f} events/s)"
-                )
+                print(f"{folded:>6,} closed runs folded: worker RSS {rss[folded]:6.0f} MB  ({rate:,.0f} events/s)")
         worker = restart(settings, worker, scratch, runs)
     finally:
         worker.stop()
