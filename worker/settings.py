@@ -33,7 +33,7 @@ class Settings:
     fetch_max_wait_ms: int = field(default_factory=lambda: int(_env("FETCH_MAX_WAIT_MS", "20")))
     """How long the broker may hold an empty fetch (faust's own: 1500; see worker.runtime.consumer)."""
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
-    cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "1000")))
+    cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "100")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
     security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
     sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))

@@ -107,7 +107,7 @@ class Processor:
         topic: str = "events",
         progress_interval: float = 0.2,
         flush_every: int = 1000,
-        cache_runs: int = 1000,
+        cache_runs: int = 100,
     ) -> None:
         """`store` None: nothing is stored or restored (an oracle over a whole topic)."""
         self.store = store
