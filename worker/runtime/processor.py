@@ -256,11 +256,11 @@ class Processor:
         return self.progress_interval * max(1.0, self._pending_tasks / PROGRESS_TASKS)
 
     def _progress(self, entry: CachedRun, now: float) -> Publish:
+        """Publish the pending progress of `entry` (every caller has it pending)."""
         run = entry.run
-        if entry.progress_pending:
-            entry.progress_pending = False
-            self._pending_tasks -= entry.progress_tasks
-            del self._progress_pending[run.run_id]
+        entry.progress_pending = False
+        self._pending_tasks -= entry.progress_tasks
+        del self._progress_pending[run.run_id]
         entry.progress_at = now
         # seq = events applied so far: increasing per run, and the same after a restart.
         return Publish("progress", run.run_id.encode(), encode_payload(progress(run, run.event_count)))
