@@ -14,6 +14,7 @@ from aiokafka.errors import KafkaConnectionError
 
 from events.schema import write_schemas
 from worker.commands.digest import digest
+from worker.commands.importing import SOURCES
 from worker.commands.replay import replay
 from worker.local import broker
 from worker.settings import Settings
@@ -92,6 +93,34 @@ def _publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import(args: argparse.Namespace) -> int:
+    from events.importers.source import ImportOptions, SourceError
+    from worker.commands.importing import import_lines
+
+    if args.as_recorded and args.source != "nemo":
+        print(f"evalstream import {args.source}: --as-recorded is for NeMo bundles only", file=sys.stderr)
+        return 2
+    lines = import_lines(args.source, Path(args.path), ImportOptions(run_id=args.run_id, as_recorded=args.as_recorded))
+    try:
+        if args.publish:
+            from worker.commands.clients import publish
+            from worker.runtime.topics import ensure_topics
+
+            settings = _settings(args)
+            asyncio.run(ensure_topics(settings))
+            sent = asyncio.run(publish(settings, lines))
+            print(f"published {sent} events to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
+        else:
+            out = sys.stdout.buffer
+            for line in lines:
+                out.write(line + b"\n")
+            out.flush()
+    except SourceError as error:
+        print(f"evalstream import {args.source}: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _summaries(args: argparse.Namespace) -> int:
     from worker.commands.clients import read_summaries
 
@@ -150,6 +179,25 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    import_cmd = commands.add_parser(
+        "import",
+        help="a harness's results (Harbor job, Inspect log, NeMo bundle) as a JSONL event log on stdout",
+        description="Read a harness's results and write them as a v1 event log (JSON Lines) on stdout, "
+        "or send them to the events topic with --publish. Importing twice is a harmless redelivery.",
+        epilog="example: evalstream import harbor jobs/2026-12-01__10-00-00 | evalstream replay -",
+    )
+    import_cmd.add_argument("source", choices=sorted(SOURCES), help="what PATH holds")
+    import_cmd.add_argument("path", help="a Harbor job directory, an Inspect .eval/.json log, a NeMo bundle directory")
+    import_cmd.add_argument("--run-id", help="use this run id instead of the one derived from the source")
+    import_cmd.add_argument(
+        "--as-recorded", action="store_true", help="nemo: keep every score exactly as the bundle has it"
+    )
+    import_cmd.add_argument("--publish", action="store_true", help="send the events to the events topic instead")
+    _connection_flags(import_cmd)
+    import_cmd.set_defaults(handler=_import)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="evalstream", description="Live, exact, replayable eval run summaries.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -188,6 +236,8 @@ def parser() -> argparse.ArgumentParser:
     publish_cmd.add_argument("path", help="a JSON Lines event log, or - for stdin")
     _connection_flags(publish_cmd)
     publish_cmd.set_defaults(handler=_publish)
+
+    _import_parser(commands)
 
     summaries_cmd = commands.add_parser("summaries", help="print the run.summary records of the summaries topic")
     summaries_cmd.add_argument("--follow", action="store_true", help="keep printing new summaries")

@@ -1,0 +1,13 @@
+"""Placeholder: replaced by the inspect_log importer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from events.importers.source import ImportOptions, SourceError
+from events.models import InputEvent
+
+
+def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
+    raise SourceError(f"{path}: the inspect_log importer is not built yet")

@@ -1,0 +1,42 @@
+"""What every importer shares: its options, its errors, and how it names events."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from events.models import InputEvent
+
+MAX_ID_CHARS = 128
+"""EVENTS.md's limit on `event_id` (and, with 256, on `run_id`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    run_id: str | None = None
+    """Overrides the run id derived from the source."""
+    as_recorded: bool = False
+    """NeMo bundles only: keep every score exactly as the bundle has it."""
+
+
+class SourceError(ValueError):
+    """Results that cannot be imported: the message names the file, what is wrong with it,
+    and what to do."""
+
+
+Importer = Callable[[Path, ImportOptions], Iterator[InputEvent]]
+
+
+def event_id(*parts: str) -> str:
+    """A stable event id made of the source's own names (`"harbor", trial, "score"`).
+
+    Ids over EVENTS.md's 128 characters keep a readable head and end in a digest of the
+    whole, so that two long names never collide.
+    """
+    whole = ":".join(parts)
+    if len(whole) <= MAX_ID_CHARS:
+        return whole
+    digest = hashlib.sha256(whole.encode()).hexdigest()[:32]
+    return f"{whole[: MAX_ID_CHARS - len(digest) - 1]}~{digest}"
