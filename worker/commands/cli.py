@@ -15,13 +15,22 @@ from aiokafka.errors import KafkaConnectionError
 from events.schema import write_schemas
 from worker.commands.digest import digest
 from worker.commands.importing import SOURCES
-from worker.commands.replay import replay
+from worker.commands.replay import ReplayStats, replay
 from worker.local import broker
 from worker.settings import Settings
 
 
 def _replay(args: argparse.Namespace) -> int:
+    progress_every = args.progress_every if args.progress else None
+    if args.from_topic:
+        return _replay_topic(args, progress_every)
+    if args.run is not None:
+        print("evalstream replay: --run is for --from-topic; to replay one run of a file, filter it", file=sys.stderr)
+        return 2
     source = args.path
+    if source is None:
+        print("evalstream replay: pass a JSONL file, - for stdin, or --from-topic", file=sys.stderr)
+        return 2
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
     except OSError as error:
@@ -36,20 +45,46 @@ def _replay(args: argparse.Namespace) -> int:
                 stream,
                 sys.stdout.buffer,
                 sys.stderr,
-                progress_every=args.progress_every if args.progress else None,
+                progress_every=progress_every,
                 jobs=args.jobs,
             )
         except OSError as error:
             print(f"evalstream replay: reading {source} failed: {error}", file=sys.stderr)
             return 2
+    _replayed(stats, "lines")
+    return 0
+
+
+def _replay_topic(args: argparse.Namespace, progress_every: int | None) -> int:
+    from worker.commands.clients import TopicMissing, replay_topic
+
+    settings = _settings(args)
+    if args.path is not None:
+        print("evalstream replay: give a file or --from-topic, not both", file=sys.stderr)
+        return 2
+    try:
+        stats = asyncio.run(
+            replay_topic(settings, sys.stdout.buffer, sys.stderr, run_id=args.run, progress_every=progress_every)
+        )
+    except TopicMissing:
+        print(
+            f"evalstream replay: no topic {settings.events_topic!r} at {settings.bootstrap}; "
+            "check --events-topic (or EVALSTREAM_EVENTS_TOPIC)",
+            file=sys.stderr,
+        )
+        return 1
+    _replayed(stats, f"records of {settings.events_topic}")
+    return 0
+
+
+def _replayed(stats: ReplayStats, what: str) -> None:
     sys.stdout.flush()
     print(
-        f"evalstream replay: {stats.lines} lines, {stats.applied} events applied, "
+        f"evalstream replay: {stats.lines} {what}, {stats.applied} events applied, "
         f"{stats.redeliveries} redeliveries, {stats.ignored} ignored, {stats.skipped} skipped, "
         f"{stats.summaries} summaries, {stats.open_runs} runs still open",
         file=sys.stderr,
     )
-    return 0
 
 
 def _digest(args: argparse.Namespace) -> int:
@@ -179,6 +214,34 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    replay_cmd = commands.add_parser("replay", help="fold a JSONL event log and print the run.summary events")
+    replay_cmd.add_argument("path", nargs="?", help="a JSON Lines event log, or - for stdin")
+    replay_cmd.add_argument(
+        "--from-topic",
+        action="store_true",
+        help="fold the events topic itself (as it stands now) instead of a file; no worker, no state touched",
+    )
+    replay_cmd.add_argument("--run", metavar="ID", help="with --from-topic: only this run")
+    replay_cmd.add_argument("--progress", action="store_true", help="also print run.progress events")
+    replay_cmd.add_argument(
+        "--progress-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --progress: one every N applied events of a run (default 1)",
+    )
+    replay_cmd.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="fold the runs in N processes (default: one per CPU); the output is the same for any N",
+    )
+    _connection_flags(replay_cmd)
+    replay_cmd.set_defaults(handler=_replay)
+
+
 def _import_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     import_cmd = commands.add_parser(
         "import",
@@ -202,24 +265,7 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="evalstream", description="Live, exact, replayable eval run summaries.")
     commands = root.add_subparsers(dest="command", required=True)
 
-    replay_cmd = commands.add_parser("replay", help="fold a JSONL event log and print the run.summary events")
-    replay_cmd.add_argument("path", help="a JSON Lines event log, or - for stdin")
-    replay_cmd.add_argument("--progress", action="store_true", help="also print run.progress events")
-    replay_cmd.add_argument(
-        "--progress-every",
-        type=int,
-        default=1,
-        metavar="N",
-        help="with --progress: one every N applied events of a run (default 1)",
-    )
-    replay_cmd.add_argument(
-        "--jobs",
-        type=int,
-        default=os.cpu_count() or 1,
-        metavar="N",
-        help="fold the runs in N processes (default: one per CPU); the output is the same for any N",
-    )
-    replay_cmd.set_defaults(handler=_replay)
+    _replay_parser(commands)
 
     digest_cmd = commands.add_parser("digest", help="print run.summary/run.progress JSON lines for people")
     digest_cmd.add_argument("path", nargs="?", default="-", help="JSON lines (default: stdin)")

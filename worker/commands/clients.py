@@ -1,4 +1,5 @@
-"""Command-line Kafka clients around the worker: publish a log, read summaries."""
+"""Command-line Kafka clients around the worker: publish a log, read summaries, replay the
+events topic."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import asyncio
 import sys
 import time
 from collections.abc import Iterable
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from events.codec import MAX_EVENT_BYTES
-from worker.commands.replay import route_key
+from worker.commands.replay import Replayer, ReplayStats, route_key, write
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 
@@ -99,3 +100,45 @@ async def _at_end(consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -
         if await consumer.position(partition) < end:
             return False
     return True
+
+
+class TopicMissing(LookupError):
+    """The topic a command reads does not exist on the cluster."""
+
+
+async def replay_topic(
+    settings: Settings, out: BinaryIO, err: TextIO, *, run_id: str | None, progress_every: int | None
+) -> ReplayStats:
+    """`evalstream replay --from-topic`: fold the events topic as it stands when reading
+    begins, the way the worker does (each partition in offset order, every message keyed,
+    the offset as its position), and write what `replay` of a file writes.
+
+    It reads with no consumer group and writes nothing to Kafka, so the worker's state,
+    offsets and topics are untouched. Partitions are read one after the other: a run lives
+    in one partition, so the order between partitions changes no summary, and reading them
+    in turn makes the output the same bytes on every call.
+    """
+    consumer = await topic_reader(settings, settings.events_topic, wait=0)
+    if consumer is None:
+        raise TopicMissing(settings.events_topic)
+    replayer = Replayer(progress_every)
+    wanted = None if run_id is None else run_id.encode()
+    try:
+        partitions = sorted(consumer.assignment(), key=lambda tp: tp.partition)
+        ends = await consumer.end_offsets(partitions)
+        for partition in partitions:
+            consumer.assign([partition])
+            await consumer.seek_to_beginning(partition)
+            while await consumer.position(partition) < ends[partition]:
+                for record in (await consumer.getmany(partition, timeout_ms=500)).get(partition, []):
+                    if record.offset >= ends[partition]:
+                        break
+                    replayer.stats.lines += 1
+                    if wanted is not None and record.key != wanted:
+                        continue
+                    where = f"{partition.topic}[{partition.partition}]@{record.offset}"
+                    outputs = replayer.apply(record.offset, record.value or b"", where, key=record.key, keyed=True)
+                    write(outputs, out, err)
+    finally:
+        await consumer.stop()
+    return replayer.finish()

@@ -63,12 +63,21 @@ class Replayer:
         self.stats = ReplayStats()
 
     def feed(self, number: int, line: bytes) -> list[Output]:
+        """What line `number` of a file makes replay write."""
         if not line.strip():
             return []
-        stepped = step(line.rstrip(b"\r\n"), self._run)
+        return self.apply(number, line.rstrip(b"\r\n"), f"line {number}")
+
+    def apply(
+        self, number: int, value: bytes, where: str, *, key: bytes | None = None, keyed: bool = False
+    ) -> list[Output]:
+        """What one message makes replay write; `where` names it in a rejection. A keyed
+        message (from the events topic) takes the worker's key check, and its `number` is
+        its offset, the position the worker gives it."""
+        stepped = step(value, self._run, position=number if keyed else None, keyed=keyed, key=key)
         if stepped.rejected is not None:
             self.stats.skipped += 1
-            return [(number, STDERR, f"line {number}: {stepped.rejected.code}: {stepped.rejected.detail}\n".encode())]
+            return [(number, STDERR, f"{where}: {stepped.rejected.code}: {stepped.rejected.detail}\n".encode())]
         if not stepped.applied or stepped.run is None:
             self.stats.redeliveries += stepped.outcome is Outcome.REDELIVERY
             self.stats.ignored += stepped.outcome is Outcome.IGNORED
@@ -111,14 +120,18 @@ def replay(
     else:
         replayer = Replayer(progress_every)
         outputs = (output for number, line in numbered for output in replayer.feed(number, line))
+    write(outputs, out, err)
+    if jobs <= 1:
+        stats.add(replayer.finish())
+    return stats
+
+
+def write(outputs: Iterable[Output], out: BinaryIO, err: TextIO) -> None:
     for _, stream, data in outputs:
         if stream == STDOUT:
             out.write(data)
         else:
             err.write(data.decode())
-    if jobs <= 1:
-        stats.add(replayer.finish())
-    return stats
 
 
 def _counted(lines: Iterable[bytes], stats: ReplayStats) -> Iterator[tuple[int, bytes]]:

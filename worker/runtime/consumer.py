@@ -82,7 +82,7 @@ def install(app: faust.App, fetch_max_wait_ms: int, hooks: Hooks | None = None) 
                 # A revocation began while the batch was being fetched: it is read again
                 # by whoever owns the partition next.
                 if self.flow_active:
-                    await hooks.handle(tp.partition, [Record(r.offset, r.key, r.value) for r in batch])
+                    await hooks.handle(tp.partition, [Record(r.offset, r.key, r.value or b"") for r in batch])
             return records, active
 
     app.transport.Consumer = Consumer  # type: ignore[misc]  # per app, not for every faust app in the process
