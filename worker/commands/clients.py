@@ -4,16 +4,43 @@ events topic."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from collections.abc import Iterable
-from typing import BinaryIO, TextIO
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import BinaryIO, TextIO, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from events.codec import MAX_EVENT_BYTES
 from worker.commands.replay import Replayer, ReplayStats, route_key, write
 from worker.settings import SUMMARY_MAX_BYTES, Settings
+
+Client = TypeVar("Client", AIOKafkaProducer, AIOKafkaConsumer)
+
+
+class TopicMissing(LookupError):
+    """The topic a command reads does not exist on the cluster (args[0]: its name)."""
+
+
+async def started(client: Client) -> Client:
+    """`client` started; a start that fails stops it again (aiokafka leaves an unclosed
+    client behind otherwise, and prints it at exit)."""
+    try:
+        await client.start()
+    except BaseException:
+        await client.stop()
+        raise
+    return client
+
+
+@asynccontextmanager
+async def running(client: Client) -> AsyncIterator[Client]:
+    """`client` started, and stopped on every path."""
+    await started(client)
+    try:
+        yield client
+    finally:
+        await client.stop()
 
 
 async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
@@ -25,9 +52,8 @@ async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
         max_request_size=MAX_EVENT_BYTES + 4096,
         linger_ms=5,
     )
-    await producer.start()
     sent = 0
-    try:
+    async with running(producer):
         pending = []
         for line in lines:
             value = line.rstrip(b"\r\n")
@@ -41,8 +67,6 @@ async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
                 pending.clear()
         for future in pending:
             await future
-    finally:
-        await producer.stop()
     return sent
 
 
@@ -56,7 +80,7 @@ async def topic_reader(settings: Settings, topic: str, *, at_end: bool = False, 
         max_partition_fetch_bytes=SUMMARY_MAX_BYTES,
         fetch_max_bytes=SUMMARY_MAX_BYTES,
     )
-    await consumer.start()
+    await started(consumer)
     deadline = time.monotonic() + wait
     # The consumer's own metadata covers subscribed topics only; ask the cluster.
     while not (found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)):
@@ -75,8 +99,7 @@ async def read_summaries(settings: Settings, out: BinaryIO, *, follow: bool, run
     `follow`, stop at the end of the topic as it was when reading began."""
     consumer = await topic_reader(settings, settings.summaries_topic, wait=0)
     if consumer is None:
-        print(f"no topic {settings.summaries_topic!r} at {settings.bootstrap}; start the worker first", file=sys.stderr)
-        return 0
+        raise TopicMissing(settings.summaries_topic)
     count = 0
     try:
         ends = await consumer.end_offsets(list(consumer.assignment()))
@@ -100,10 +123,6 @@ async def _at_end(consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -
         if await consumer.position(partition) < end:
             return False
     return True
-
-
-class TopicMissing(LookupError):
-    """The topic a command reads does not exist on the cluster."""
 
 
 async def replay_topic(
