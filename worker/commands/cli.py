@@ -87,6 +87,7 @@ def _worker(args: argparse.Namespace) -> int:
     import faust
 
     from worker.runtime.app import build_app, wipe_local_state
+    from worker.runtime.collector import quiet_collector
     from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
@@ -99,6 +100,7 @@ def _worker(args: argparse.Namespace) -> int:
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     app = build_app(settings)
     wipe_local_state(app)
+    quiet_collector()
     faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
     return 0
 
