@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,14 +24,24 @@ from worker.commands.importing import import_lines
 from worker.commands.replay import replay
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "nemo"
-BUNDLES = sorted(path for path in FIXTURES.iterdir() if (path / "summary.json").is_file())
+EXTRA = os.environ.get("EVALSTREAM_NEMO_BUNDLES")
+BUNDLES = sorted(
+    path
+    for folder in [FIXTURES, *([Path(EXTRA)] if EXTRA else [])]
+    for path in folder.iterdir()
+    if (path / "summary.json").is_file()
+)
+"""The fixtures, and the bundles in EVALSTREAM_NEMO_BUNDLES (a directory of bundles) when set."""
 FROM_HARBOR = [path for path in BUNDLES if (path / "harbor-result.json").is_file()]
 
 SDK_DIVERGES = {
     "harbor-job-b": "SDK 0.6 counts an output's total over the tasks declaring it (harbor_reward.format_ok: "
-    "2, not 6 scores of the metric); SEMANTICS.md 4-5 count every score of the metric",
+    "2, not 6 scores of the metric); SEMANTICS.md 4-5 count every score of the metric (A)",
     "synthetic": "SDK 0.6 counts tasks with 0 < n < k in pass@k's nan_count and keeps Label outputs in "
-    "task_metric_values; SEMANTICS.md 1-2 do neither",
+    "task_metric_values; SEMANTICS.md 1-2 do neither (B, C of without_known_divergences)",
+    "random-20": "SDK 0.6 sorts pass@k by (metric type, output): judge before judge-2 (E); and C, D",
+    "random-45": "SDK 0.6 emits pass@k up to a task's most scores of the metric, metric failures too (D)",
+    "random-140": "SDK 0.6 skips a view reduction when a signal is NaN (F); and B",
 }
 """Bundles whose summary.json the contract (SEMANTICS.md) does not reproduce, and why (see
 `without_known_divergences`)."""
@@ -120,12 +131,18 @@ def declared(bundle: Path) -> dict[str, dict[tuple[str, str], str]]:
 
 
 def without_known_divergences(summary: dict[str, Any], bundle: Path) -> dict[str, Any]:
-    """`summary` less the figures where SDK 0.6 and SEMANTICS.md disagree, each by its rule:
-    - an output not every task of its metric declares: the SDK counts its total (nan_count,
-      coverage total and missing) over the declaring tasks' scores only;
-    - pass@k's nan_count: the SDK counts every task declaring the key that has fewer than k
-      attempts, SEMANTICS.md only the unmeasured ones;
-    - Label outputs: the SDK keeps their values in task_metric_values, SEMANTICS.md drops them."""
+    """`summary` less the figures where SDK 0.6 and SEMANTICS.md disagree, each by its rule
+    (found on the fixtures and on random runs the SDK summarized, make/random_runs.py):
+    A. an output not every task of its metric declares: the SDK counts its total (nan_count;
+       coverage total, failed, missing) over the scores of the tasks declaring it only;
+    B. pass@k nan_count: the SDK counts every task declaring the key with fewer than k
+       attempts (n < k), SEMANTICS.md only the unmeasured ones;
+    C. Label outputs: the SDK keeps their values in task_metric_values, SEMANTICS.md drops them;
+    D. pass@k k: the SDK goes up to the most scores of the metric a task has (metric failures
+       too), so its last ks can have count 0; SEMANTICS.md stops at the largest n;
+    E. pass@k order: the SDK sorts by (metric type, output), SEMANTICS.md by the key's name
+       ("judge-2.x" before "judge.x");
+    F. a view signal that is NaN: the SDK skips that reduction, SEMANTICS.md reduces it."""
     tasks = declared(bundle)
     partial = {
         (metric, output)
@@ -134,27 +151,60 @@ def without_known_divergences(summary: dict[str, Any], bundle: Path) -> dict[str
         if any(any(m == metric for m, _ in other) and (metric, output) not in other for other in tasks.values())
     }
     labels = {f"{m}.{o}" for keys in tasks.values() for (m, o), schema in keys.items() if schema == "Label"}
-    scores = [
-        {**score, "nan_count": None} if ".pass@" in score["name"] or _output(score["name"]) in partial else score
-        for score in summary["scores"]
-    ]
+    nan_signals = _nan_view_signals(bundle)
+    scores = [masked for score in summary["scores"] if (masked := _masked(score, partial, nan_signals)) is not None]
+    passk = sorted(
+        (score for score in scores if ".pass@" in score["name"]), key=lambda score: _passk_order(score["name"])
+    )
+    scores = [score for score in scores if ".pass@" not in score["name"]] + passk  # E
     coverage = {
         metric: {
-            output: {**counts, "total": None, "missing": None} if (metric, output) in partial else counts
+            output: {**counts, "total": None, "failed": None, "missing": None}
+            if (metric, output) in partial
+            else counts
             for output, counts in outputs.items()
         }
         for metric, outputs in summary["metric_coverage"].items()
     }
     attempts = {
-        task: {key: values for key, values in keys.items() if key not in labels}
+        task: {key: values for key, values in keys.items() if key not in labels}  # C
         for task, keys in summary["task_metric_attempts"].items()
     }
     return {**summary, "scores": scores, "metric_coverage": coverage, "task_metric_attempts": attempts}
 
 
+def _masked(score: dict[str, Any], partial: set[tuple[str, str]], nan_signals: bool) -> dict[str, Any] | None:
+    name = score["name"]
+    if ".pass@" in name and score["count"] == 0:
+        return None  # D
+    if name.startswith("view.") and nan_signals:
+        return {"name": name}  # F
+    if ".pass@" in name or _output(name) in partial:
+        return {**score, "nan_count": None}  # B, A
+    return score
+
+
 def _output(name: str) -> tuple[str, str]:
     metric, _, output = name.partition(".")
     return metric, output
+
+
+def _passk_order(name: str) -> tuple[str, str, int]:
+    key, _, k = name.rpartition(".pass@")
+    return (*_output(key), int(k))
+
+
+def _nan_view_signals(bundle: Path) -> bool:
+    """Whether some score carries NaN in an output that a view of its task reads."""
+    tasks = {task["id"]: task for task in map(json.loads, (bundle / "tasks.jsonl").read_text().splitlines())}
+    for score in map(json.loads, (bundle / "scores.jsonl").read_text().splitlines()):
+        views = tasks[score["task_id"]]["views"].values()
+        read = {(signal["metric"], signal["output"]) for view in views for signal in view["signals"]}
+        if any(
+            output["value"] == "NaN" and (score["metric_type"], output["name"]) in read for output in score["outputs"]
+        ):
+            return True
+    return False
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda path: path.name)
