@@ -35,7 +35,7 @@ Mapping choices (where neither the SDK nor EVENTS.md decides):
   trial`: Harbor's own stats count that trial as ungraded and as a failed attempt.
 - event ids: `nemo:<bundle run id>:trial:<trial id>`, `nemo:score:<score id>` (the
   SDK's score id names run, task, trial and metric), `...:started`, `...:closed`; an id
-  the bundle repeats gets `#2`, `#3`, ... in file order, so that both are kept.
+  the bundle repeats gets `:#2`, `:#3`, ... in file order, so that both are kept.
 - run id: `run.json`'s `run_id`, else the scores' `run_id`, else the directory's name.
 """
 
