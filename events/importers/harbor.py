@@ -6,9 +6,10 @@ is a trial still running, and is skipped). Mapping choices:
 
 - Runs: one per key of Harbor's `stats.evals`, `agent[__model]__dataset`, made the way
   Harbor makes it (agent name, model name if any, the trial's `source` or "adhoc"). The run
-  id is `<job_name>:<group>`. `--run-id ID` names the run `ID` when the job has one group,
-  and `ID:<group>` for each group when it has several (never one run of several groups,
-  which Harbor keeps apart).
+  id is `<job_name>:<group>`. `--run-id ID` names the run `ID` when the job plans one group
+  (the agent/model/dataset of the trials in its `lock.json`, written when the job starts;
+  without one, the groups its trials show), and `ID:<group>` for each group when it has
+  several (never one run of several groups, which Harbor keeps apart).
 - Order: trials in the order they started (`started_at`, then name), which is the order
   Harbor lists them in a finished job's `result.json`; tasks are declared in order of their
   first trial, the order Harbor adds up pass@k in.
@@ -50,6 +51,23 @@ CANCELLED = "CancelledError"
 
 Rewards = Mapping[str, Any]
 
+RETRY_EXCLUDED_BY_DEFAULT = frozenset(
+    {
+        "AgentTimeoutError",
+        "VerifierTimeoutError",
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+        "VerifierOutputParseError",
+        "ApiUsageLimitError",
+        "AgentSafetyRefusalError",
+        "AgentAuthenticationError",
+        "ModelNotFoundError",
+        "UnsupportedModelParametersError",
+    }
+)
+"""Harbor 0.25's `RetryConfig.exclude_exceptions` default: never retried (a job's
+config.json leaves defaults out)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Trial:
@@ -81,8 +99,20 @@ class Job:
     name: str
     attempts: int | None
     finished: bool
+    planned_groups: int | None
+    """How many groups the job's lock.json plans (None without a lock.json)."""
     max_retries: int
     """Harbor re-runs a failed trial up to this many times, under the same trial name."""
+    retry_include: frozenset[str] | None
+    retry_exclude: frozenset[str]
+
+    def may_retry(self, trial: Trial) -> bool:
+        """Whether Harbor may still re-run `trial` (its `TrialQueue._should_retry_exception`)."""
+        if trial.error_type is None or self.finished or self.max_retries == 0:
+            return False
+        if trial.error_type in self.retry_exclude:
+            return False
+        return self.retry_include is None or trial.error_type in self.retry_include
 
 
 def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
@@ -110,16 +140,33 @@ def read_job(path: Path) -> Job:
     config = _json_object(config_file) if config_file.exists() else {}
     attempts = config.get("n_attempts", 1)
     retry = config.get("retry") or {}
-    if not isinstance(retry, dict):
-        raise SourceError(f"{config_file}: `retry` is not an object; is this a Harbor 0.25 job config?")
+    if not isinstance(retry, dict) or not isinstance(retry.get("max_retries", 0), int):
+        raise SourceError(f"{config_file}: `retry` is not a Harbor 0.25 retry config")
+    include, exclude = retry.get("include_exceptions"), retry.get("exclude_exceptions", RETRY_EXCLUDED_BY_DEFAULT)
+    lock_file = path / "lock.json"
     return Job(
         path=path,
         id=_text(result, "id", path / "result.json"),
         name=str(config.get("job_name") or path.name),
         attempts=attempts if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts >= 1 else None,
         finished=result.get("finished_at") is not None,
-        max_retries=int(retry.get("max_retries", 0)),
+        planned_groups=_planned_groups(_json_object(lock_file), lock_file) if lock_file.exists() else None,
+        max_retries=retry.get("max_retries", 0),
+        retry_include=None if not include else frozenset(include),
+        retry_exclude=frozenset(exclude or ()),
     )
+
+
+def _planned_groups(lock: Mapping[str, Any], file: Path) -> int:
+    """The number of agent/model/dataset groups among the trials the lock plans."""
+    trials = lock.get("trials")
+    if not isinstance(trials, list) or not all(isinstance(trial, dict) for trial in trials):
+        raise SourceError(f"{file}: no `trials` list; is this a Harbor 0.25 job lock?")
+    planned = set()
+    for trial in trials:
+        agent, task = trial.get("agent") or {}, trial.get("task") or {}
+        planned.add((agent.get("name") or agent.get("import_path"), agent.get("model_name"), task.get("source")))
+    return len(planned)
 
 
 def trial_files(path: Path) -> list[Path]:
@@ -186,10 +233,15 @@ def groups(trials: Iterable[Trial]) -> list[str]:
 
 def run_ids(job: Job, names: Sequence[str], options: ImportOptions) -> dict[str, str]:
     """The run id of each group (see the module's docstring)."""
-    if options.run_id is not None and len(names) == 1:
-        return {names[0]: options.run_id}
-    prefix = job.name if options.run_id is None else options.run_id
-    return {name: event_id(prefix, name) for name in names}
+    several = len(names) > 1 or (job.planned_groups or 1) > 1
+    return {name: run_id(job, name, options, several=several) for name in names}
+
+
+def run_id(job: Job, group: str, options: ImportOptions, *, several: bool) -> str:
+    """The run id of `group`; `several`: whether the job has (or plans) other groups."""
+    if options.run_id is not None and not several:
+        return options.run_id
+    return event_id(job.name if options.run_id is None else options.run_id, group)
 
 
 def trial_events(run_id: str, trial: Trial) -> list[InputEvent]:

@@ -121,6 +121,34 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _follow(args: argparse.Namespace) -> int:
+    from events.importers.source import ImportOptions, SourceError
+    from worker.commands.follow import follow_harbor
+    from worker.runtime.topics import ensure_topics
+
+    path = Path(args.path)
+    if not path.is_dir():
+        print(
+            f"evalstream follow {args.source}: {path}: no such directory; pass the job directory "
+            "`harbor run` is writing (jobs/<job_name>)",
+            file=sys.stderr,
+        )
+        return 2
+    settings = _settings(args)
+    asyncio.run(ensure_topics(settings))
+    try:
+        sent = asyncio.run(
+            follow_harbor(settings, path, ImportOptions(run_id=args.run_id), interval=args.interval, log=sys.stderr)
+        )
+    except SourceError as error:
+        print(f"evalstream follow {args.source}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    print(f"job done: published {sent} events to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
+    return 0
+
+
 def _summaries(args: argparse.Namespace) -> int:
     from worker.commands.clients import read_summaries
 
@@ -198,6 +226,32 @@ def _import_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     import_cmd.set_defaults(handler=_import)
 
 
+def _follow_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from worker.commands.follow import DEFAULT_INTERVAL
+
+    follow_cmd = commands.add_parser(
+        "follow",
+        help="publish a running Harbor job's trials as they end, and close its runs when it is done",
+        description="Watch a Harbor job directory while `harbor run` writes it: each trial's events go to the "
+        "events topic as its result.json appears, each run's run.started and run.closed when the job's "
+        "result.json says it finished. Restarting it is harmless (the same event ids).",
+        epilog="example: evalstream follow harbor jobs/2026-12-01__10-00-00 & evalstream watch "
+        "2026-12-01__10-00-00:oracle__my-tasks",
+    )
+    follow_cmd.add_argument("source", choices=["harbor"], help="what JOB_DIR is")
+    follow_cmd.add_argument("path", metavar="JOB_DIR", help="the job directory (jobs/<job_name>)")
+    follow_cmd.add_argument("--run-id", help="use this run id instead of the one derived from the job")
+    follow_cmd.add_argument(
+        "--interval",
+        type=float,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help=f"how often to look at the directory (default {DEFAULT_INTERVAL})",
+    )
+    _connection_flags(follow_cmd)
+    follow_cmd.set_defaults(handler=_follow)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="evalstream", description="Live, exact, replayable eval run summaries.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -238,6 +292,7 @@ def parser() -> argparse.ArgumentParser:
     publish_cmd.set_defaults(handler=_publish)
 
     _import_parser(commands)
+    _follow_parser(commands)
 
     summaries_cmd = commands.add_parser("summaries", help="print the run.summary records of the summaries topic")
     summaries_cmd.add_argument("--follow", action="store_true", help="keep printing new summaries")
