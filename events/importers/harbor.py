@@ -1,13 +1,389 @@
-"""Placeholder: replaced by the harbor importer."""
+"""A Harbor 0.25 job directory as v1 event logs, one run per group of Harbor's own stats.
+
+What is read: the job's `result.json` (its id, whether it finished) and `config.json` (its
+name, attempts per task), and every `<trial>/result.json` (a trial directory without one
+is a trial still running, and is skipped). Mapping choices:
+
+- Runs: one per key of Harbor's `stats.evals`, `agent[__model]__dataset`, made the way
+  Harbor makes it (agent name, model name if any, the trial's `source` or "adhoc"). The run
+  id is `<job_name>:<group>`. `--run-id ID` names the run `ID` when the job plans one group
+  (the agent/model/dataset of the trials in its `lock.json`, written when the job starts;
+  without one, the groups its trials show), and `ID:<group>` for each group when it has
+  several (never one run of several groups, which Harbor keeps apart).
+- Order: trials in the order they started (`started_at`, then name), which is the order
+  Harbor lists them in a finished job's `result.json`; tasks are declared in order of their
+  first trial, the order Harbor adds up pass@k in.
+- Each trial is a `trial.finished` (`failed`, with the exception's type and message, when
+  it has `exception_info`; else `completed`, with its token counts and cost as usage) and
+  one score of the metric `harbor_reward` (the NeMo SDK's name): the verifier's rewards,
+  one output per reward key, `completed` even when the trial raised (Harbor grades such
+  trials); a trial without rewards is a dead trial (`failed`, failure `trial`).
+- Declarations: each task declares the reward keys its trials returned, all `continuous`;
+  a task none of whose trials was graded declares the keys of its group (so its dead
+  trials count as failed attempts, as Harbor counts them in pass@k).
+- Event ids come from Harbor's names (`<trial>:finished`, `<trial>:reward`,
+  `<job id>:started`, `<job id>:closed`), so importing twice is a redelivery.
+- Close: a job whose `result.json` has `finished_at` is closed `completed` (`cancelled`
+  when a trial ended with Harbor's CancelledError); a job without it is still running or
+  was interrupted, and its runs are left open.
+- `occurred_at` is the trial's `finished_at` (Harbor writes trials' times in UTC; the
+  job's own times have no zone, so run events carry none).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from events.importers.source import ImportOptions, SourceError
-from events.models import InputEvent
+from pydantic import ValidationError
+
+from events.codec import from_object
+from events.importers.source import ImportOptions, SourceError, event_id
+from events.models import InputEvent, RunClosed, RunStarted
+
+METRIC = "harbor_reward"
+CANCELLED = "CancelledError"
+"""Harbor's exception type for a trial cancelled by the job (Ctrl-C)."""
+
+Rewards = Mapping[str, Any]
+
+RETRY_EXCLUDED_BY_DEFAULT = frozenset(
+    {
+        "AgentTimeoutError",
+        "VerifierTimeoutError",
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+        "VerifierOutputParseError",
+        "ApiUsageLimitError",
+        "AgentSafetyRefusalError",
+        "AgentAuthenticationError",
+        "ModelNotFoundError",
+        "UnsupportedModelParametersError",
+    }
+)
+"""Harbor 0.25's `RetryConfig.exclude_exceptions` default: never retried (a job's
+config.json leaves defaults out)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """What the events need of one trial's `result.json`."""
+
+    file: Path
+    name: str
+    task: str
+    group: str
+    """Harbor's `stats.evals` key."""
+    agent: str
+    model: str | None
+    dataset: str
+    started_at: str
+    finished_at: str | None
+    rewards: Rewards | None
+    """The verifier's rewards; None when it returned none."""
+    error_type: str | None
+    error_message: str | None
+    usage: Mapping[str, int | float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What the events need of the job's `config.json` and `result.json`."""
+
+    path: Path
+    id: str
+    name: str
+    attempts: int | None
+    finished: bool
+    planned_groups: int | None
+    """How many groups the job's lock.json plans (None without a lock.json)."""
+    max_retries: int
+    """Harbor re-runs a failed trial up to this many times, under the same trial name."""
+    retry_include: frozenset[str] | None
+    retry_exclude: frozenset[str]
+
+    def may_retry(self, trial: Trial) -> bool:
+        """Whether Harbor may still re-run `trial` (its `TrialQueue._should_retry_exception`)."""
+        if trial.error_type is None or self.finished or self.max_retries == 0:
+            return False
+        if trial.error_type in self.retry_exclude:
+            return False
+        return self.retry_include is None or trial.error_type in self.retry_include
 
 
 def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
-    raise SourceError(f"{path}: the harbor importer is not built yet")
+    job = read_job(path)
+    trials = [read_trial(file) for file in trial_files(path)]
+    names = run_ids(job, groups(trials), options)
+    for group, members in grouped(trials).items():
+        run_id = names[group]
+        # The trials' events first: a reward Harbor wrote that no event can carry is
+        # reported against its trial's file, not against the declarations made of it.
+        events = [event for trial in members for event in trial_events(run_id, trial)]
+        yield run_started(job, run_id, members)
+        yield from events
+        closing = run_closed(job, run_id, members)
+        if closing is not None:
+            yield closing
+
+
+def read_job(path: Path) -> Job:
+    """The job at `path`; raises `SourceError` when it is not a readable Harbor job."""
+    if not path.is_dir():
+        raise SourceError(f"{path}: no such directory; pass a Harbor job directory (jobs/<job_name>)")
+    result = _json_object(path / "result.json", missing="not a Harbor job directory (it has no result.json)")
+    config_file = path / "config.json"
+    config = _json_object(config_file) if config_file.exists() else {}
+    attempts = config.get("n_attempts", 1)
+    retry = config.get("retry") or {}
+    if not isinstance(retry, dict) or not isinstance(retry.get("max_retries", 0), int):
+        raise SourceError(f"{config_file}: `retry` is not a Harbor 0.25 retry config")
+    include, exclude = retry.get("include_exceptions"), retry.get("exclude_exceptions", RETRY_EXCLUDED_BY_DEFAULT)
+    lock_file = path / "lock.json"
+    return Job(
+        path=path,
+        id=_text(result, "id", path / "result.json"),
+        name=str(config.get("job_name") or path.name),
+        attempts=attempts if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts >= 1 else None,
+        finished=result.get("finished_at") is not None,
+        planned_groups=_planned_groups(_json_object(lock_file), lock_file) if lock_file.exists() else None,
+        max_retries=retry.get("max_retries", 0),
+        retry_include=None if not include else frozenset(include),
+        retry_exclude=frozenset(exclude or ()),
+    )
+
+
+def _planned_groups(lock: Mapping[str, Any], file: Path) -> int:
+    """The number of agent/model/dataset groups among the trials the lock plans."""
+    trials = lock.get("trials")
+    if not isinstance(trials, list) or not all(isinstance(trial, dict) for trial in trials):
+        raise SourceError(f"{file}: no `trials` list; is this a Harbor 0.25 job lock?")
+    planned = set()
+    for trial in trials:
+        agent, task = trial.get("agent") or {}, trial.get("task") or {}
+        planned.add((agent.get("name") or agent.get("import_path"), agent.get("model_name"), task.get("source")))
+    return len(planned)
+
+
+def trial_files(path: Path) -> list[Path]:
+    """Every trial's `result.json` in the job at `path` (trials still running have none)."""
+    return sorted(file for file in path.glob("*/result.json") if file.is_file())
+
+
+def read_trial(file: Path) -> Trial:
+    """One trial's `result.json`; raises `SourceError` when it is not (yet) a whole
+    Harbor trial result (Harbor writes it in place, so it may be half-written)."""
+    result = _json_object(file)
+    agent = result.get("agent_info")
+    if not isinstance(agent, dict):
+        raise SourceError(f"{file}: no `agent_info` object; is this a Harbor 0.25 trial result?")
+    model_info = agent.get("model_info")
+    model = _text(model_info, "name", file) if isinstance(model_info, dict) else None
+    agent_name = _text(agent, "name", file)
+    dataset = result.get("source") or "adhoc"
+    verifier = result.get("verifier_result")
+    rewards = verifier.get("rewards") if isinstance(verifier, dict) else None
+    if rewards is not None and not isinstance(rewards, dict):
+        raise SourceError(f"{file}: `verifier_result.rewards` is not an object of reward keys to numbers")
+    exception = result.get("exception_info")
+    if exception is not None and not isinstance(exception, dict):
+        raise SourceError(f"{file}: `exception_info` is not an object")
+    agent_result = result.get("agent_result")
+    return Trial(
+        file=file,
+        name=_text(result, "trial_name", file),
+        task=_text(result, "task_name", file),
+        group=group_key(agent_name, model, str(dataset)),
+        agent=agent_name,
+        model=model,
+        dataset=str(dataset),
+        started_at=str(result.get("started_at") or ""),
+        finished_at=_zoned(result.get("finished_at")),
+        rewards=rewards,
+        error_type=None if exception is None else str(exception.get("exception_type") or "UnknownError"),
+        error_message=None if exception is None else str(exception.get("exception_message") or ""),
+        usage=_usage(agent_result) if isinstance(agent_result, dict) else None,
+    )
+
+
+def group_key(agent: str, model: str | None, dataset: str) -> str:
+    """Harbor's `JobStats.format_agent_evals_key`."""
+    return f"{agent}__{model}__{dataset}" if model else f"{agent}__{dataset}"
+
+
+def start_order(trials: Iterable[Trial]) -> list[Trial]:
+    return sorted(trials, key=lambda trial: (trial.started_at, trial.name))
+
+
+def grouped(trials: Iterable[Trial]) -> dict[str, list[Trial]]:
+    """Trials by group, groups in order of their first trial, each in start order."""
+    groups: dict[str, list[Trial]] = {}
+    for trial in start_order(trials):
+        groups.setdefault(trial.group, []).append(trial)
+    return groups
+
+
+def groups(trials: Iterable[Trial]) -> list[str]:
+    return list(grouped(trials))
+
+
+def run_ids(job: Job, names: Sequence[str], options: ImportOptions) -> dict[str, str]:
+    """The run id of each group (see the module's docstring)."""
+    several = len(names) > 1 or (job.planned_groups or 1) > 1
+    return {name: run_id(job, name, options, several=several) for name in names}
+
+
+def run_id(job: Job, group: str, options: ImportOptions, *, several: bool) -> str:
+    """The run id of `group`; `several`: whether the job has (or plans) other groups."""
+    if options.run_id is not None and not several:
+        return options.run_id
+    return event_id(job.name if options.run_id is None else options.run_id, group)
+
+
+def trial_events(run_id: str, trial: Trial) -> list[InputEvent]:
+    """A trial's `trial.finished` and its `harbor_reward` score."""
+    finished: dict[str, Any] = {
+        **_envelope(run_id, event_id(trial.name, "finished"), trial.finished_at),
+        "type": "trial.finished",
+        "task_id": trial.task,
+        "trial_id": trial.name,
+        "status": "completed" if trial.error_type is None else "failed",
+    }
+    if trial.error_type is not None:
+        finished["error"] = {"type": trial.error_type, "message": trial.error_message}
+    if trial.usage:
+        finished["usage"] = dict(trial.usage)
+    score: dict[str, Any] = {
+        **_envelope(run_id, event_id(trial.name, "reward"), trial.finished_at),
+        "type": "score.emitted",
+        "task_id": trial.task,
+        "trial_id": trial.name,
+        "metric_type": METRIC,
+    }
+    if trial.rewards is None:
+        score.update(status="failed", failure="trial")
+        if trial.error_type is not None:
+            score["error"] = finished["error"]
+    else:
+        score.update(
+            status="completed", outputs=[{"name": key, "value": value} for key, value in trial.rewards.items()]
+        )
+    return [_event(finished, trial), _event(score, trial)]
+
+
+def run_started(job: Job, run_id: str, trials: Sequence[Trial]) -> RunStarted:
+    """The group's declarations, from all its trials (see the module's docstring)."""
+    task_keys: dict[str, dict[str, None]] = {}
+    group_keys: dict[str, None] = {}
+    for trial in start_order(trials):
+        keys = task_keys.setdefault(trial.task, {})
+        for key in trial.rewards or ():
+            keys[key] = group_keys[key] = None
+    first = trials[0]
+    labels = {"harbor_job": job.name, "agent": first.agent, "dataset": first.dataset}
+    if first.model is not None:
+        labels["model"] = first.model
+    body: dict[str, Any] = {
+        **_envelope(run_id, event_id(job.id, "started"), None),
+        "type": "run.started",
+        "labels": labels,
+        "tasks": [
+            {
+                "task_id": task,
+                "metrics": [
+                    {
+                        "metric_type": METRIC,
+                        "outputs": [{"name": key, "kind": "continuous"} for key in keys or group_keys],
+                    }
+                ],
+            }
+            for task, keys in task_keys.items()
+        ],
+    }
+    if job.attempts is not None:
+        body["attempts_per_task"] = job.attempts
+    event = _event(body, None, job.path / "result.json")
+    assert isinstance(event, RunStarted)
+    return event
+
+
+def run_closed(job: Job, run_id: str, trials: Sequence[Trial]) -> RunClosed | None:
+    """The group's close, or None while the job has not finished."""
+    if not job.finished:
+        return None
+    reason = "cancelled" if any(trial.error_type == CANCELLED for trial in trials) else "completed"
+    event = _event(
+        {**_envelope(run_id, event_id(job.id, "closed"), None), "type": "run.closed", "reason": reason},
+        None,
+        job.path / "result.json",
+    )
+    assert isinstance(event, RunClosed)
+    return event
+
+
+def _envelope(run_id: str, event: str, occurred_at: str | None) -> dict[str, Any]:
+    envelope: dict[str, Any] = {"schema_version": 1, "event_id": event, "run_id": run_id}
+    if occurred_at is not None:
+        envelope["occurred_at"] = occurred_at
+    return envelope
+
+
+def _event(body: dict[str, Any], trial: Trial | None, file: Path | None = None) -> InputEvent:
+    try:
+        return from_object(body)
+    except ValidationError as error:
+        where = trial.file if trial is not None else file
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise SourceError(f"{where}: cannot be written as a v1 event ({problems})") from None
+
+
+def _json_object(file: Path, missing: str = "missing") -> dict[str, Any]:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SourceError(f"{file}: {missing}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SourceError(f"{file}: cannot be read ({error})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SourceError(
+            f"{file}, line {error.lineno}: not valid JSON ({error.msg}); a file Harbor is still writing "
+            "is whole once its trial ends"
+        ) from None
+    if not isinstance(data, dict):
+        raise SourceError(f"{file}: not a JSON object; is this a Harbor 0.25 result.json?")
+    return data
+
+
+def _text(data: Mapping[str, Any], field: str, file: Path) -> str:
+    value = data.get(field)
+    if not isinstance(value, str) or not value:
+        raise SourceError(f"{file}: no `{field}` string; is this a Harbor 0.25 result.json?")
+    return value
+
+
+def _zoned(value: object) -> str | None:
+    """`value` if it is a timestamp with a time zone (RFC 3339 needs one), else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return value if datetime.fromisoformat(value).tzinfo is not None else None
+    except ValueError:
+        return None
+
+
+def _usage(agent_result: Mapping[str, Any]) -> dict[str, int | float] | None:
+    usage = {
+        ours: agent_result[theirs]
+        for ours, theirs in (("input_tokens", "n_input_tokens"), ("output_tokens", "n_output_tokens"))
+        if isinstance(agent_result.get(theirs), int)
+    }
+    cost = agent_result.get("cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        usage["cost_usd"] = float(cost)
+    return usage or None

@@ -21,6 +21,7 @@ from worker.runtime.topics import ensure_topics
 NOISE = ("Traceback", "Unclosed", "Unable connect", "object at 0x")
 MISSING = "/nonexistent/log.jsonl"
 UNREACHABLE = f"127.0.0.1:{free_port()}"  # nothing listens there
+HARBOR_JOB = Path(__file__).parents[1] / "fixtures" / "harbor" / "job-mixed"
 
 
 def evalstream(*args: str, stdin: bytes = b"", timeout: float = 120) -> tuple[int, str]:
@@ -84,6 +85,9 @@ CASES = {
     "import --publish of a missing job, no broker": Case(
         ("import", "harbor", MISSING, "--publish", "--bootstrap", UNREACHABLE), 2, (MISSING,)
     ),
+    "import --publish, no broker": unreachable("import", "harbor", str(HARBOR_JOB), "--publish"),
+    "follow a missing job": Case(("follow", "harbor", MISSING), 2, (f"evalstream follow: {MISSING}: no such directory",)),
+    "follow, no broker": unreachable("follow", "harbor", str(HARBOR_JOB)),
     "summaries, no broker": unreachable("summaries"),
     "simulate, no broker": unreachable("simulate"),
     "watch, no broker": unreachable("watch", "run-7"),

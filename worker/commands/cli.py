@@ -142,6 +142,23 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _follow(args: argparse.Namespace) -> int:
+    from events.importers.source import ImportOptions
+    from worker.commands.follow import follow_harbor
+    from worker.runtime.topics import ensure_topics
+
+    path = Path(args.path)
+    if not path.is_dir():
+        raise CommandError(f"{path}: no such directory; pass the job directory `harbor run` is writing (jobs/<name>)")
+    settings = _settings(args)
+    asyncio.run(ensure_topics(settings))
+    sent = asyncio.run(
+        follow_harbor(settings, path, ImportOptions(run_id=args.run_id), interval=args.interval, log=sys.stderr)
+    )
+    print(f"job done: published {sent} events to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
+    return 0
+
+
 def _summaries(args: argparse.Namespace) -> int:
     from worker.commands.clients import read_summaries
 
@@ -283,6 +300,34 @@ def _import_parser(commands: Commands) -> None:
     _connection_flags(command)
 
 
+def _follow_parser(commands: Commands) -> None:
+    from worker.commands.follow import DEFAULT_INTERVAL
+
+    command = _command(
+        commands,
+        "follow",
+        "publish a running Harbor job's trials as they end, and close its runs when it is done",
+        "evalstream follow harbor jobs/2026-12-01__10-00-00 & evalstream watch 2026-12-01__10-00-00:oracle__my-tasks",
+        _follow,
+    )
+    command.description = (
+        "Watch a Harbor job directory while `harbor run` writes it: each trial's events go to the events topic as "
+        "its result.json appears, each run's run.started and run.closed when the job's result.json says it "
+        "finished. Restarting it is harmless (the same event ids)."
+    )
+    command.add_argument("source", choices=["harbor"], help="what JOB_DIR is")
+    command.add_argument("path", metavar="JOB_DIR", help="the job directory (jobs/<job_name>)")
+    command.add_argument("--run-id", help="use this run id instead of the one derived from the job")
+    command.add_argument(
+        "--interval",
+        type=float,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help=f"how often to look at the directory (default {DEFAULT_INTERVAL})",
+    )
+    _connection_flags(command)
+
+
 def _client_parsers(commands: Commands) -> None:
     worker = _command(
         commands,
@@ -361,6 +406,7 @@ def parser() -> argparse.ArgumentParser:
     )
     digest_cmd.add_argument("path", nargs="?", default="-", help="JSON lines (default: stdin)")
     _import_parser(commands)
+    _follow_parser(commands)
     _client_parsers(commands)
     schema_cmd = _command(
         commands, "schema", "write a JSON Schema per event type into DIR", "evalstream schema schemas/", _schema

@@ -43,30 +43,40 @@ async def running(client: Client) -> AsyncIterator[Client]:
         await client.stop()
 
 
-async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
-    """Send each line to the events topic keyed by its run_id, as it is (the worker
-    dead-letters what is not a valid event). One producer, so each run keeps its order."""
-    producer = AIOKafkaProducer(
+def event_producer(settings: Settings) -> AIOKafkaProducer:
+    """The producer every publishing command uses (not started): idempotent, sized for the
+    largest event. One producer per command, so each run keeps its order."""
+    return AIOKafkaProducer(
         **settings.client_options(),
         enable_idempotence=True,
         max_request_size=MAX_EVENT_BYTES + 4096,
         linger_ms=5,
     )
+
+
+async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
+    """Send each line to the events topic keyed by its run_id, as it is (the worker
+    dead-letters what is not a valid event)."""
+    async with running(event_producer(settings)) as producer:
+        return await send(producer, settings, lines)
+
+
+async def send(producer: AIOKafkaProducer, settings: Settings, lines: Iterable[bytes]) -> int:
+    """`publish` with a started producer: returns once every line is acknowledged."""
     sent = 0
-    async with running(producer):
-        pending = []
-        for line in lines:
-            value = line.rstrip(b"\r\n")
-            if not value.strip():
-                continue
-            pending.append(await producer.send(settings.events_topic, value=value, key=route_key(value) or None))
-            sent += 1
-            if len(pending) >= 10_000:
-                for future in pending:
-                    await future
-                pending.clear()
-        for future in pending:
-            await future
+    pending = []
+    for line in lines:
+        value = line.rstrip(b"\r\n")
+        if not value.strip():
+            continue
+        pending.append(await producer.send(settings.events_topic, value=value, key=route_key(value) or None))
+        sent += 1
+        if len(pending) >= 10_000:
+            for future in pending:
+                await future
+            pending.clear()
+    for future in pending:
+        await future
     return sent
 
 
