@@ -56,7 +56,8 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _replay_topic(args: argparse.Namespace, progress_every: int | None) -> int:
-    from worker.commands.clients import TopicMissing, replay_topic
+    from events.reader import TopicMissing
+    from worker.commands.clients import replay_topic
 
     settings = _settings(args)
     if args.path is not None:
@@ -154,6 +155,17 @@ def _import(args: argparse.Namespace) -> int:
         print(f"evalstream import {args.source}: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from worker.commands.gate import GateError, Options, run
+
+    options = Options(keys=args.key, threshold=args.threshold, max_regressions=args.max_regressions, as_json=args.json)
+    try:
+        return run(args.baseline, args.candidate, from_file=args.from_file, settings=_settings(args), options=options)
+    except GateError as error:
+        print(f"evalstream gate: {error}", file=sys.stderr)
+        return error.code
 
 
 def _summaries(args: argparse.Namespace) -> int:
@@ -261,6 +273,37 @@ def _import_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     import_cmd.set_defaults(handler=_import)
 
 
+def _gate_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gate_cmd = commands.add_parser(
+        "gate",
+        help="compare two runs' latest summaries, task by task, and fail (exit 3) on a significant drop",
+        description="Compare CANDIDATE with BASELINE on the tasks both have, per pass@k key: per-task pass rates, "
+        "their paired difference with a 95%% interval (tasks as the unit), pass@k of both, verdicts that changed. "
+        "Exit codes: 0 passed, 1 broker or summaries topic not there, 2 bad usage or input, 3 gate failed.",
+        epilog="example: evalstream gate run-main run-pr-42 --max-regressions 2",
+    )
+    gate_cmd.add_argument("baseline", help="run id of the baseline (e.g. the main branch's run)")
+    gate_cmd.add_argument("candidate", help="run id of the candidate (the change under test)")
+    gate_cmd.add_argument(
+        "--from-file", metavar="PATH", help="read summaries JSONL (as `evalstream replay` prints; - for stdin)"
+    )
+    gate_cmd.add_argument(
+        "--key", action="append", help="a pass@k key to compare, e.g. reward.score (repeatable; default: all shared)"
+    )
+    gate_cmd.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="drop tolerated: fail when the interval's upper bound is below -THRESHOLD (default 0)",
+    )
+    gate_cmd.add_argument(
+        "--max-regressions", type=int, metavar="N", help="fail when a key has more than N tasks that got worse"
+    )
+    gate_cmd.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
+    _connection_flags(gate_cmd)
+    gate_cmd.set_defaults(handler=_gate)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="evalstream", description="Live, exact, replayable eval run summaries.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -284,6 +327,7 @@ def parser() -> argparse.ArgumentParser:
     publish_cmd.set_defaults(handler=_publish)
 
     _import_parser(commands)
+    _gate_parser(commands)
 
     summaries_cmd = commands.add_parser("summaries", help="print the run.summary records of the summaries topic")
     summaries_cmd.add_argument("--follow", action="store_true", help="keep printing new summaries")
