@@ -32,6 +32,7 @@ class LoopThread:
             raise
 
     def close(self) -> None:
+        self.call(self._loop.shutdown_asyncgens())  # iterations left unfinished end here, on their loop
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()

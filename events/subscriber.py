@@ -277,7 +277,8 @@ class Subscriber(Generic[R]):
             while (received := loop.call(_next(updates))) is not None:
                 yield received
         finally:
-            loop.call(updates.aclose())
+            if self._loop is loop:  # once the subscriber is closed, its loop has closed the iteration
+                loop.call(updates.aclose())
 
     def latest(self) -> dict[str, R]:
         """As `AsyncSubscriber.latest`."""

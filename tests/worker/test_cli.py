@@ -10,7 +10,7 @@ import pytest
 from worker.local.processes import free_port
 
 
-@pytest.mark.parametrize("command", [["worker"], ["publish", "-"], ["simulate"], ["summaries"]])
+@pytest.mark.parametrize("command", [["worker"], ["publish", "-"], ["simulate"], ["summaries"], ["gate", "a", "b"]])
 def test_an_unreachable_broker_is_named_with_what_to_do_and_no_traceback(command: list[str]) -> None:
     address = f"127.0.0.1:{free_port()}"  # nothing listens there
     done = subprocess.run(
