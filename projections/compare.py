@@ -128,7 +128,7 @@ def compare(baseline: RunSummary, candidate: RunSummary, keys: Iterable[str] | N
 
     Raises `NotComparable` for a key in `keys` that is not a pass@k key of both runs."""
     base_keys, cand_keys = passk_keys(baseline), passk_keys(candidate)
-    shared = [key for key in base_keys if key in set(cand_keys)]
+    shared = [key for key in base_keys if key in cand_keys]
     chosen = shared if keys is None else list(dict.fromkeys(keys))
     missing = [key for key in chosen if key not in shared]
     if missing:

@@ -222,7 +222,6 @@ def test_progress_in_seq_order_without_redeliveries(settings: Settings) -> None:
         seen = [r.record for r in live.received(follow=False)]
         assert [record.seq for record in seen] == [2, 3, 4]
         assert all(isinstance(record, RunProgress) for record in seen)
-        assert live.latest()["p"].trials.finished == 0
         assert live.latest()["p"].scores_applied == 3
 
 

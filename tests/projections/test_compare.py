@@ -22,26 +22,8 @@ from projections.compare import (
     gate_failures,
 )
 from tests.builders import closed, score, scored_run, started, summary_of, task_spec
+from tests.projections.examples import BASELINE, CANDIDATE
 from tests.strategies import run_logs
-
-BASELINE: dict[str, list[object]] = {
-    "a": [1, 1, 1],  # solved
-    "b": [1, None, 1],  # flaky: a dead trial is an attempt that did not pass
-    "c": [0, 0, 0.5],  # failed: partial credit is not a pass
-    "d": [1, 1],
-    "e": [1, 1, 0],  # only the baseline has it
-    "g": [],  # unmeasured here, measured in the candidate
-    "h": [1],
-}
-CANDIDATE: dict[str, list[object]] = {
-    "a": [1, 1, "NaN"],  # NaN never passes: solved -> flaky
-    "b": [0, 0, None],  # flaky -> failed
-    "c": [0, "Infinity", 0],  # Infinity is >= 1.0: failed -> flaky
-    "d": [1, 1, 1, 1],  # solved either way, on another number of attempts
-    "f": [1],  # only the candidate has it
-    "g": [1],
-    "h": [],
-}
 
 
 def summaries(

@@ -12,8 +12,7 @@ import pytest
 
 from events.codec import encode
 from tests.builders import scored_run
-from tests.projections.examples import EXAMPLE_LOG
-from tests.projections.test_compare import BASELINE, CANDIDATE
+from tests.projections.examples import BASELINE, CANDIDATE, EXAMPLE_LOG
 from worker.local.processes import WorkerProcess
 from worker.settings import Settings
 

@@ -11,7 +11,7 @@ import pytest
 
 from events.codec import encode
 from tests.builders import scored_run
-from tests.projections.test_compare import BASELINE, CANDIDATE
+from tests.projections.examples import BASELINE, CANDIDATE
 
 WORSE = {"a": [1, 1], "b": [1, 1], "c": [1, 0]}
 MUCH_WORSE = {"a": [1, 0], "b": [0, 1], "c": [0, 0]}
@@ -113,7 +113,7 @@ def test_json_for_machines(summaries: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["base", "nope"], "no run.summary of run 'nope' in {file} (it has summaries of: "),
+        (["base", "nope"], "no run.summary of run 'nope' in {file} (runs it names: "),
         (["base", "cand", "--key", "judge.pass"], "'judge.pass' is not a pass@k key of both runs"),
         (["base", "cand", "--threshold", "-0.1"], "--threshold is the drop tolerated, >= 0"),
         (["base", "cand", "--max-regressions", "-1"], "--max-regressions is a count"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
@@ -66,8 +66,14 @@ class Options:
     max_regressions: int | None = None
     as_json: bool = False
 
+    def check(self) -> None:
+        if not self.threshold >= 0:  # NaN too: it would never fail
+            raise GateError(f"--threshold is the drop tolerated, >= 0; got {self.threshold:g}")
+        if self.max_regressions is not None and self.max_regressions < 0:
+            raise GateError(f"--max-regressions is a count, >= 0; got {self.max_regressions}")
 
-def summaries_from_file(stream: BinaryIO, name: str, run_ids: Iterable[str]) -> dict[str, RunSummary]:
+
+def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> dict[str, RunSummary]:
     """The highest revision of each of `run_ids` among the summaries in `stream`; lines of
     other runs are skipped unread, `run.progress` lines too."""
     wanted = {run_id.encode() for run_id in run_ids}
@@ -89,11 +95,11 @@ def summaries_from_file(stream: BinaryIO, name: str, run_ids: Iterable[str]) -> 
             ) from None
         if isinstance(record, RunSummary):
             latest.offer(record)
-    _all_found(latest, run_ids, f"{name} (it has summaries of: {_some(others - {''})})")
+    _all_found(latest, run_ids, f"{name} (runs it names: {_some(others - {''})})")
     return dict(latest)
 
 
-async def summaries_from_topic(settings: Settings, run_ids: Iterable[str]) -> dict[str, RunSummary]:
+async def summaries_from_topic(settings: Settings, run_ids: Sequence[str]) -> dict[str, RunSummary]:
     """Each of `run_ids`' latest summary in the summaries topic, read to its end."""
     subscriber = summary_subscriber(settings, run_ids=run_ids)
     try:
@@ -112,8 +118,8 @@ async def summaries_from_topic(settings: Settings, run_ids: Iterable[str]) -> di
     return latest
 
 
-def _all_found(found: Iterable[str], run_ids: Iterable[str], where: str) -> None:
-    missing = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in set(found)]
+def _all_found(found: Mapping[str, RunSummary], run_ids: Sequence[str], where: str) -> None:
+    missing = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in found]
     if missing:
         runs = " and ".join(repr(run_id) for run_id in missing)
         raise GateError(f"no run.summary of run {runs} in {where}; a run has one once it is closed: check the run id")
@@ -129,10 +135,6 @@ def _some(names: Iterable[str], shown: int = 10) -> str:
 
 def judge(baseline: RunSummary, candidate: RunSummary, options: Options, out: TextIO) -> int:
     """Compare, print the table or JSON to `out`, and return the exit code."""
-    if options.threshold < 0:
-        raise GateError(f"--threshold is the drop tolerated, >= 0; got {options.threshold:g}")
-    if options.max_regressions is not None and options.max_regressions < 0:
-        raise GateError(f"--max-regressions is a count, >= 0; got {options.max_regressions}")
     try:
         comparison = compare(baseline, candidate, options.keys)
     except NotComparable as error:
@@ -210,7 +212,7 @@ def render(comparison: Comparison, failures: list[GateFailure], remarks: list[st
             _pass_at(key, 1),
             _pass_at(key, None),
             "" if key.mean_difference is None else f"{key.mean_difference:+.4f}",
-            "" if key.interval is None else f"[{key.interval[0]:+.4f}, {key.interval[1]:+.4f}]",
+            "" if key.interval is None else escape(f"[{key.interval[0]:+.4f}, {key.interval[1]:+.4f}]"),
             str(len(key.regressions)),
             str(len(key.fixes)),
             "FAIL" if key.key in failed else "ok",
@@ -232,7 +234,7 @@ def _pass_at(key: KeyComparison, k: int | None) -> str:
     base = {figure.k: figure for figure in key.baseline_pass_at}
     cand = {figure.k: figure for figure in key.candidate_pass_at}
     if k is None:
-        shared = [k for k in base if k > 1 and k in cand]
+        shared = [n for n in base if n > 1 and n in cand]
         if not shared:
             return ""
         k = max(shared)
@@ -277,6 +279,7 @@ def run(
     out: TextIO = sys.stdout,
 ) -> int:
     """The command: load both summaries, judge, and return the exit code (GateError raised)."""
+    options.check()  # before any reading: a typo in a flag is said at once
     if from_file is None:
         found = asyncio.run(summaries_from_topic(settings, [baseline, candidate]))
     else:
