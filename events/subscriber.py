@@ -46,10 +46,10 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from pydantic import ValidationError
 
 from events.codec import output_problem
+from events.kafka import TopicMissing, whole_topic
 from events.latest import Latest, R, revision, seq
 from events.loop import LoopThread
 from events.outputs import RunProgress, RunSummary
-from events.reader import TopicMissing, whole_topic
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class AsyncSubscriber(Generic[R]):
     async def start(self) -> None:
         consumer = await whole_topic(self.topic, at_end=self._from_end, wait=self._wait, **self._options)
         if consumer is None:
-            raise TopicMissing(f"no topic {self.topic!r} at {self._options['bootstrap_servers']}")
+            raise TopicMissing(self.topic, self._options["bootstrap_servers"])
         self._consumer = consumer
 
     async def stop(self) -> None:

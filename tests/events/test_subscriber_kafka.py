@@ -17,8 +17,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from events.codec import encode_payload
+from events.kafka import TopicMissing, whole_topic
 from events.outputs import RunProgress, RunSummary
-from events.reader import TopicMissing, whole_topic
 from events.subscriber import AsyncSummarySubscriber, ProgressSubscriber, SummarySubscriber
 from projections.progress import progress
 from projections.run import RunState, apply

@@ -1,27 +1,147 @@
-"""Commands as a user runs them, where no broker is needed to see the answer."""
+"""Every command run as a user runs it (a subprocess), against each failure it can meet:
+the message names what failed and what to do, the exit code says which kind of failure
+(2 bad usage or input, 1 an environment that is not there), and stderr holds no
+traceback and none of the Kafka client's own noise."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from worker.local.processes import free_port
+from tests.projections.examples import EXAMPLE_LOG
+from worker.commands.cli import parser
+from worker.local.processes import free_port, isolated_settings
+from worker.runtime.topics import ensure_topics
+
+NOISE = ("Traceback", "Unclosed", "Unable connect", "object at 0x")
+MISSING = "/nonexistent/log.jsonl"
+UNREACHABLE = f"127.0.0.1:{free_port()}"  # nothing listens there
 
 
-@pytest.mark.parametrize("command", [["worker"], ["publish", "-"], ["simulate"], ["summaries"], ["gate", "a", "b"]])
-def test_an_unreachable_broker_is_named_with_what_to_do_and_no_traceback(command: list[str]) -> None:
-    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+def evalstream(*args: str, stdin: bytes = b"", timeout: float = 120) -> tuple[int, str]:
     done = subprocess.run(
-        [sys.executable, "-m", "worker.commands.cli", *command, "--bootstrap", address],
-        input=b"",
+        [sys.executable, "-m", "worker.commands.cli", *args],
+        input=stdin,
         capture_output=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
-    stderr = done.stderr.decode()
-    assert done.returncode == 1, stderr
-    assert f"cannot reach a Kafka broker at {address}" in stderr
-    assert "evalstream broker start" in stderr
-    assert "Traceback" not in stderr
+    return done.returncode, done.stderr.decode()
+
+
+@dataclass(frozen=True)
+class Case:
+    args: tuple[str, ...]
+    code: int
+    says: tuple[str, ...]
+    stdin: bytes = b""
+
+    def check(self, *extra: str) -> None:
+        code, stderr = evalstream(*self.args, *extra, stdin=self.stdin)
+        assert code == self.code, stderr
+        for phrase in self.says:
+            assert phrase in stderr
+        for noise in NOISE:
+            assert noise not in stderr
+
+
+def unreachable(*args: str) -> Case:
+    return Case(
+        (*args, "--bootstrap", UNREACHABLE),
+        1,
+        (f"cannot reach a Kafka broker at {UNREACHABLE}", "evalstream broker start"),
+    )
+
+
+CASES = {
+    "replay a missing file": Case(("replay", MISSING), 2, (f"evalstream replay: cannot read {MISSING}", "- for stdin")),
+    "replay a directory": Case(("replay", "/tmp"), 2, ("cannot read /tmp: Is a directory",)),
+    "replay without a log": Case(("replay",), 2, ("pass a JSONL event log, - for stdin, or --from-topic",)),
+    "replay a file and the topic": Case(("replay", "x", "--from-topic"), 2, ("not both",)),
+    "replay --run without the topic": Case(("replay", "x", "--run", "r"), 2, ("--run is for --from-topic",)),
+    "replay a bad line": Case(("replay", "-"), 0, ("line 2: not-json:", "1 skipped"), stdin=b"\n garbage\n"),
+    "replay with no jobs": Case(("replay", "-", "--jobs", "0"), 2, ("argument --jobs: invalid positive value: '0'",)),
+    "digest a missing file": Case(("digest", MISSING), 2, (f"evalstream digest: cannot read {MISSING}",)),
+    "digest a bad line": Case(("digest",), 2, ("stdin line 2: not JSON", "evalstream replay"), stdin=b"\ngarbage\n"),
+    "digest an input event": Case(
+        ("digest", "-"), 2, ("stdin line 1: not a run.summary or run.progress event",), stdin=EXAMPLE_LOG.read_bytes()
+    ),
+    "publish a missing file": Case(("publish", MISSING), 2, (f"evalstream publish: cannot read {MISSING}",)),
+    "import a missing job": Case(("import", "harbor", MISSING), 2, (f"evalstream import: {MISSING}",)),
+    "import --as-recorded of harbor": Case(("import", "harbor", "x", "--as-recorded"), 2, ("NeMo bundles only",)),
+    "import an unknown source": Case(("import", "lm-eval", "x"), 2, ("invalid choice: 'lm-eval'",)),
+    "schema into a file": Case(("schema", str(EXAMPLE_LOG)), 2, (f"cannot write into {EXAMPLE_LOG}",)),
+    "simulate no tasks": Case(("simulate", "--tasks", "0"), 2, ("argument --tasks: invalid positive value",)),
+    "an unknown command": Case(("serve",), 2, ("invalid choice: 'serve'",)),
+    "broker, no action": Case(("broker",), 2, ("evalstream broker", "the following arguments are required")),
+    "worker, no broker": unreachable("worker"),
+    "publish, no broker": unreachable("publish", "-"),
+    "import --publish of a missing job, no broker": Case(
+        ("import", "harbor", MISSING, "--publish", "--bootstrap", UNREACHABLE), 2, (MISSING,)
+    ),
+    "summaries, no broker": unreachable("summaries"),
+    "simulate, no broker": unreachable("simulate"),
+    "watch, no broker": unreachable("watch", "run-7"),
+    "replay --from-topic, no broker": unreachable("replay", "--from-topic"),
+    "gate, no broker": unreachable("gate", "run-main", "run-pr"),
+    "gate a missing file": Case(
+        ("gate", "a", "b", "--from-file", MISSING), 2, (f"evalstream gate: cannot read {MISSING}", "summaries JSONL")
+    ),
+    "gate with a negative threshold": Case(("gate", "a", "b", "--threshold", "-1"), 2, ("the drop tolerated, >= 0",)),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_failing_command_says_what_and_what_to_do(case: Case) -> None:
+    case.check()
+
+
+def test_debug_shows_the_traceback() -> None:
+    code, stderr = evalstream("replay", "--from-topic", "--bootstrap", UNREACHABLE, "--debug")
+    assert code == 1
+    assert "Traceback" in stderr
+    assert "KafkaConnectionError" in stderr
+
+
+def commands() -> list[str]:
+    subparsers = parser()._subparsers
+    assert subparsers is not None
+    choices = subparsers._group_actions[0].choices
+    assert isinstance(choices, dict)
+    return sorted(choices)
+
+
+@pytest.mark.parametrize("command", commands())
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", command, "--help"], capture_output=True, check=False
+    )
+    assert done.returncode == 0
+    shown = done.stdout.decode()
+    assert shown.startswith(f"usage: evalstream {command}")
+    examples = [line for line in shown.splitlines() if line.startswith("example: ")]
+    assert len(examples) == 1
+    assert f"evalstream {command}" in examples[0]
+
+
+@pytest.mark.kafka
+def test_what_is_not_there_on_a_running_broker_is_named(bootstrap: str, tmp_path: Path) -> None:
+    settings = isolated_settings(bootstrap)
+    flags = (
+        *("--bootstrap", bootstrap, "--progress-topic", settings.progress_topic),
+        *("--summaries-topic", settings.summaries_topic, "--events-topic", settings.events_topic),
+    )
+    missing = f"no topic '{settings.summaries_topic}' at {bootstrap}"
+    Case(("summaries", *flags), 1, (missing, "start the worker")).check()
+    Case(("replay", "--from-topic", *flags), 1, (f"no topic '{settings.events_topic}' at {bootstrap}",)).check()
+    Case(("gate", "a", "b", *flags), 1, (missing, "--from-file")).check()
+    Case(("watch", "run-7", "--timeout", "1", *flags), 1, ("waiting for progress of run 'run-7'", "after 1 s")).check()
+    asyncio.run(ensure_topics(settings))
+    Case(("summaries", "--run", "nope", *flags), 1, ("no summary of run 'nope'",)).check()
+    Case(("watch", "nope", "--timeout", "1", *flags), 1, ("no progress of run 'nope'", "in 1 s")).check()
+    Case(("gate", "nope", "nada", *flags), 1, ("no summary of run 'nope' and 'nada' in topic",)).check()

@@ -68,8 +68,8 @@ def test_gate_reads_the_latest_summaries_from_the_topic(worker: WorkerProcess, t
     log.write_bytes(b"".join(encode(event) + b"\n" for event in events))
     assert evalstream(settings, "publish", str(log)).returncode == 0
     deadline = time.monotonic() + 60
-    while (gated := evalstream(settings, "gate", "gate-base", "gate-cand", "--json")).returncode == 2:
-        assert b"no run.summary of run" in gated.stderr  # until the worker has summarized both
+    while (gated := evalstream(settings, "gate", "gate-base", "gate-cand", "--json")).returncode == 1:
+        assert b"no summary of run" in gated.stderr  # until the worker has summarized both
         assert time.monotonic() < deadline, gated.stderr
         time.sleep(0.5)
     assert gated.returncode == 0, gated.stderr

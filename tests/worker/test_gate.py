@@ -113,7 +113,7 @@ def test_json_for_machines(summaries: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["base", "nope"], "no run.summary of run 'nope' in {file} (runs it names: "),
+        (["base", "nope"], "evalstream gate: no summary of run 'nope' in {file} (runs it names: "),
         (["base", "cand", "--key", "judge.pass"], "'judge.pass' is not a pass@k key of both runs"),
         (["base", "cand", "--threshold", "-0.1"], "--threshold is the drop tolerated, >= 0"),
         (["base", "cand", "--max-regressions", "-1"], "--max-regressions is a count"),
@@ -137,6 +137,6 @@ def test_an_unreadable_or_invalid_file_exits_2(tmp_path: Path, summaries: Path) 
     done = evalstream("gate", "base", "cand", "--from-file", str(broken))
     assert done.returncode == 2
     lines = len(summaries.read_bytes().splitlines()) + 1
-    assert f"{broken}:{lines}: not a run.summary record: field 'run.summary.schema_version': Field required" in (
+    assert f"{broken} line {lines}: not a run.summary record: field 'run.summary.schema_version': Field required" in (
         done.stderr.decode()
     )

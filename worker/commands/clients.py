@@ -3,14 +3,13 @@ events topic."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from typing import Any, BinaryIO, TextIO
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES
-from events.reader import TopicMissing, whole_topic
+from events.kafka import TopicMissing, running, whole_topic
 from events.subscriber import AsyncSummarySubscriber
 from worker.commands.replay import Replayer, ReplayStats, route_key, write
 from worker.settings import Settings
@@ -25,9 +24,8 @@ async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
         max_request_size=MAX_EVENT_BYTES + 4096,
         linger_ms=5,
     )
-    await producer.start()
     sent = 0
-    try:
+    async with running(producer):
         pending = []
         for line in lines:
             value = line.rstrip(b"\r\n")
@@ -41,13 +39,11 @@ async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
                 pending.clear()
         for future in pending:
             await future
-    finally:
-        await producer.stop()
     return sent
 
 
 async def topic_reader(settings: Settings, topic: str, *, at_end: bool = False, wait: float) -> AIOKafkaConsumer | None:
-    """`events.reader.whole_topic` with these settings' connection."""
+    """`events.kafka.whole_topic` with these settings' connection."""
     return await whole_topic(topic, at_end=at_end, wait=wait, **settings.client_options())
 
 
@@ -62,13 +58,9 @@ def summary_subscriber(settings: Settings, **filters: Any) -> AsyncSummarySubscr
 async def read_summaries(settings: Settings, out: BinaryIO, *, follow: bool, run_id: str | None) -> int:
     """Write the summaries topic's records (of `run_id`, if given) as JSON lines, each new
     revision once, as it came; without `follow`, stop at the end of the topic as it was when
-    reading began."""
+    reading began. Raises `TopicMissing`."""
     subscriber = summary_subscriber(settings, run_ids=None if run_id is None else [run_id])
-    try:
-        await subscriber.start()
-    except TopicMissing:
-        print(f"no topic {settings.summaries_topic!r} at {settings.bootstrap}; start the worker first", file=sys.stderr)
-        return 0
+    await subscriber.start()
     count = 0
     try:
         async for received in subscriber.received(follow=follow):

@@ -8,6 +8,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from worker.commands.failure import CommandError
+
 
 def digest_line(record: dict[str, Any]) -> str:
     if record.get("type") == "run.progress":
@@ -22,7 +24,8 @@ def digest_line(record: dict[str, Any]) -> str:
     lines = [
         f"summary  {record['run_id']} rev {record['revision']} ({record['closed_reason']}): "
         f"{summary['task_count']} tasks, {summary['trial_count']} trials, {summary['score_count']} scores, "
-        f"{record['harbor']['n_errors']} trial errors; verdicts {dict(verdicts)}"
+        f"{record['harbor']['n_errors']} trial errors; verdicts "
+        + (", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items())) or "none")
     ]
     for score in summary["scores"]:
         if ".pass@" in score["name"] and score["mean"] is not None:
@@ -31,7 +34,20 @@ def digest_line(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def digest(lines: Iterable[bytes], out: TextIO) -> None:
-    for line in lines:
-        if line.strip():
-            out.write(digest_line(orjson.loads(line)) + "\n")
+def digest(lines: Iterable[bytes], out: TextIO, source: str = "stdin") -> None:
+    """Write each line's digest; a line that is not a run.summary or run.progress event
+    stops it with a `CommandError` naming the line."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+            text = digest_line(record)
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+            what = (
+                "not JSON" if isinstance(error, orjson.JSONDecodeError) else "not a run.summary or run.progress event"
+            )
+            raise CommandError(
+                f"{source} line {number}: {what}; pipe it the output of `evalstream replay` or `evalstream summaries`"
+            ) from None
+        out.write(text + "\n")

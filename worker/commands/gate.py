@@ -5,12 +5,13 @@ Reads the two runs' latest summaries (from the summaries topic, or a file of sum
 `projections.compare` and prints a table (or `--json`).
 
 Exit codes. The project's commands use 1 for an environment that is not there and 2 for bad
-usage or input; a failed gate gets a code of its own, so that a CI job can tell "the candidate
-is worse" from "the gate could not run":
+usage or input (`worker.commands.failure`); a failed gate gets a code of its own, so that a CI
+job can tell "the candidate is worse" from "the gate could not run":
 - 0: the gate passed;
-- 1: the broker cannot be reached, or the summaries topic does not exist;
-- 2: bad usage or input: an unreadable or invalid file, a run with no summary, a `--key` the
-  runs do not share, no pass@k key or no measured task in common (nothing to gate on);
+- 1: the broker cannot be reached, the summaries topic does not exist, or a run has no summary
+  in it yet (not closed, or not yet folded: trying again later can pass);
+- 2: bad usage or input: an unreadable or invalid file, a run the file has no summary of, a
+  `--key` the runs do not share, no pass@k key or no measured task in common (nothing to gate on);
 - 3: the gate failed: some compared key's 95% interval lies wholly below -threshold, or has
   more regressions than `--max-regressions`.
 """
@@ -30,9 +31,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from events.codec import decode_output, output_problem
+from events.kafka import TopicMissing
 from events.latest import Latest, revision
 from events.outputs import RunSummary
-from events.reader import TopicMissing
 from projections.compare import (
     Comparison,
     GateFailure,
@@ -43,20 +44,13 @@ from projections.compare import (
     gate_failures,
 )
 from worker.commands.clients import summary_subscriber
+from worker.commands.failure import ENVIRONMENT, USAGE, CommandError, opened
 from worker.commands.replay import route_key
 from worker.settings import Settings
 
-PASSED, UNREACHABLE, BAD_INPUT, FAILED = 0, 1, 2, 3
+PASSED, FAILED = 0, 3
 SHOWN_CHANGES = 40
 """Rows of regressions (and of fixes) the table lists; --json lists every one."""
-
-
-class GateError(Exception):
-    """The gate could not run: a sentence for the user and the exit code."""
-
-    def __init__(self, message: str, code: int = BAD_INPUT) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -68,9 +62,9 @@ class Options:
 
     def check(self) -> None:
         if not self.threshold >= 0:  # NaN too: it would never fail
-            raise GateError(f"--threshold is the drop tolerated, >= 0; got {self.threshold:g}")
+            raise CommandError(f"--threshold is the drop tolerated, >= 0; got {self.threshold:g}")
         if self.max_regressions is not None and self.max_regressions < 0:
-            raise GateError(f"--max-regressions is a count, >= 0; got {self.max_regressions}")
+            raise CommandError(f"--max-regressions is a count, >= 0; got {self.max_regressions}")
 
 
 def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> dict[str, RunSummary]:
@@ -89,13 +83,13 @@ def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> 
         try:
             record = decode_output(line)
         except ValidationError as error:
-            raise GateError(
-                f"{name}:{number}: not a run.summary record: {output_problem(error)}; "
+            raise CommandError(
+                f"{name} line {number}: not a run.summary record: {output_problem(error)}; "
                 "pass the summaries `evalstream replay` or `evalstream summaries` prints"
             ) from None
         if isinstance(record, RunSummary):
             latest.offer(record)
-    _all_found(latest, run_ids, f"{name} (runs it names: {_some(others - {''})})")
+    _all_found(latest, run_ids, f"{name} (runs it names: {_some(others - {''})})", USAGE)
     return dict(latest)
 
 
@@ -105,24 +99,28 @@ async def summaries_from_topic(settings: Settings, run_ids: Sequence[str]) -> di
     try:
         await subscriber.start()
     except TopicMissing:
-        raise GateError(
-            f"no topic {settings.summaries_topic!r} at {settings.bootstrap}: start the worker, "
-            "point --summaries-topic at the right one, or gate on a file with --from-file",
-            UNREACHABLE,
+        raise CommandError(
+            f"no topic {settings.summaries_topic!r} at {settings.bootstrap}: start the worker (it creates its "
+            "topics), check --summaries-topic and --bootstrap, or gate on a file with --from-file",
+            ENVIRONMENT,
         ) from None
     try:
         latest = await subscriber.latest()
     finally:
         await subscriber.stop()
-    _all_found(latest, run_ids, f"topic {settings.summaries_topic!r} at {settings.bootstrap}")
+    _all_found(latest, run_ids, f"topic {settings.summaries_topic!r} at {settings.bootstrap}", ENVIRONMENT)
     return latest
 
 
-def _all_found(found: Mapping[str, RunSummary], run_ids: Sequence[str], where: str) -> None:
+def _all_found(found: Mapping[str, RunSummary], run_ids: Sequence[str], where: str, code: int) -> None:
     missing = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in found]
     if missing:
         runs = " and ".join(repr(run_id) for run_id in missing)
-        raise GateError(f"no run.summary of run {runs} in {where}; a run has one once it is closed: check the run id")
+        raise CommandError(
+            f"no summary of run {runs} in {where}; a run has one once its run.closed is applied: "
+            "check the run id, or that the run has closed",
+            code,
+        )
 
 
 def _some(names: Iterable[str], shown: int = 10) -> str:
@@ -138,15 +136,15 @@ def judge(baseline: RunSummary, candidate: RunSummary, options: Options, out: Te
     try:
         comparison = compare(baseline, candidate, options.keys)
     except NotComparable as error:
-        raise GateError(str(error)) from None
+        raise CommandError(str(error)) from None
     if not comparison.keys:
-        raise GateError(
+        raise CommandError(
             f"runs {baseline.run_id!r} and {candidate.run_id!r} share no pass@k key "
             f"(baseline: {_some(comparison.only_baseline_keys)}; candidate: {_some(comparison.only_candidate_keys)}); "
             "nothing to gate on"
         )
     if not any(key.tasks for key in comparison.keys):
-        raise GateError(
+        raise CommandError(
             f"runs {baseline.run_id!r} and {candidate.run_id!r} have no task measured in both "
             f"on {', '.join(key.key for key in comparison.keys)}; nothing to gate on: check the run ids"
         )
@@ -278,21 +276,15 @@ def run(
     options: Options,
     out: TextIO = sys.stdout,
 ) -> int:
-    """The command: load both summaries, judge, and return the exit code (GateError raised)."""
+    """The command: load both summaries, judge, and return the exit code (CommandError raised)."""
     options.check()  # before any reading: a typo in a flag is said at once
     if from_file is None:
         found = asyncio.run(summaries_from_topic(settings, [baseline, candidate]))
     else:
-        try:
-            stream = sys.stdin.buffer if from_file == "-" else open(from_file, "rb")  # noqa: SIM115
-        except OSError as error:
-            raise GateError(
-                f"cannot read {from_file}: {error.strerror}; pass a summaries JSONL file, or - for stdin"
-            ) from None
         name = "stdin" if from_file == "-" else from_file
-        try:
-            with stream:
+        with opened(from_file, "a summaries JSONL file (what `evalstream replay` prints)") as stream:
+            try:
                 found = summaries_from_file(stream, name, [baseline, candidate])
-        except OSError as error:
-            raise GateError(f"reading {name} failed: {error}") from None
+            except OSError as error:
+                raise CommandError(f"reading {name} failed: {error}") from None
     return judge(found[baseline], found[candidate], options, out)

@@ -8,6 +8,7 @@ import orjson
 from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES
+from events.kafka import running
 from events.synthetic import synthetic_run
 from worker.settings import Settings
 
@@ -25,11 +26,10 @@ async def simulate(
 ) -> int:
     """Publish the run's events at about `pace` events per second; returns how many."""
     producer = AIOKafkaProducer(**settings.client_options(), enable_idempotence=True, max_request_size=MAX_EVENT_BYTES)
-    await producer.start()
     sent = 0
     loop = asyncio.get_running_loop()
     began = loop.time()
-    try:
+    async with running(producer):
         events = synthetic_run(
             run_id,
             tasks=tasks,
@@ -45,6 +45,4 @@ async def simulate(
             if ahead > 0:
                 await asyncio.sleep(ahead)
         await producer.flush()
-    finally:
-        await producer.stop()
     return sent

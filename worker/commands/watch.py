@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
+import math
+import sys
+import time
 from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from rich.console import Group
 from rich.live import Live
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
+from worker.commands.clients import topic_reader
+from worker.commands.failure import ENVIRONMENT, CommandError
 from worker.settings import Settings
 
 
@@ -49,24 +52,28 @@ def render(record: dict[str, Any]) -> Group:
     return Group(bar, table)
 
 
-async def watch(settings: Settings, run_id: str, *, until_closed: bool = True) -> dict[str, Any] | None:
-    """Follow the run's progress events and redraw; returns the last one seen."""
-    consumer = AIOKafkaConsumer(**settings.client_options(), enable_auto_commit=False)
-    await consumer.start()
+async def watch(
+    settings: Settings, run_id: str, *, until_closed: bool = True, timeout: float | None = None
+) -> dict[str, Any] | None:
+    """Follow the run's progress events and redraw; returns the last one seen.
+
+    Until the first one arrives it says what it waits for; with `timeout`, it gives up
+    (`CommandError`) when nothing of the run has come after that many seconds.
+    """
+    where = f"topic {settings.progress_topic!r} at {settings.bootstrap}"
+    print(f"evalstream watch: waiting for progress of run {run_id!r} on {where} ...", file=sys.stderr, flush=True)
+    deadline = math.inf if timeout is None else time.monotonic() + timeout
+    consumer = await topic_reader(settings, settings.progress_topic, wait=deadline - time.monotonic())
+    if consumer is None:
+        raise CommandError(
+            f"no {where} after {timeout:g} s; start the worker (it creates the topic), "
+            "or check --progress-topic and --bootstrap",
+            ENVIRONMENT,
+        )
     last: dict[str, Any] | None = None
+    wanted = run_id.encode()
     try:
-        partitions: list[TopicPartition] = []
-        while not partitions:
-            cluster = await consumer._client.fetch_all_metadata()
-            found = cluster.partitions_for_topic(settings.progress_topic) or ()
-            partitions = [TopicPartition(settings.progress_topic, p) for p in found]
-            if not partitions:
-                await asyncio.sleep(0.5)
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        wanted = run_id.encode()
         with Live(refresh_per_second=8) as live:
-            live.update(escape(f"waiting for progress of run {run_id!r} on {settings.progress_topic} ..."))
             while True:
                 for records in (await consumer.getmany(timeout_ms=250)).values():
                     for record in records:
@@ -75,5 +82,11 @@ async def watch(settings: Settings, run_id: str, *, until_closed: bool = True) -
                             live.update(render(last))
                 if until_closed and last is not None and last["status"] == "closed":
                     return last
+                if last is None and time.monotonic() >= deadline:
+                    raise CommandError(
+                        f"no progress of run {run_id!r} on {where} in {timeout:g} s; check the run id "
+                        "(`evalstream summaries` prints the closed runs) and that a worker is running",
+                        ENVIRONMENT,
+                    )
     finally:
         await consumer.stop()

@@ -288,13 +288,22 @@ def stop(config: BrokerConfig | None = None, timeout: float = 30.0) -> bool:
     return pid is not None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="evalstream broker", description="Local Kafka broker (KRaft).")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("command", choices=("start", "stop", "status"))
     parser.add_argument("--port", type=int, default=9092, help="PLAINTEXT port")
     parser.add_argument("--controller-port", type=int, help="default: port + 1")
     parser.add_argument("--timeout", type=float, help="seconds (start 60, stop 30)")
-    args = parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="evalstream broker", description="Local Kafka broker (KRaft).")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start, stop or show the local broker (`add_arguments` gives the flags); exit 3 from
+    `status` when it is not running."""
     config = BrokerConfig(args.port, args.controller_port or args.port + 1)
     try:
         if args.command == "start":
@@ -313,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"log: {st.log_path}")
             return 0 if st.running else 3
     except BrokerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"evalstream broker: {exc}", file=sys.stderr)
         return 1
     return 0
 
