@@ -43,8 +43,9 @@ from typing import TextIO
 from events.codec import encode
 from events.importers import harbor
 from events.importers.source import ImportOptions, SourceError
+from events.kafka import running
 from events.models import InputEvent
-from worker.commands.clients import event_producer, running, send
+from worker.commands.clients import event_producer, send
 from worker.settings import Settings
 
 DEFAULT_INTERVAL = 1.0
