@@ -12,12 +12,15 @@ scores when it ends, run.closed when the task ends. The events are those that
 conversion), with the same ids, so importing that log afterwards is a redelivery. Their
 order is the order Inspect reports samples ending; the importer orders by each sample's
 `completed_at`, which is the same order unless samples end within the same instant.
-A broker that cannot be reached costs a warning, never the eval.
+A broker that cannot be reached costs a warning, never the eval. An eval that ends without
+telling its hooks how (a ^C, a killed process) leaves its run open: importing its log
+afterwards (`evalstream import inspect LOG --publish`) closes it, and changes nothing else.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -65,6 +68,8 @@ class EvalstreamHook(Hooks):
             await recorder.__aenter__()
         except Exception as error:
             logger.warning(f"evalstream: cannot publish run {run_id} to {where} ({error}); {_afterwards()}")
+            with contextlib.suppress(Exception):
+                await recorder.__aexit__(None, None, None)
             return
         run = self._runs[data.eval_id] = _Run(spec, recorder, where)
         await self._publish(run, [inspect_events.run_started(spec)])
@@ -76,20 +81,25 @@ class EvalstreamHook(Hooks):
             await self._publish(run, inspect_events.sample_events(run.spec, sample))
 
     async def on_task_end(self, data: TaskEnd) -> None:
-        run = self._runs.pop(data.eval_id, None)
+        await self._close(data.eval_id, data.log.status)
+
+    async def on_run_end(self, data: RunEnd) -> None:
+        # Tasks whose end was not reported on its own (Inspect 0.3.130 on a task that errored):
+        # closed as the run's logs say; a run with no log (a ^C) stays open until its log is imported.
+        statuses = {log.eval.eval_id: log.status for log in data.logs}
+        for eval_id in list(self._runs):
+            await self._close(eval_id, statuses.get(eval_id, "started"))
+
+    async def _close(self, eval_id: str, status: str) -> None:
+        run = self._runs.pop(eval_id, None)
         if run is None:
             return
         try:
-            closed = inspect_events.run_closed(run.spec, data.log.status)
+            closed = inspect_events.run_closed(run.spec, status)
             if closed is not None:
                 await self._publish(run, [closed])
         finally:
             await run.recorder.__aexit__(None, None, None)
-
-    async def on_run_end(self, data: RunEnd) -> None:
-        # Tasks whose end Inspect never reported (the eval itself failed): the runs stay open.
-        for eval_id in list(self._runs):
-            await self._runs.pop(eval_id).recorder.__aexit__(None, None, None)
 
     async def _publish(self, run: _Run, events: Iterable[InputEvent]) -> None:
         async with run.lock:
