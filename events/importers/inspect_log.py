@@ -26,6 +26,11 @@ def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
         closed = inspect_events.run_closed(log.spec, log.status, run=options.run_id)
     except SourceError as error:
         raise SourceError(f"{path}: {error}") from None
+    except (AttributeError, KeyError, TypeError, ValueError) as error:  # a shape no Inspect version writes
+        raise SourceError(
+            f"{path}: not laid out as an Inspect AI eval log ({type(error).__name__}: {error}); "
+            "check that it is one, and which Inspect version wrote it"
+        ) from None
     if closed is not None:
         events.append(closed)
     return iter(events)

@@ -406,3 +406,13 @@ def test_unreadable_logs_are_named_with_what_is_wrong_and_no_traceback(make: Any
     assert str(path) in done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_a_log_of_an_unexpected_shape_is_refused_with_a_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"eval": {"eval_id": "E", "scorers": ["match"]}, "samples": [{"id": 1}]}))
+    with pytest.raises(SourceError, match=r"odd\.json: not laid out as an Inspect AI eval log"):
+        events_of(path)
+    path.write_text(json.dumps({"eval": {"eval_id": "E"}, "samples": [{"id": 1, "scores": {}}]}))
+    with pytest.raises(SourceError, match=r"odd\.json: a sample has no 'epoch'"):
+        events_of(path)
