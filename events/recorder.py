@@ -67,13 +67,19 @@ class AsyncRunRecorder:
         body = {"schema_version": 1, "type": kind, "run_id": self.run_id, **fields}
         body["event_id"] = event_id or f"{self.run_id}:{uuid.uuid4().hex}"
         event = from_object({key: value for key, value in body.items() if value is not None})
+        await self.send(event)
+        return event
+
+    async def send(self, event: InputEvent) -> None:
+        """Send one event already built (an importer's conversion); it must be of this run."""
+        if event.run_id != self.run_id:
+            raise ValueError(f"event {event.event_id!r} is of run {event.run_id!r}, not of {self.run_id!r}")
         key, value = self.run_id.encode(), encode(event)
         if self._send is not None:
             await self._send(key, value)
         else:
             assert self._producer is not None
             await self._producer.send_and_wait(self._topic, value=value, key=key)
-        return event
 
     async def started(
         self,

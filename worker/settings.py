@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from events.connection import security_options
 from events.outputs import SUMMARY_MAX_BYTES
 
 __all__ = ["SUMMARY_MAX_BYTES", "Settings"]  # the summaries limit is the contract's (events.outputs)
@@ -49,15 +50,13 @@ class Settings:
 
     def client_options(self) -> dict[str, Any]:
         """aiokafka keyword arguments for the connection and its security."""
-        options: dict[str, Any] = {"bootstrap_servers": self.bootstrap, "security_protocol": self.security_protocol}
-        if self.security_protocol.startswith("SASL"):
-            options.update(
-                sasl_mechanism=self.sasl_mechanism,
-                sasl_plain_username=self.sasl_username,
-                sasl_plain_password=self.sasl_password,
-            )
-        if "SSL" in self.security_protocol:
-            from aiokafka.helpers import create_ssl_context
-
-            options["ssl_context"] = create_ssl_context(cafile=self.ssl_cafile or None)
-        return options
+        return {
+            "bootstrap_servers": self.bootstrap,
+            **security_options(
+                self.security_protocol,
+                mechanism=self.sasl_mechanism,
+                username=self.sasl_username,
+                password=self.sasl_password,
+                cafile=self.ssl_cafile,
+            ),
+        }

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from pydantic import ValidationError
 
+from events.builders import closed
 from events.codec import decode, encode
 from events.recorder import AsyncRunRecorder
 
@@ -69,3 +70,11 @@ def test_an_invalid_event_raises_in_the_harness_and_is_not_sent() -> None:
     with pytest.raises(ValidationError, match="reason"):
         record([("closed", ("finished",), {})], sent)
     assert [decode(value).type for _, value in sent] == ["run.closed"]
+
+
+def test_an_event_built_elsewhere_is_sent_as_it_is_and_only_to_its_own_run() -> None:
+    mine, theirs = closed(run_id="run-1", event_id="c-1"), closed(run_id="run-2", event_id="c-2")
+    sent = record([("send", (mine,), {})])
+    assert sent == [(b"run-1", encode(mine))]
+    with pytest.raises(ValueError, match="is of run 'run-2', not of 'run-1'"):
+        record([("send", (theirs,), {})])
