@@ -72,6 +72,8 @@ class EvalstreamHook(Hooks):
                 await recorder.__aexit__(None, None, None)
             return
         run = self._runs[data.eval_id] = _Run(spec, recorder, where)
+        # At warning level because that is what Inspect shows by default: the user needs the id to watch.
+        logger.warning(f"evalstream: publishing run {run_id} to {where}; follow it with `evalstream watch {run_id}`")
         await self._publish(run, [inspect_events.run_started(spec)])
 
     async def on_sample_end(self, data: SampleEnd) -> None:
