@@ -24,6 +24,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES, encode, from_object
+from events.kafka import started
 from events.loop import LoopThread
 from events.models import InputEvent
 
@@ -55,7 +56,7 @@ class AsyncRunRecorder:
 
     async def __aenter__(self) -> AsyncRunRecorder:
         if self._producer is not None:
-            await self._producer.start()
+            await started(self._producer)
         return self
 
     async def __aexit__(self, *_: object) -> None:

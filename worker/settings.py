@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from events.outputs import SUMMARY_MAX_BYTES
+from events.security import Security
 
 __all__ = ["SUMMARY_MAX_BYTES", "Settings"]  # the summaries limit is the contract's (events.outputs)
 
@@ -36,11 +37,8 @@ class Settings:
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
     cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "100")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
-    security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
-    sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))
-    sasl_username: str = field(default_factory=lambda: _env("SASL_USERNAME", ""))
-    sasl_password: str = field(default_factory=lambda: _env("SASL_PASSWORD", ""))
-    ssl_cafile: str = field(default_factory=lambda: _env("SSL_CAFILE", ""))
+    security: Security = field(default_factory=Security.from_env)
+    """TLS and SASL (EVALSTREAM_SECURITY_PROTOCOL, _SASL_*, _SSL_*: `events.security`)."""
 
     def with_overrides(self, **values: Any) -> Settings:
         """These settings with every non-None value of `values` (CLI flags) applied."""
@@ -49,15 +47,4 @@ class Settings:
 
     def client_options(self) -> dict[str, Any]:
         """aiokafka keyword arguments for the connection and its security."""
-        options: dict[str, Any] = {"bootstrap_servers": self.bootstrap, "security_protocol": self.security_protocol}
-        if self.security_protocol.startswith("SASL"):
-            options.update(
-                sasl_mechanism=self.sasl_mechanism,
-                sasl_plain_username=self.sasl_username,
-                sasl_plain_password=self.sasl_password,
-            )
-        if "SSL" in self.security_protocol:
-            from aiokafka.helpers import create_ssl_context
-
-            options["ssl_context"] = create_ssl_context(cafile=self.ssl_cafile or None)
-        return options
+        return {"bootstrap_servers": self.bootstrap, **self.security.options()}
