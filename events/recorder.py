@@ -184,7 +184,11 @@ class RunRecorder:
         self._async = self._call(_make(run_id, options))
 
     def __enter__(self) -> RunRecorder:
-        self._call(self._async.__aenter__())
+        try:
+            self._call(self._async.__aenter__())
+        except BaseException:
+            self._loop.close()  # a recorder that could not connect leaves no loop behind
+            raise
         return self
 
     def __exit__(

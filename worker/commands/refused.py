@@ -23,7 +23,7 @@ from events.kafka import ConnectionClosed
 from worker.runtime.topics import TopicsRefused
 from worker.settings import Settings
 
-HOSTNAME_MISMATCH = 62  # X509_V_ERR_HOSTNAME_MISMATCH
+HOST_MISMATCH = {62, 64}  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
 CLIENT_CERTIFICATE_REFUSED = {
     "SSLV3_ALERT_BAD_CERTIFICATE",
     "TLSV13_ALERT_CERTIFICATE_REQUIRED",
@@ -86,7 +86,7 @@ def refusal(error: BaseException, settings: Settings) -> str | None:
 
 def _untrusted(error: ssl.SSLCertVerificationError, where: str, cafile: str) -> str:
     detail = error.verify_message or error.reason or str(error)
-    if error.verify_code == HOSTNAME_MISMATCH:
+    if error.verify_code in HOST_MISMATCH:
         return (
             f"certificate not trusted: the broker at {where} presented a certificate for another host ({detail}). "
             "Connect by a name the certificate holds, or set EVALSTREAM_SSL_CHECK_HOSTNAME=false to accept it."
