@@ -19,6 +19,7 @@ import pytest
 from events.security import Security
 from tests.worker.test_cli import NOISE, commands
 from worker.local import certs
+from worker.local.processes import free_port
 from worker.settings import Settings
 
 PASSWORD = "s3cr3t-Hunter2!"
@@ -78,6 +79,14 @@ def test_the_host_name_is_checked_unless_turned_off(tmp_path: Path) -> None:
     assert f"the broker at 127.0.0.1:{port} closed the connection before answering" in unchecked.stderr
     for noise in NOISE:
         assert noise not in checked.stderr + unchecked.stderr
+
+
+def test_wrong_security_settings_are_bad_usage_named_before_any_connection() -> None:
+    done = summaries(free_port(), SECURITY_PROTOCOL="SASL_SSL", SASL_USERNAME="reader")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "evalstream summaries: SASL_SSL needs a user: set EVALSTREAM_SASL_USERNAME and EVALSTREAM_SASL_PASSWORD\n"
+    )
 
 
 @pytest.mark.parametrize("command", [*commands(), None])

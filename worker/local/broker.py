@@ -101,10 +101,12 @@ def _require(tool: str) -> str:
     return path
 
 
-def _run(cmd: list[str]) -> None:
+def _run(cmd: list[str], secrets: Sequence[str] = ()) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         out = (proc.stdout + proc.stderr)[-3000:]
+        for secret in secrets:  # a tool may echo an argument it could not take
+            out = out.replace(secret, "***")
         msg = f"command failed ({' '.join(cmd)}):\n{out}"
         raise BrokerError(msg)
 
@@ -234,8 +236,9 @@ def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
         return props
     arguments = config.state_dir / "format.args"  # the SCRAM passwords: a file, not the command line
     secured.write_private(arguments, "".join(f"{line}\n" for line in secured.scram_arguments(config.state_dir)))
+    hidden = list(secured.passwords(config.state_dir).values())
     try:
-        _run([java, f"{LOG_LEVEL}WARN", "-cp", f"{lib}/*", *fmt, f"@{arguments}"])
+        _run([java, f"{LOG_LEVEL}WARN", "-cp", f"{lib}/*", *fmt, f"@{arguments}"], hidden)
     finally:
         arguments.unlink()
     return props
@@ -308,7 +311,10 @@ def _secure(config: BrokerConfig) -> None:
         asyncio.run(secured.grant(config.state_dir, config.bootstrap))
     except Exception as error:
         stop(config)
-        msg = f"the secured broker refused its ACLs ({type(error).__name__}: {error}){_tail(config)}"
+        msg = (
+            f"the secured broker refused its ACLs ({type(error).__name__}: {error}); if its users.json changed "
+            f"since it was formatted, delete {config.state_dir} to start afresh{_tail(config)}"
+        )
         raise BrokerError(msg) from None
     secured.write_env_files(config.state_dir, config.bootstrap)
 
