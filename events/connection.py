@@ -1,6 +1,6 @@
-"""How a client reaches the broker: aiokafka's security options, and the EVALSTREAM_*
-variables that say so for a producer that no command line configures (the Inspect hook,
-running inside `inspect eval`). Names and defaults are the worker's (worker/settings.py)."""
+"""How a producer that no command line configures (the Inspect hook, running inside
+`inspect eval`) reaches the broker: the EVALSTREAM_* variables of the worker's settings
+(worker/settings.py), security from `events.security`."""
 
 from __future__ import annotations
 
@@ -9,19 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-def security_options(
-    protocol: str, *, mechanism: str = "PLAIN", username: str = "", password: str = "", cafile: str = ""
-) -> dict[str, Any]:
-    """aiokafka keyword arguments for `protocol` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."""
-    options: dict[str, Any] = {"security_protocol": protocol}
-    if protocol.startswith("SASL"):
-        options.update(sasl_mechanism=mechanism, sasl_plain_username=username, sasl_plain_password=password)
-    if "SSL" in protocol:
-        from aiokafka.helpers import create_ssl_context
-
-        options["ssl_context"] = create_ssl_context(cafile=cafile or None)
-    return options
+from events.security import Security
 
 
 @dataclass(frozen=True)
@@ -39,11 +27,5 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> Connection:
     return Connection(
         bootstrap=env("BOOTSTRAP", Connection.bootstrap),
         events_topic=env("EVENTS_TOPIC", Connection.events_topic),
-        client_options=security_options(
-            env("SECURITY_PROTOCOL", "PLAINTEXT"),
-            mechanism=env("SASL_MECHANISM", "PLAIN"),
-            username=env("SASL_USERNAME"),
-            password=env("SASL_PASSWORD"),
-            cafile=env("SSL_CAFILE"),
-        ),
+        client_options=Security.from_env(environ).options(),
     )

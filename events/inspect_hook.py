@@ -34,6 +34,7 @@ from events.connection import from_environment
 from events.importers import inspect_events
 from events.models import InputEvent
 from events.recorder import AsyncRunRecorder
+from events.security import SecurityError
 
 ENABLE = "EVALSTREAM_INSPECT_HOOK"
 logger = logging.getLogger(__name__)
@@ -58,8 +59,12 @@ class EvalstreamHook(Hooks):
 
     async def on_task_start(self, data: TaskStart) -> None:
         spec = json.loads(data.spec.model_dump_json(include=set(inspect_events.SPEC_FIELDS)))
-        connection = from_environment()
         run_id = inspect_events.run_id(spec)
+        try:
+            connection = from_environment()
+        except SecurityError as error:
+            logger.warning(f"evalstream: not publishing run {run_id}: {error}")
+            return
         where = f"{connection.events_topic} at {connection.bootstrap}"
         recorder = AsyncRunRecorder(
             run_id, bootstrap=connection.bootstrap, topic=connection.events_topic, **connection.client_options

@@ -24,6 +24,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES, encode, from_object
+from events.kafka import started
 from events.loop import LoopThread
 from events.models import InputEvent
 
@@ -55,7 +56,7 @@ class AsyncRunRecorder:
 
     async def __aenter__(self) -> AsyncRunRecorder:
         if self._producer is not None:
-            await self._producer.start()
+            await started(self._producer)
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -189,7 +190,11 @@ class RunRecorder:
         self._async = self._call(_make(run_id, options))
 
     def __enter__(self) -> RunRecorder:
-        self._call(self._async.__aenter__())
+        try:
+            self._call(self._async.__aenter__())
+        except BaseException:
+            self._loop.close()  # a recorder that could not connect leaves no loop behind
+            raise
         return self
 
     def __exit__(

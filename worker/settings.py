@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from events.connection import security_options
 from events.outputs import SUMMARY_MAX_BYTES
+from events.security import Security
 
 __all__ = ["SUMMARY_MAX_BYTES", "Settings"]  # the summaries limit is the contract's (events.outputs)
 
@@ -37,11 +37,8 @@ class Settings:
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
     cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "100")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
-    security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
-    sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))
-    sasl_username: str = field(default_factory=lambda: _env("SASL_USERNAME", ""))
-    sasl_password: str = field(default_factory=lambda: _env("SASL_PASSWORD", ""))
-    ssl_cafile: str = field(default_factory=lambda: _env("SSL_CAFILE", ""))
+    security: Security = field(default_factory=Security.from_env)
+    """TLS and SASL (EVALSTREAM_SECURITY_PROTOCOL, _SASL_*, _SSL_*: `events.security`)."""
 
     def with_overrides(self, **values: Any) -> Settings:
         """These settings with every non-None value of `values` (CLI flags) applied."""
@@ -50,13 +47,4 @@ class Settings:
 
     def client_options(self) -> dict[str, Any]:
         """aiokafka keyword arguments for the connection and its security."""
-        return {
-            "bootstrap_servers": self.bootstrap,
-            **security_options(
-                self.security_protocol,
-                mechanism=self.sasl_mechanism,
-                username=self.sasl_username,
-                password=self.sasl_password,
-                cafile=self.ssl_cafile,
-            ),
-        }
+        return {"bootstrap_servers": self.bootstrap, **self.security.options()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ssl
 
 from events.connection import Connection, from_environment
+from events.security import Security
 from worker.settings import Settings
 
 
@@ -31,7 +32,7 @@ def test_the_variables_are_the_workers_and_mean_what_they_mean_there() -> None:
         "sasl_plain_username": "me",
         "sasl_plain_password": "secret",
     }
-    worker = Settings(bootstrap="kafka:9093", security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
-                      sasl_username="me", sasl_password="secret").client_options()  # fmt: skip
+    security = Security(protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_username="me", sasl_password="secret")
+    worker = Settings(bootstrap="kafka:9093", security=security).client_options()
     assert worker.pop("bootstrap_servers") == "kafka:9093"
     assert worker.keys() == {**options, "ssl_context": None}.keys()

@@ -21,9 +21,11 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from events.importers.source import SourceError
 from events.schema import write_schemas
+from events.security import SecurityError
 from worker.commands.digest import digest
 from worker.commands.failure import ENVIRONMENT, USAGE, CommandError, opened
 from worker.commands.importing import SOURCES
+from worker.commands.refused import refusal
 from worker.commands.replay import ReplayStats, replay
 from worker.local import broker
 from worker.settings import Settings
@@ -111,7 +113,7 @@ def _publish(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     with opened(args.path, EVENT_LOG) as stream:
-        asyncio.run(ensure_topics(settings))
+        asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
         sent = asyncio.run(publish(settings, stream))
     print(f"published {sent} messages to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
     return 0
@@ -131,7 +133,7 @@ def _import(args: argparse.Namespace) -> int:
         from worker.runtime.topics import ensure_topics
 
         settings = _settings(args)
-        asyncio.run(ensure_topics(settings))
+        asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
         sent = asyncio.run(publish(settings, lines))
         print(f"published {sent} events to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
     else:
@@ -151,7 +153,7 @@ def _follow(args: argparse.Namespace) -> int:
     if not path.is_dir():
         raise CommandError(f"{path}: no such directory; pass the job directory `harbor run` is writing (jobs/<name>)")
     settings = _settings(args)
-    asyncio.run(ensure_topics(settings))
+    asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
     sent = asyncio.run(
         follow_harbor(settings, path, ImportOptions(run_id=args.run_id), interval=args.interval, log=sys.stderr)
     )
@@ -185,7 +187,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
-    asyncio.run(ensure_topics(settings))
+    asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
     sent = asyncio.run(
         simulate(
             settings,
@@ -228,7 +230,9 @@ def positive(text: str) -> int:
 
 def _connection_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument(
-        "--bootstrap", help="Kafka bootstrap servers (env EVALSTREAM_BOOTSTRAP, default 127.0.0.1:9092)"
+        "--bootstrap",
+        help="Kafka bootstrap servers (env EVALSTREAM_BOOTSTRAP, default 127.0.0.1:9092); a secured cluster's TLS "
+        'and SASL settings come from EVALSTREAM_SECURITY_PROTOCOL, _SASL_* and _SSL_* (README, "Secured clusters")',
     )
     command.add_argument("--events-topic", help="env EVALSTREAM_EVENTS_TOPIC (default evalstream.events)")
     command.add_argument("--summaries-topic", help="env EVALSTREAM_SUMMARIES_TOPIC (default evalstream.summaries)")
@@ -491,9 +495,11 @@ def _explained(error: Exception, args: argparse.Namespace) -> tuple[str, int]:
 
     if isinstance(error, CommandError):
         return str(error), error.code
-    if isinstance(error, SourceError):
+    if isinstance(error, SourceError | SecurityError):
         return str(error), USAGE
     settings = _settings(args)
+    if (refused := refusal(error, settings)) is not None:
+        return refused, ENVIRONMENT
     if isinstance(error, KafkaConnectionError):
         return (
             f"cannot reach a Kafka broker at {settings.bootstrap} (the connection failed). Start one with "

@@ -2,18 +2,22 @@
 
 Jars come from Maven Central via ``deploy/kafka/pom.xml`` (cached, re-resolved
 when the pom changes); the broker runs as a detached ``java`` process.
-Usage: ``python -m worker.local.broker start|stop|status [--port N]``.
+Usage: ``python -m worker.local.broker start|stop|status [--port N] [--secure]``.
+With ``--secure`` it is a broker of its own (its state in ``secure/`` of the state dir,
+port 9094) with TLS, SASL users and ACLs: ``worker.local.secured``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import hashlib
 import os
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -23,6 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
+
+from worker.local import secured
+from worker.local.certs import CertificateError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,6 +42,7 @@ LOG_LEVEL = "-Dorg.apache.logging.log4j.level="  # log4j2 default config, to std
 MVN_ARGS = "-q -B dependency:copy-dependencies -DincludeScope=runtime"
 INSTALL_HINT = "install it, e.g. `apt-get install openjdk-17-jre-headless maven`"
 HOST = "127.0.0.1"
+SECURE_PORT = 9094
 
 
 class BrokerError(RuntimeError):
@@ -57,10 +65,16 @@ class BrokerConfig:
     controller_port: int = 9093
     state_dir: Path = field(default_factory=_broker_dir)
     jars_dir: Path = field(default_factory=_jars_dir)
+    secure: bool = False
+    """SASL_SSL with users and ACLs (`worker.local.secured`) instead of PLAINTEXT."""
 
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
+
+    @property
+    def protocol(self) -> str:
+        return "SASL_SSL" if self.secure else "PLAINTEXT"
 
     @property
     def log_path(self) -> Path:
@@ -87,10 +101,12 @@ def _require(tool: str) -> str:
     return path
 
 
-def _run(cmd: list[str]) -> None:
+def _run(cmd: list[str], secrets: Sequence[str] = ()) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         out = (proc.stdout + proc.stderr)[-3000:]
+        for secret in secrets:  # a tool may echo an argument it could not take
+            out = out.replace(secret, "***")
         msg = f"command failed ({' '.join(cmd)}):\n{out}"
         raise BrokerError(msg)
 
@@ -122,14 +138,16 @@ def ensure_jars(config: BrokerConfig) -> Path:
     return lib
 
 
-def api_versions(port: int, host: str = HOST, timeout: float = 2.0) -> dict[int, int]:
-    """Send a Kafka ApiVersions v0 request; return {api_key: max_version}.
+def api_versions(
+    port: int, host: str = HOST, timeout: float = 2.0, context: ssl.SSLContext | None = None
+) -> dict[int, int]:
+    """Send a Kafka ApiVersions v0 request (over TLS with `context`); return {api_key: max_version}.
 
     Raises OSError (struct.error on a malformed reply) if the broker does not answer.
     """
     client = b"evalstream-broker"
     req = struct.pack(">hhih", 18, 0, 1, len(client)) + client  # key, ver, corr id
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    with socket.create_connection((host, port), timeout=timeout) as raw, _wrapped(raw, host, context) as sock:
         sock.sendall(struct.pack(">i", len(req)) + req)
         data = b""
         while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
@@ -144,9 +162,14 @@ def api_versions(port: int, host: str = HOST, timeout: float = 2.0) -> dict[int,
     return {key: high for key, _low, high in entries}
 
 
-def _answers(port: int) -> bool:
+def _wrapped(sock: socket.socket, host: str, context: ssl.SSLContext | None) -> socket.socket:
+    return sock if context is None else context.wrap_socket(sock, server_hostname=host)
+
+
+def _answers(config: BrokerConfig) -> bool:
     try:
-        return bool(api_versions(port))
+        context = secured.probe_context(config.state_dir) if config.secure else None
+        return bool(api_versions(config.port, context=context))
     except (OSError, struct.error):
         return False
 
@@ -183,7 +206,7 @@ def _read_pid(config: BrokerConfig) -> int | None:
 def status(config: BrokerConfig | None = None) -> BrokerStatus:
     config = config or BrokerConfig()
     pid = _read_pid(config)
-    running = pid is not None and _answers(config.port)
+    running = pid is not None and _answers(config)
     return BrokerStatus(running, pid, config.bootstrap, config.log_path)
 
 
@@ -191,8 +214,13 @@ def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
     """Write server.properties; format the log dir once with a stored cluster id."""
     data_dir, props = config.state_dir / "data", config.state_dir / "server.properties"
     ports = {"port": config.port, "controller_port": config.controller_port}
-    text = Template(TEMPLATE_PATH.read_text()).substitute(ports, log_dir=data_dir)
-    props.write_text(text)
+    try:
+        security = secured.prepare(config.state_dir) if config.secure else ""
+    except CertificateError as error:
+        raise BrokerError(str(error)) from None
+    protocols = {"protocol": config.protocol, "controller_protocol": "SSL" if config.secure else "PLAINTEXT"}
+    text = Template(TEMPLATE_PATH.read_text()).substitute(ports, **protocols, log_dir=data_dir, security=security)
+    secured.write_private(props, text)
     if (data_dir / "meta.properties").exists():
         return props
     id_file = config.state_dir / "cluster.id"
@@ -202,8 +230,17 @@ def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
             cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         id_file.write_text(cid + "\n")
     cluster_id = id_file.read_text().strip()
-    fmt = ["kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id]
-    _run([java, f"{LOG_LEVEL}WARN", "-cp", f"{lib}/*", *fmt, "-c", str(props)])
+    fmt = ["kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", cluster_id, "-c", str(props)]
+    if not config.secure:
+        _run([java, f"{LOG_LEVEL}WARN", "-cp", f"{lib}/*", *fmt])
+        return props
+    arguments = config.state_dir / "format.args"  # the SCRAM passwords: a file, not the command line
+    secured.write_private(arguments, "".join(f"{line}\n" for line in secured.scram_arguments(config.state_dir)))
+    hidden = list(secured.passwords(config.state_dir).values())
+    try:
+        _run([java, f"{LOG_LEVEL}WARN", "-cp", f"{lib}/*", *fmt, f"@{arguments}"], hidden)
+    finally:
+        arguments.unlink()
     return props
 
 
@@ -214,7 +251,7 @@ def _wait_ready(config: BrokerConfig, pid: int, timeout: float) -> None:
             config.pid_path.unlink(missing_ok=True)
             msg = f"Kafka broker exited during startup{_tail(config)}"
             raise BrokerError(msg)
-        if _answers(config.port):
+        if _answers(config):
             return
         time.sleep(0.25)
     stop(config)
@@ -228,7 +265,7 @@ def start(config: BrokerConfig | None = None, timeout: float = 60.0) -> int:
     pid = _read_pid(config)
     if pid is not None:  # already running, or still starting up
         rendered = (config.state_dir / "server.properties").read_text()
-        if f"PLAINTEXT://{config.bootstrap}," not in rendered:
+        if f"{config.protocol}://{config.bootstrap}," not in rendered:
             msg = f"broker pid {pid} of {config.state_dir} uses other ports; stop it"
             raise BrokerError(msg)
         _wait_ready(config, pid, timeout)
@@ -263,7 +300,23 @@ def start(config: BrokerConfig | None = None, timeout: float = 60.0) -> int:
         os.close(log)
     config.pid_path.write_text(f"{pid}\n")
     _wait_ready(config, pid, timeout)
+    if config.secure:
+        _secure(config)
     return pid
+
+
+def _secure(config: BrokerConfig) -> None:
+    """Give the users of a secured broker their ACLs and their settings files."""
+    try:
+        asyncio.run(secured.grant(config.state_dir, config.bootstrap))
+    except Exception as error:
+        stop(config)
+        msg = (
+            f"the secured broker refused its ACLs ({type(error).__name__}: {error}); if its users.json changed "
+            f"since it was formatted, delete {config.state_dir} to start afresh{_tail(config)}"
+        )
+        raise BrokerError(msg) from None
+    secured.write_env_files(config.state_dir, config.bootstrap)
 
 
 def stop(config: BrokerConfig | None = None, timeout: float = 30.0) -> bool:
@@ -290,9 +343,15 @@ def stop(config: BrokerConfig | None = None, timeout: float = 30.0) -> bool:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("command", choices=("start", "stop", "status"))
-    parser.add_argument("--port", type=int, default=9092, help="PLAINTEXT port")
+    parser.add_argument("--port", type=int, help=f"client port (default 9092; with --secure {SECURE_PORT})")
     parser.add_argument("--controller-port", type=int, help="default: port + 1")
     parser.add_argument("--timeout", type=float, help="seconds (start 60, stop 30)")
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="the secured broker: SASL_SSL (SCRAM-SHA-512/256, PLAIN) with client certificates, users worker, "
+        "producer and reader with ACLs; its state in secure/ of the state dir, each user's settings in <user>.env",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -304,14 +363,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Start, stop or show the local broker (`add_arguments` gives the flags); exit 3 from
     `status` when it is not running."""
-    config = BrokerConfig(args.port, args.controller_port or args.port + 1)
+    port = args.port or (SECURE_PORT if args.secure else 9092)
+    state_dir = _broker_dir() / "secure" if args.secure else _broker_dir()
+    config = BrokerConfig(port, args.controller_port or port + 1, state_dir, secure=args.secure)
     try:
         if args.command == "start":
             began = time.monotonic()
             pid = start(config, timeout=args.timeout or 60.0)
             took = time.monotonic() - began
-            print(f"kafka broker running: pid {pid}, bootstrap {config.bootstrap}")
+            print(f"kafka broker running: pid {pid}, bootstrap {config.bootstrap} ({config.protocol})")
             print(f"ready in {took:.1f}s; log: {config.log_path}")
+            if config.secure:
+                files = ", ".join(str(secured.env_path(state_dir, user)) for user in secured.USERS)
+                print(f"users' settings (`set -a; . FILE; set +a`): {files}")
         elif args.command == "stop":
             stopped = stop(config, timeout=args.timeout or 30.0)
             print("kafka broker stopped" if stopped else "kafka broker was not running")

@@ -24,9 +24,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def local_broker(state_dir: Path) -> Iterator[broker.BrokerConfig]:
-    """A broker of its own on free ports, with its state in `state_dir`, stopped on exit."""
-    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=state_dir)
+def local_broker(state_dir: Path, *, secure: bool = False) -> Iterator[broker.BrokerConfig]:
+    """A broker of its own on free ports, with its state in `state_dir`, stopped on exit;
+    `secure`: the secured one (`worker.local.secured`)."""
+    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=state_dir, secure=secure)
     broker.start(config, timeout=180)
     try:
         yield config
@@ -45,15 +46,16 @@ def cluster(existing: str | None, state_dir: Path) -> Iterator[str]:
 
 
 def isolated_settings(bootstrap: str, **overrides: object) -> Settings:
-    """Settings with topic names and an app id of their own, so that runs never share data."""
+    """Settings with topic names and an app id of their own, so that runs never share data.
+    The names start as the defaults do, so that ACLs on those prefixes cover them."""
     tag = uuid.uuid4().hex[:8]
     return Settings(
         bootstrap=bootstrap,
         app_id=f"evalstream-{tag}",
-        events_topic=f"events-{tag}",
-        progress_topic=f"progress-{tag}",
-        summaries_topic=f"summaries-{tag}",
-        deadletter_topic=f"deadletter-{tag}",
+        events_topic=f"evalstream.events-{tag}",
+        progress_topic=f"evalstream.progress-{tag}",
+        summaries_topic=f"evalstream.summaries-{tag}",
+        deadletter_topic=f"evalstream.deadletter-{tag}",
         web_port=free_port(),
     ).with_overrides(**overrides)
 
@@ -65,7 +67,7 @@ class WorkerProcess:
         self.settings = settings
         self.log_path = data_dir / "worker.log"
         data_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "EVALSTREAM_APP_ID": settings.app_id}
+        env = {**os.environ, **settings.security.env(), "EVALSTREAM_APP_ID": settings.app_id}
         command = [
             sys.executable, "-m", "worker.commands.cli", "worker",
             "--bootstrap", settings.bootstrap,

@@ -44,14 +44,15 @@ is what keeps hot runs in memory."""
 
 
 def _credentials(settings: Settings) -> Any:
-    if settings.security_protocol == "PLAINTEXT":
+    security = settings.security
+    if security.protocol == "PLAINTEXT":
         return None
-    options = settings.client_options()
-    if settings.security_protocol.startswith("SASL"):
+    options = security.options()
+    if security.sasl:
         return faust.SASLCredentials(
-            username=settings.sasl_username,
-            password=settings.sasl_password,
-            mechanism=settings.sasl_mechanism,
+            username=security.sasl_username,
+            password=security.sasl_password,
+            mechanism=security.sasl_mechanism,
             ssl_context=options.get("ssl_context"),
         )
     return faust.SSLCredentials(options["ssl_context"])
