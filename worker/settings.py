@@ -1,4 +1,7 @@
-"""Worker settings: environment variables (EVALSTREAM_*), overridable by CLI flags."""
+"""Worker settings: environment variables (EVALSTREAM_*), overridable by CLI flags.
+
+Secrets (the SASL password, the SSL key's password) are left out of `repr`, so that a
+setting logged or shown in an error never carries them."""
 
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ class Settings:
     deadletter_topic: str = field(default_factory=lambda: _env("DEADLETTER_TOPIC", "evalstream.deadletter"))
     partitions: int = field(default_factory=lambda: int(_env("PARTITIONS", "1")))
     data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", "~/.cache/evalstream/worker")).expanduser())
+    web_host: str = field(default_factory=lambda: _env("WEB_HOST", "127.0.0.1"))
+    """Where the worker's web server (/ready, /live, /metrics) listens: 0.0.0.0 in a container."""
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
     progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
     flush_interval: float = field(default_factory=lambda: float(_env("FLUSH_INTERVAL", "0.25")))
@@ -38,8 +43,12 @@ class Settings:
     security_protocol: str = field(default_factory=lambda: _env("SECURITY_PROTOCOL", "PLAINTEXT"))
     sasl_mechanism: str = field(default_factory=lambda: _env("SASL_MECHANISM", "PLAIN"))
     sasl_username: str = field(default_factory=lambda: _env("SASL_USERNAME", ""))
-    sasl_password: str = field(default_factory=lambda: _env("SASL_PASSWORD", ""))
+    sasl_password: str = field(default_factory=lambda: _env("SASL_PASSWORD", ""), repr=False)
     ssl_cafile: str = field(default_factory=lambda: _env("SSL_CAFILE", ""))
+    ssl_certfile: str = field(default_factory=lambda: _env("SSL_CERTFILE", ""))
+    """A client certificate (PEM), for brokers that authenticate clients by TLS."""
+    ssl_keyfile: str = field(default_factory=lambda: _env("SSL_KEYFILE", ""))
+    ssl_key_password: str = field(default_factory=lambda: _env("SSL_KEY_PASSWORD", ""), repr=False)
 
     def with_overrides(self, **values: Any) -> Settings:
         """These settings with every non-None value of `values` (CLI flags) applied."""
@@ -58,5 +67,10 @@ class Settings:
         if "SSL" in self.security_protocol:
             from aiokafka.helpers import create_ssl_context
 
-            options["ssl_context"] = create_ssl_context(cafile=self.ssl_cafile or None)
+            options["ssl_context"] = create_ssl_context(
+                cafile=self.ssl_cafile or None,
+                certfile=self.ssl_certfile or None,
+                keyfile=self.ssl_keyfile or None,
+                password=self.ssl_key_password or None,
+            )
         return options

@@ -290,6 +290,9 @@ def _client_parsers(commands: Commands) -> None:
         _worker,
     )
     _connection_flags(worker)
+    worker.add_argument(
+        "--web-host", help="where /ready, /live and /metrics listen (env EVALSTREAM_WEB_HOST, default 127.0.0.1)"
+    )
     worker.add_argument("--web-port", type=int, help="env EVALSTREAM_WEB_PORT (default 6066)")
     worker.add_argument("--data-dir", type=Path, help="env EVALSTREAM_DATA_DIR")
     worker.add_argument("--loglevel", default="info", choices=("debug", "info", "warn", "error", "crit"))
