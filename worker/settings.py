@@ -55,6 +55,10 @@ class Settings:
         known = {f.name for f in fields(self)}
         return replace(self, **{k: v for k, v in values.items() if k in known and v is not None})
 
+    def secrets(self) -> tuple[str, ...]:
+        """The values that must never be shown (logs mask them: `worker.commands.redact`)."""
+        return tuple(secret for secret in (self.sasl_password, self.ssl_key_password) if secret)
+
     def client_options(self) -> dict[str, Any]:
         """aiokafka keyword arguments for the connection and its security."""
         options: dict[str, Any] = {"bootstrap_servers": self.bootstrap, "security_protocol": self.security_protocol}

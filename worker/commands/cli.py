@@ -21,6 +21,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from events.importers.source import SourceError
 from events.schema import write_schemas
+from worker.commands import redact
 from worker.commands.digest import digest
 from worker.commands.failure import ENVIRONMENT, USAGE, CommandError, opened
 from worker.commands.importing import SOURCES
@@ -96,6 +97,7 @@ def _worker(args: argparse.Namespace) -> int:
     # faust leaves logging alone (override_logging=False); without a handler only warnings show.
     level = {"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper())
     logging.basicConfig(level=level, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    redact.install(settings.secrets())  # aiokafka's debug log holds the SASL handshake's bytes
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     app = build_app(settings)
     wipe_local_state(app)

@@ -57,6 +57,14 @@ class BrokerConfig:
     controller_port: int = 9093
     state_dir: Path = field(default_factory=_broker_dir)
     jars_dir: Path = field(default_factory=_jars_dir)
+    sasl_port: int | None = None
+    """A SASL_PLAINTEXT listener (mechanism PLAIN) on this port too, for `sasl_users`."""
+    sasl_users: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    """(username, password) of each client the SASL listener accepts."""
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"{HOST}:{self.sasl_port}"
 
     @property
     def bootstrap(self) -> str:
@@ -187,11 +195,26 @@ def status(config: BrokerConfig | None = None) -> BrokerStatus:
     return BrokerStatus(running, pid, config.bootstrap, config.log_path)
 
 
+def _sasl(config: BrokerConfig) -> dict[str, str]:
+    """The template's SASL placeholders: empty without a SASL port."""
+    if config.sasl_port is None:
+        return {"sasl_listener": "", "sasl_protocol": "", "sasl_settings": ""}
+    users = " ".join(f'user_{name}="{password}"' for name, password in config.sasl_users)
+    jaas = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+    return {
+        "sasl_listener": f",SASL_PLAINTEXT://{config.sasl_bootstrap}",
+        "sasl_protocol": ",SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl_settings": "sasl.enabled.mechanisms=PLAIN\n"
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN\n"
+        f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}\n",
+    }
+
+
 def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
     """Write server.properties; format the log dir once with a stored cluster id."""
     data_dir, props = config.state_dir / "data", config.state_dir / "server.properties"
     ports = {"port": config.port, "controller_port": config.controller_port}
-    text = Template(TEMPLATE_PATH.read_text()).substitute(ports, log_dir=data_dir)
+    text = Template(TEMPLATE_PATH.read_text()).substitute(ports, log_dir=data_dir, **_sasl(config))
     props.write_text(text)
     if (data_dir / "meta.properties").exists():
         return props

@@ -36,9 +36,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def local_broker(state_dir: Path) -> Iterator[broker.BrokerConfig]:
-    """A broker of its own on free ports, with its state in `state_dir`, stopped on exit."""
-    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=state_dir)
+def local_broker(state_dir: Path, sasl_users: tuple[tuple[str, str], ...] = ()) -> Iterator[broker.BrokerConfig]:
+    """A broker of its own on free ports, with its state in `state_dir`, stopped on exit;
+    with `sasl_users`, a SASL_PLAINTEXT listener (PLAIN) for them too (`sasl_bootstrap`)."""
+    config = broker.BrokerConfig(
+        port=free_port(),
+        controller_port=free_port(),
+        state_dir=state_dir,
+        sasl_port=free_port() if sasl_users else None,
+        sasl_users=sasl_users,
+    )
     broker.start(config, timeout=180)
     try:
         yield config
@@ -147,7 +154,9 @@ def isolated_settings(bootstrap: str, **overrides: object) -> Settings:
 class WorkerProcess:
     """`evalstream worker` as a subprocess, as it runs in production."""
 
-    def __init__(self, settings: Settings, data_dir: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, data_dir: Path, env: Mapping[str, str] | None = None, loglevel: str = "info"
+    ) -> None:
         """`env`: more environment variables for the process (on top of this one's)."""
         self.settings = settings
         self.log_path = data_dir / "worker.log"
@@ -164,6 +173,7 @@ class WorkerProcess:
             "--web-host", settings.web_host,
             "--web-port", str(settings.web_port),
             "--data-dir", str(data_dir),
+            "--loglevel", loglevel,
         ]  # fmt: skip
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
