@@ -31,7 +31,8 @@ import psutil
 from events.synthetic import interleave, synthetic_run
 from worker.commands.clients import publish, topic_reader
 from worker.commands.replay import replay
-from worker.local.processes import WorkerProcess, cluster, free_port, isolated_settings
+from worker.local.clusters import cluster
+from worker.local.processes import WorkerProcess, free_port, isolated_settings
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from worker.local.processes import cluster
+from worker.local.clusters import cluster
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.local.processes import CONTAINER_IMAGE, EngineProbe, choose_broker, docker_engine
+from worker.local.clusters import CONTAINER_IMAGE, EngineProbe, choose_broker, docker_engine
 
 
 def never_asked() -> EngineProbe:

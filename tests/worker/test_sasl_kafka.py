@@ -20,7 +20,8 @@ from tests.projections.examples import EXAMPLE_LOG
 from tests.worker.test_worker_kafka import by_run
 from worker.commands.clients import publish
 from worker.commands.replay import replay
-from worker.local.processes import WorkerProcess, isolated_settings, local_broker
+from worker.local.clusters import local_broker
+from worker.local.processes import WorkerProcess, isolated_settings
 from worker.local.records import read_topic
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
