@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos clean
+.PHONY: install test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +16,18 @@ install: $(BIN)/.installed
 ## The whole suite: lint, format, types, import layers, then every test.
 test: check unit
 
-check: install
+check: install deploy-check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## deploy/ checked without Docker or a cluster: each tool ships the rules or schemas it checks against.
+deploy-check: install
+	$(BIN)/hadolint deploy/Dockerfile
+	$(BIN)/check-jsonschema --builtin-schema vendor.compose-spec deploy/compose.yaml
+	$(BIN)/kubernetes-validate --strict --quiet -k 1.30.0 deploy/k8s/*.yaml
+	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 
 unit: install
 	$(BIN)/python -m pytest

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from worker.local import scenarios
 from worker.local.chaos import TABLE_HEAD, Result
-from worker.local.processes import cluster
+from worker.local.clusters import cluster
 
 
 def main() -> None:

@@ -25,7 +25,8 @@ from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES
 from events.synthetic import interleave, synthetic_run
-from worker.local.processes import WorkerProcess, cluster, isolated_settings
+from worker.local.clusters import cluster
+from worker.local.processes import WorkerProcess, isolated_settings
 from worker.local.records import read_topic
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings

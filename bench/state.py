@@ -34,7 +34,8 @@ from aiokafka import AIOKafkaConsumer
 
 from events.synthetic import synthetic_run
 from worker.commands.clients import publish, topic_reader
-from worker.local.processes import WorkerProcess, cluster, isolated_settings
+from worker.local.clusters import cluster
+from worker.local.processes import WorkerProcess, isolated_settings
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 

@@ -1,18 +1,28 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
 
 from worker.local.broker import BrokerConfig
-from worker.local.processes import cluster, local_broker
+from worker.local.clusters import cluster, local_broker
 
 
 @pytest.fixture(scope="session")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Kafka broker for the session: EVALSTREAM_TEST_BOOTSTRAP, or a local one started here."""
-    with cluster(os.environ.get("EVALSTREAM_TEST_BOOTSTRAP"), tmp_path_factory.mktemp("broker")) as servers:
+def bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Kafka broker for the session: EVALSTREAM_TEST_BOOTSTRAP, else testcontainers'
+    Kafka where a Docker engine answers, else a local one started here. The choice is
+    printed past pytest's capture, so it shows in every run's output."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+
+    def say(line: str) -> None:
+        with capture.global_and_fixture_disabled():
+            print(f"\n{line}", file=sys.stderr, flush=True)
+
+    existing = os.environ.get("EVALSTREAM_TEST_BOOTSTRAP")
+    with cluster(existing, tmp_path_factory.mktemp("broker"), say=say) as servers:
         yield servers
 
 

@@ -1,4 +1,7 @@
-"""Worker settings: environment variables (EVALSTREAM_*), overridable by CLI flags."""
+"""Worker settings: environment variables (EVALSTREAM_*), overridable by CLI flags.
+
+Secrets (the SASL password, the SSL key's password) are left out of `repr`, so that a
+setting logged or shown in an error never carries them."""
 
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ class Settings:
     deadletter_topic: str = field(default_factory=lambda: _env("DEADLETTER_TOPIC", "evalstream.deadletter"))
     partitions: int = field(default_factory=lambda: int(_env("PARTITIONS", "1")))
     data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", "~/.cache/evalstream/worker")).expanduser())
+    web_host: str = field(default_factory=lambda: _env("WEB_HOST", "127.0.0.1"))
+    """Where the worker's web server (/ready, /live, /metrics) listens: 0.0.0.0 in a container."""
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
     progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
     flush_interval: float = field(default_factory=lambda: float(_env("FLUSH_INTERVAL", "0.25")))
@@ -44,6 +49,10 @@ class Settings:
         """These settings with every non-None value of `values` (CLI flags) applied."""
         known = {f.name for f in fields(self)}
         return replace(self, **{k: v for k, v in values.items() if k in known and v is not None})
+
+    def secrets(self) -> tuple[str, ...]:
+        """The values that must never be shown (logs mask them: `worker.commands.redact`)."""
+        return (self.security.sasl_password,) if self.security.sasl_password else ()
 
     def client_options(self) -> dict[str, Any]:
         """aiokafka keyword arguments for the connection and its security."""

@@ -115,11 +115,25 @@ class Broker:
         self.acknowledge(len(self._pending))
 
 
-def new_engine(broker: Broker, processor: Processor, clock: Callable[[], float]) -> Engine:
+def new_engine(
+    broker: Broker,
+    processor: Processor,
+    clock: Callable[[], float],
+    on_checkpoint: Callable[[float], None] = lambda seconds: None,
+) -> Engine:
     async def fail(error: BaseException) -> None:
         raise AssertionError(f"the engine gave up: {error!r}")
 
-    return Engine(processor, broker, broker, broker, flush_interval=0.25, clock=clock, on_failure=fail)
+    return Engine(
+        processor,
+        broker,
+        broker,
+        broker,
+        flush_interval=0.25,
+        clock=clock,
+        on_failure=fail,
+        on_checkpoint=on_checkpoint,
+    )
 
 
 async def drive(

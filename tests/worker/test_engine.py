@@ -173,3 +173,48 @@ def test_after_a_revocation_nothing_more_is_written_and_the_writes_made_are_wait
     asyncio.run(go())
     assert [write for write in broker.issued if write.stream == "changelog"] == []
     assert broker.commits == {}
+
+
+def test_consuming_once_every_assigned_partition_is_sought_and_not_after_a_revocation() -> None:
+    store = Store({1: {b"o1": b"7"}})
+    engine = new_engine(Broker(store), Processor(store), lambda: 0.0)
+
+    async def go() -> list[bool]:
+        seen = [engine.consuming]  # nothing assigned yet
+        engine.assigned([0, 1])
+        seen.append(engine.consuming)  # restored, not sought
+        await engine.tick(rebalancing=True)
+        seen.append(engine.consuming)  # the seeks wait for the rebalance
+        await engine.tick(rebalancing=False)
+        seen.append(engine.consuming)
+        await engine.revoked(timeout=1)
+        seen.append(engine.consuming)
+        engine.assigned([])
+        seen.append(engine.consuming)  # the group has nothing for it: idle, and ready
+        return seen
+
+    assert asyncio.run(go()) == [False, False, False, True, False, True]
+
+
+def test_each_committed_checkpoint_reports_how_long_it_took() -> None:
+    store = Store()
+    broker = Broker(store)
+    clock = [0.0]
+    took: list[float] = []
+    engine = new_engine(broker, Processor(store, flush_every=1), lambda: clock[0], took.append)
+    line = encode(builders.closed("run-a"))
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, [Record(0, b"run-a", line)])
+        assert engine.checkpointing
+        clock[0] += 0.125  # the broker takes its time
+        for _ in range(20):  # outputs, then the changelog writes, are acknowledged as they come
+            broker.acknowledge_all()
+            await asyncio.sleep(0)
+        assert not engine.checkpointing
+
+    asyncio.run(go())
+    assert took == [0.125]
+    assert broker.commits == {0: 1}

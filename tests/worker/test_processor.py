@@ -198,3 +198,21 @@ def test_progress_windows_grow_with_the_tasks_waiting_so_progress_work_is_bounde
 
     assert progress_per_run(1) == 16  # every 0.25 s
     assert progress_per_run(10) == 1  # every 2.5 s
+
+
+def test_counts_say_what_became_of_every_record() -> None:
+    """Each record handed over is counted once: applied, skipped (before the checkpoint),
+    redelivered (event_id applied already), ignored (a second close) or dead-lettered by reason."""
+    processor = Processor(Store({0: {b"o0": b"1"}}))
+    processor.assign([0])
+    run = small_run("run", trials=2)
+    batch = records(run, first=2)
+    duplicate = Record(len(batch) + 2, b"run", encode(run[1]))
+    second_close = Record(len(batch) + 3, b"run", encode(builders.closed("run", event_id="close-again")))
+    junk = [Record(len(batch) + 4, b"run", b"{nope"), Record(len(batch) + 5, b"other", encode(run[0]))]
+    processor.handle(0, [*records(run[:2]), *batch, duplicate, second_close, *junk], 0.0)
+    counts = processor.counts
+    assert (counts.skipped, counts.applied, counts.redelivered, counts.ignored) == (2, len(run), 1, 1)
+    assert counts.dead_lettered == {"not-json": 1, "key-mismatch": 1}
+    processor.forget()  # a revocation drops the state, not what was counted
+    assert processor.counts.applied == len(run)

@@ -22,6 +22,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from events.importers.source import SourceError
 from events.schema import write_schemas
 from events.security import SecurityError
+from worker.commands import redact
 from worker.commands.digest import digest
 from worker.commands.failure import ENVIRONMENT, USAGE, CommandError, opened
 from worker.commands.importing import SOURCES
@@ -99,6 +100,7 @@ def _worker(args: argparse.Namespace) -> int:
     # faust leaves logging alone (override_logging=False); without a handler only warnings show.
     level = {"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper())
     logging.basicConfig(level=level, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    redact.install(settings.secrets())  # aiokafka's debug log holds the SASL handshake's bytes
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     app = build_app(settings)
     wipe_local_state(app)
@@ -383,6 +385,9 @@ def _client_parsers(commands: Commands) -> None:
         _worker,
     )
     _connection_flags(worker)
+    worker.add_argument(
+        "--web-host", help="where /ready, /live and /metrics listen (env EVALSTREAM_WEB_HOST, default 127.0.0.1)"
+    )
     worker.add_argument("--web-port", type=int, help="env EVALSTREAM_WEB_PORT (default 6066)")
     worker.add_argument("--data-dir", type=Path, help="env EVALSTREAM_DATA_DIR")
     worker.add_argument("--loglevel", default="info", choices=("debug", "info", "warn", "error", "crit"))

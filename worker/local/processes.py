@@ -1,4 +1,5 @@
-"""Local plumbing for tests and benchmarks: free ports, isolated settings, a worker process."""
+"""Local plumbing for tests and benchmarks: free ports, isolated settings, a worker process
+(its brokers: `worker.local.clusters`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 
-from worker.local import broker
+from prometheus_client.parser import text_string_to_metric_families
+
 from worker.settings import Settings
 
 
@@ -21,28 +24,6 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-@contextmanager
-def local_broker(state_dir: Path, *, secure: bool = False) -> Iterator[broker.BrokerConfig]:
-    """A broker of its own on free ports, with its state in `state_dir`, stopped on exit;
-    `secure`: the secured one (`worker.local.secured`)."""
-    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=state_dir, secure=secure)
-    broker.start(config, timeout=180)
-    try:
-        yield config
-    finally:
-        broker.stop(config)
-
-
-@contextmanager
-def cluster(existing: str | None, state_dir: Path) -> Iterator[str]:
-    """Bootstrap servers: `existing` if given, else those of a `local_broker` for the duration."""
-    if existing:
-        yield existing
-        return
-    with local_broker(state_dir) as config:
-        yield config.bootstrap
 
 
 def isolated_settings(bootstrap: str, **overrides: object) -> Settings:
@@ -63,11 +44,14 @@ def isolated_settings(bootstrap: str, **overrides: object) -> Settings:
 class WorkerProcess:
     """`evalstream worker` as a subprocess, as it runs in production."""
 
-    def __init__(self, settings: Settings, data_dir: Path) -> None:
+    def __init__(
+        self, settings: Settings, data_dir: Path, env: Mapping[str, str] | None = None, loglevel: str = "info"
+    ) -> None:
+        """`env`: more environment variables for the process (on top of this one's)."""
         self.settings = settings
         self.log_path = data_dir / "worker.log"
         data_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **settings.security.env(), "EVALSTREAM_APP_ID": settings.app_id}
+        env = {**os.environ, **settings.security.env(), **(env or {}), "EVALSTREAM_APP_ID": settings.app_id}
         command = [
             sys.executable, "-m", "worker.commands.cli", "worker",
             "--bootstrap", settings.bootstrap,
@@ -76,8 +60,10 @@ class WorkerProcess:
             "--summaries-topic", settings.summaries_topic,
             "--deadletter-topic", settings.deadletter_topic,
             "--partitions", str(settings.partitions),
+            "--web-host", settings.web_host,
             "--web-port", str(settings.web_port),
             "--data-dir", str(data_dir),
+            "--loglevel", loglevel,
         ]  # fmt: skip
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -97,6 +83,40 @@ class WorkerProcess:
         """Until faust says the worker is ready (partitions assigned, state recovered)."""
         deadline = time.monotonic() + timeout
         while "Worker ready" not in self.log():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker not ready after {timeout:.0f}s; its log:\n{self.log()[-3000:]}")
+            time.sleep(0.1)
+
+    def get(self, path: str, method: str = "GET", host: str | None = None) -> tuple[int, str]:
+        """(status, body) of a request to the worker's web port (at `host`, default its own)."""
+        url = f"http://{host or self.settings.web_host}:{self.settings.web_port}{path}"
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def scrape(self) -> dict[str, float]:
+        """Every sample of /metrics, keyed as Prometheus prints it: `name` or `name{label="value"}`."""
+        status, text = self.get("/metrics")
+        if status != 200:
+            raise RuntimeError(f"/metrics answered {status}: {text[:200]}")
+        samples = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = ",".join(f'{key}="{value}"' for key, value in sorted(sample.labels.items()))
+                samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+        return samples
+
+    def wait_serving(self, timeout: float = 120.0) -> None:
+        """Until /ready says so: partitions restored and sought, consuming."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self.get("/ready")[0] == 200:
+                    return
+            except OSError:
+                pass  # the web server is not up yet
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"worker not ready after {timeout:.0f}s; its log:\n{self.log()[-3000:]}")
             time.sleep(0.1)

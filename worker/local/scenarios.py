@@ -25,8 +25,9 @@ from worker.local.chaos import (
     topic_contents,
     worker_outputs,
 )
+from worker.local.clusters import local_broker
 from worker.local.poison import STATEFUL, poisons
-from worker.local.processes import isolated_settings, local_broker
+from worker.local.processes import isolated_settings
 from worker.local.records import read_topic
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings

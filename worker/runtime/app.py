@@ -23,9 +23,10 @@ import faust
 from faust.types import TP
 
 from events.codec import MAX_EVENT_BYTES
-from worker.runtime import consumer, internals
+from worker.runtime import consumer, internals, web
 from worker.runtime.changelog import Table, TableState
 from worker.runtime.engine import Engine
+from worker.runtime.metrics import WorkerMetrics
 from worker.runtime.outputs import Publish
 from worker.runtime.processor import Processor
 from worker.settings import SUMMARY_MAX_BYTES, Settings
@@ -69,6 +70,7 @@ def _faust_app(settings: Settings, hooks: consumer.Hooks) -> faust.App:
         broker_credentials=_credentials(settings),
         store="rocksdb://",
         datadir=str(settings.data_dir),
+        web_bind=settings.web_host,
         web_port=settings.web_port,
         topic_partitions=settings.partitions,
         key_serializer="raw",
@@ -144,6 +146,13 @@ def build_app(settings: Settings) -> faust.App:
         log.critical("stopping: the broker refused a write the state depends on (%r); a restart resumes safely", error)
         await app.crash(error)
 
+    def highwater(partition: int) -> int | None:
+        try:
+            return app.consumer.highwater(TP(settings.events_topic, partition))
+        except Exception:  # not assigned (any more), or the consumer not started: no figure
+            return None
+
+    metrics = WorkerMetrics(processor, highwater, hooks.last_timestamp)
     engine = Engine(
         processor,
         _Producer(app, settings),
@@ -152,7 +161,17 @@ def build_app(settings: Settings) -> faust.App:
         flush_interval=settings.flush_interval,
         clock=time.monotonic,
         on_failure=stop_worker,
+        on_checkpoint=metrics.checkpoint_seconds.observe,
     )
+
+    def not_ready() -> str | None:
+        if app.rebalancing:
+            return "the consumer group is rebalancing"
+        if not engine.consuming:
+            return "partitions are being restored from the changelog"
+        return None
+
+    web.serve(app, not_ready, metrics)
 
     async def tick() -> None:
         await engine.tick(app.rebalancing)

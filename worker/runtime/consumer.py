@@ -53,6 +53,8 @@ class Hooks:
         self.poll = poll
         self.tick: Tick | None = None
         self.handle: BatchHandler | None = None
+        self.last_timestamp: dict[int, int] = {}
+        """Partition -> the Kafka timestamp (ms) of the last record handed to `handle`."""
 
 
 def install(app: faust.App, fetch_max_wait_ms: int, hooks: Hooks | None = None) -> None:
@@ -81,7 +83,8 @@ def install(app: faust.App, fetch_max_wait_ms: int, hooks: Hooks | None = None) 
                 batch = records.pop(tp)
                 # A revocation began while the batch was being fetched: it is read again
                 # by whoever owns the partition next.
-                if self.flow_active:
+                if self.flow_active and batch:
+                    hooks.last_timestamp[tp.partition] = batch[-1].timestamp
                     await hooks.handle(tp.partition, [Record(r.offset, r.key, r.value or b"") for r in batch])
             return records, active
 

@@ -58,9 +58,11 @@ class Engine:
         flush_interval: float,
         clock: Callable[[], float],
         on_failure: Callable[[BaseException], Awaitable[None]],
+        on_checkpoint: Callable[[float], None] = lambda seconds: None,
     ) -> None:
         """`on_failure`: what to do when the broker refused an output or a write (stop the
-        worker: going on would pass over what was lost)."""
+        worker: going on would pass over what was lost). `on_checkpoint`: told the seconds
+        each checkpoint took, from its snapshot to its commit (the metrics' histogram)."""
         self.processor = processor
         self.outputs = outputs
         self.changelog = changelog
@@ -68,7 +70,10 @@ class Engine:
         self.flush_interval = flush_interval
         self.clock = clock
         self.on_failure = on_failure
+        self.on_checkpoint = on_checkpoint
         self.epoch = 0
+        self._assignment: frozenset[int] | None = None
+        """The partitions assigned since the last revocation (None: none yet)."""
         self._seeks: dict[int, int] = {}
         """Partition -> where to seek it once the rebalance is over."""
         self._ready: set[int] = set()
@@ -84,7 +89,8 @@ class Engine:
 
     def assigned(self, partitions: Iterable[int]) -> dict[int, int]:
         """Partitions are assigned (faust's table recovery is done): where each will be read from."""
-        self._seeks = self.processor.assign(partitions)
+        self._assignment = frozenset(partitions)
+        self._seeks = self.processor.assign(self._assignment)
         self._ready.clear()
         self._unacknowledged.clear()
         return dict(self._seeks)
@@ -93,6 +99,7 @@ class Engine:
         """Partitions may go to another worker: write nothing more, and wait until what was
         written is acknowledged (at most `timeout` seconds; an error is logged past it)."""
         self.epoch += 1
+        self._assignment = None
         self._seeks.clear()
         self._ready.clear()
         self._unacknowledged.clear()
@@ -108,6 +115,13 @@ class Engine:
 
     def ready(self, partition: int) -> bool:
         return partition in self._ready
+
+    @property
+    def consuming(self) -> bool:
+        """Whether every partition of the last assignment is restored and sought to its
+        checkpoint, so that its records are handled (true with no partitions at all: a
+        worker the group has nothing for is healthy and idle)."""
+        return self._assignment is not None and self._assignment <= self._ready
 
     @property
     def checkpointing(self) -> bool:
@@ -163,11 +177,12 @@ class Engine:
         if snapshot is None:
             return
         outputs = self._unacknowledged.pop(partition, [])
-        self._checkpointed_at[partition] = self.clock()
+        began = self._checkpointed_at[partition] = self.clock()
 
         async def run() -> None:
             try:
-                await checkpoint(snapshot, outputs, self.processor, self.changelog, lambda: epoch == self.epoch)
+                if await checkpoint(snapshot, outputs, self.processor, self.changelog, lambda: epoch == self.epoch):
+                    self.on_checkpoint(self.clock() - began)
             except Exception as error:
                 log.error("checkpoint of partition %d at offset %d failed: %r", partition, snapshot.offset, error)
                 await self.on_failure(error)

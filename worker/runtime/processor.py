@@ -33,7 +33,7 @@ from typing import NamedTuple, Protocol
 
 from events.codec import encode_payload
 from projections.progress import progress
-from projections.run import RunState
+from projections.run import Outcome, RunState
 from projections.step import step
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 from worker.runtime.cache import CachedRun, RunCache
@@ -62,6 +62,25 @@ class StoredState(Protocol):
     def scan(self, partition: int, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) of every key that starts with `prefix`."""
         ...
+
+
+@dataclass(slots=True)
+class Counts:
+    """What the processor did with the records it was given, since the worker started
+    (read by `worker.runtime.metrics` when scraped: plain ints, cheap on the hot path)."""
+
+    applied: int = 0
+    skipped: int = 0
+    """Offsets before the state's next one: read again after a rewind, already applied."""
+    redelivered: int = 0
+    """Events whose event_id the run had applied (a producer's retry, or a rewind past a record)."""
+    ignored: int = 0
+    """Valid events that change nothing (a second run.closed)."""
+    dead_lettered: dict[str, int] = field(default_factory=dict)
+    """Reason code -> messages dead-lettered for it."""
+
+    def dead_letter(self, reason: str) -> None:
+        self.dead_lettered[reason] = self.dead_lettered.get(reason, 0) + 1
 
 
 class Admission(Enum):
@@ -118,6 +137,7 @@ class Processor:
         on a timer): more means fewer changelog bytes and more events redone after a crash."""
         self.cache = RunCache(cache_runs if store is not None else 2**62)
         self.partitions: dict[int, PartitionState] = {}
+        self.counts = Counts()
         self._progress_pending: dict[str, CachedRun] = {}
         self._pending_tasks = 0
         """Tasks of the runs in `_progress_pending`, as counted when each joined."""
@@ -160,6 +180,7 @@ class Processor:
         state = self.partitions.setdefault(partition, PartitionState())
         out: list[Publish] = []
         touched: dict[str, CachedRun] = {}
+        counts = self.counts
 
         def lookup(run_id: str) -> RunState:
             return self._cached(partition, run_id).run
@@ -167,6 +188,7 @@ class Processor:
         for offset, key, value in records:
             admission = self.admit(partition, offset)
             if admission is Admission.SKIP:
+                counts.skipped += 1
                 continue
             if admission is Admission.AHEAD:
                 log.warning(
@@ -183,13 +205,20 @@ class Processor:
                 stepped = step(value, lookup, position=offset, keyed=True, key=key)
             except Exception as error:  # a bug must not stop the run: dead-letter the message, go on
                 log.exception("internal error on %s", source)
+                counts.dead_letter("internal-error")
                 out.append(dead_letter(key, value, "internal-error", repr(error), source))
                 continue
             if stepped.rejected is not None:
+                counts.dead_letter(stepped.rejected.code)
                 out.append(dead_letter(key, value, stepped.rejected.code, stepped.rejected.detail, source))
                 continue
             if not stepped.applied or stepped.run is None:
+                if stepped.outcome is Outcome.REDELIVERY:
+                    counts.redelivered += 1
+                else:
+                    counts.ignored += 1
                 continue
+            counts.applied += 1
             run = stepped.run
             entry = touched.get(run.run_id) or self._cached(partition, run.run_id)
             touched[run.run_id] = entry

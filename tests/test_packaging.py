@@ -1,0 +1,28 @@
+"""The installed package (the image's, `pip install .`) holds every module of the source tree."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("events", "projections", "worker")
+
+
+def test_the_wheel_holds_every_module(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "out"), str(source)]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    [wheel] = (tmp_path / "out").glob("evalstream-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    modules = {str(path.relative_to(source)) for package in PACKAGES for path in (source / package).rglob("*.py")}
+    assert modules - shipped == set()
+    assert "worker/py.typed" in shipped

@@ -1,0 +1,106 @@
+"""What the worker reports on `/metrics`, in Prometheus' text format.
+
+Nothing here runs per event. The processor counts in plain ints (`Processor.counts`); this
+collector reads them, the run cache, the consumer's highwaters and the last records'
+timestamps when Prometheus scrapes. Only the checkpoint histogram is observed as things
+happen, once per checkpoint (a few times a second per partition).
+
+The series, per worker process (`partition`: an events partition the worker owns now;
+README "Deploy" has the table): `evalstream_events_{applied,skipped,redelivered,ignored}_total`,
+`evalstream_dead_letters_total{reason}`, `evalstream_consumer_lag{partition}` (highwater
+minus the state's next offset), `evalstream_last_event_age_seconds{partition}` (now minus
+the Kafka timestamp of the last record handled: it grows on an idle partition too, so alert
+on it together with lag), `evalstream_checkpoint_duration_seconds` (histogram),
+`evalstream_runs_in_memory`, `evalstream_runs_evicted_total`, and prometheus-client's
+`process_*` and `python_gc_*` collectors.
+
+No label or value comes from the settings, so no credential can reach a metric.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client import CollectorRegistry, GCCollector, Histogram, ProcessCollector, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from worker.runtime.processor import Processor
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+"""A checkpoint waits for its outputs' and changelog writes' acknowledgements: milliseconds
+on a healthy broker, seconds when it struggles (the flush interval is 0.25 s)."""
+
+
+class WorkerMetrics(Collector):
+    def __init__(
+        self,
+        processor: Processor,
+        highwater: Callable[[int], int | None],
+        last_timestamp: Mapping[int, int],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`highwater`: the consumer's last known highwater of an events partition (None:
+        not fetched yet); `last_timestamp`: partition -> Kafka timestamp (ms) of the last
+        record handled; `clock`: wall-clock seconds, the timestamps' clock."""
+        self.processor = processor
+        self.highwater = highwater
+        self.last_timestamp = last_timestamp
+        self.clock = clock
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.checkpoint_seconds = Histogram(
+            "evalstream_checkpoint_duration_seconds",
+            "Seconds one checkpoint took, from its snapshot to its commit",
+            buckets=CHECKPOINT_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(self)
+        ProcessCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+
+    def exposition(self) -> bytes:
+        """Every series, in Prometheus' text format (`CONTENT_TYPE`)."""
+        return generate_latest(self.registry)
+
+    def collect(self) -> Iterator[Metric]:
+        counts = self.processor.counts
+        yield CounterMetricFamily("evalstream_events_applied", "Events that changed a run", counts.applied)
+        yield CounterMetricFamily(
+            "evalstream_events_skipped", "Records read again after a rewind, already in the state", counts.skipped
+        )
+        yield CounterMetricFamily(
+            "evalstream_events_redelivered", "Events whose event_id their run had applied", counts.redelivered
+        )
+        yield CounterMetricFamily(
+            "evalstream_events_ignored", "Valid events that change nothing (a second run.closed)", counts.ignored
+        )
+        dead = CounterMetricFamily("evalstream_dead_letters", "Messages dead-lettered, by reason", labels=["reason"])
+        for reason, count in sorted(counts.dead_lettered.items()):
+            dead.add_metric([reason], count)
+        yield dead
+        yield from self._partitions()
+        cache = self.processor.cache
+        yield GaugeMetricFamily("evalstream_runs_in_memory", "Runs in the run cache", len(cache))
+        yield CounterMetricFamily("evalstream_runs_evicted", "Runs that left the run cache", cache.evicted)
+
+    def _partitions(self) -> Iterator[Metric]:
+        lag = GaugeMetricFamily("evalstream_consumer_lag", "Records not handled yet", labels=["partition"])
+        age = GaugeMetricFamily(
+            "evalstream_last_event_age_seconds",
+            "Now minus the Kafka timestamp of the last record handled",
+            labels=["partition"],
+        )
+        now = self.clock()
+        for partition, state in sorted(self.processor.partitions.items()):
+            label = [str(partition)]
+            highwater = self.highwater(partition)
+            if highwater is not None and state.next_offset is not None:
+                lag.add_metric(label, max(0, highwater - state.next_offset))
+            stamp = self.last_timestamp.get(partition)
+            if stamp is not None:
+                age.add_metric(label, max(0.0, now - stamp / 1000))
+        yield lag
+        yield age
