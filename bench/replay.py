@@ -99,8 +99,14 @@ def rss_growth_applying(path: Path) -> tuple[int, int]:
             run = runs[event.run_id] = RunState(event.run_id)
         apply(run, event)
     gc.collect()
-    attempts = sum(n for run in runs.values() for task in run.tasks.values() for n, _ in task.tallies_flat())
-    return process.memory_info().rss - before, attempts
+    return process.memory_info().rss - before, sum(attempts_in(run) for run in runs.values())
+
+
+def attempts_in(run: RunState) -> int:
+    """The attempts the run holds, over all its tasks' keys."""
+    return sum(
+        counts[0] for task in run.tasks.values() for outputs in task.tallies.values() for counts in outputs.values()
+    )
 
 
 def rss_growth_run(tasks: int, attempts: int, seed: int) -> tuple[int, int]:
@@ -112,8 +118,7 @@ def rss_growth_run(tasks: int, attempts: int, seed: int) -> tuple[int, int]:
     for event in synthetic_run("m", tasks=tasks, attempts=attempts, seed=seed):  # one at a time, as replay reads
         apply(run, EVENT.validate_python(event))
     gc.collect()
-    stored = sum(n for task in run.tasks.values() for n, _ in task.tallies_flat())
-    return process.memory_info().rss - before, stored
+    return process.memory_info().rss - before, attempts_in(run)
 
 
 def marginal_memory(seed: int, tasks: int = 2000) -> float:

@@ -2,19 +2,21 @@
 
 `decode` turns one wire message (a Kafka value, a JSONL line) into a validated input
 event or raises `DecodeError` with a reason code and a sentence that says what was
-wrong and where. `encode` is deterministic: the same record always gives the same bytes,
-with non-finite floats written as "NaN", "Infinity" and "-Infinity".
+wrong and where; `decode_output` validates an output record. `encode` is deterministic:
+the same record always gives the same bytes, with non-finite floats written as "NaN",
+"Infinity" and "-Infinity".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import orjson
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from events.models import InputEvent
+from events.outputs import OutputEvent
 
 MAX_EVENT_BYTES: Final = 8 * 1024 * 1024
 """Largest accepted input message (EVENTS.md leaves it open). 8 MiB: a run.started declaring
@@ -24,6 +26,7 @@ topics and clients are configured for this limit instead."""
 INPUT_TYPES: Final = ("run.started", "trial.finished", "score.emitted", "run.closed")
 
 _ADAPTER: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
+_OUTPUT_ADAPTER: TypeAdapter[OutputEvent] = TypeAdapter(Annotated[OutputEvent, Field(discriminator="type")])
 
 
 def from_object(event: Any) -> InputEvent:
@@ -55,6 +58,19 @@ def decode(raw: bytes | str) -> InputEvent:
         return _ADAPTER.validate_json(raw)
     except ValidationError as error:
         raise _explain(error) from None
+
+
+def decode_output(raw: bytes | str) -> OutputEvent:
+    """One `run.summary` or `run.progress` record (what the worker publishes and replay
+    prints), validated; raises pydantic's `ValidationError`."""
+    return _OUTPUT_ADAPTER.validate_json(raw)
+
+
+def output_problem(error: ValidationError) -> str:
+    """The first thing wrong with an output record, and where in it, as a sentence."""
+    first = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"field {where!r}: {first['msg']}" if where else first["msg"]
 
 
 def encode(record: BaseModel) -> bytes:

@@ -13,6 +13,9 @@ from pydantic import Field
 
 from events.models import CloseReason, Record, RunId
 
+SUMMARY_MAX_BYTES = 64 * 1024 * 1024
+"""Largest summary message: a 200,000-attempt run's summary is ~20 MB of JSON (zstd on the wire)."""
+
 WireFloat = float | Literal["NaN", "Infinity", "-Infinity"]
 
 

@@ -16,19 +16,17 @@ given an event_id (pass your own to make a retried call idempotent).
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES, encode, from_object
+from events.loop import LoopThread
 from events.models import InputEvent
 
-T = TypeVar("T")
 Send = Callable[[bytes, bytes], Awaitable[None]]
 """Sends one (key, value) message to the events topic."""
 
@@ -177,16 +175,12 @@ def _error(error_type: str | None, message: str | None) -> dict[str, str] | None
 
 
 class RunRecorder:
-    """`AsyncRunRecorder` for synchronous harnesses: its own event loop on a thread."""
+    """`AsyncRunRecorder` for synchronous harnesses: its own event loop on a thread (`events.loop`)."""
 
     def __init__(self, run_id: str, **options: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"evalstream-{run_id}", daemon=True)
-        self._thread.start()
+        self._loop = LoopThread(f"evalstream-{run_id}")
+        self._call = self._loop.call
         self._async = self._call(_make(run_id, options))
-
-    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def __enter__(self) -> RunRecorder:
         self._call(self._async.__aenter__())
@@ -198,8 +192,6 @@ class RunRecorder:
         try:
             self._call(self._async.__aexit__(kind, error, trace))
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
             self._loop.close()
 
     def started(self, tasks: Iterable[Mapping[str, Any]], **options: Any) -> InputEvent:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 PERCENTILES = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
@@ -60,26 +61,47 @@ def percentile(ordered: list[float], p: int) -> float:
     return ordered[below] + fraction * (ordered[below + 1] - ordered[below])
 
 
-def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
-    """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
+@dataclass(frozen=True, slots=True)
+class Center:
+    """The count, NaN count, sum and mean of a range aggregate: all that progress shows of
+    pass@k, without the spread and percentiles that only the summary needs."""
+
+    finite: list[float]
+    count: int
+    nan_count: int
+    sum: float | None
+    mean: float | None
+
+
+def center(values: Iterable[float], total: int) -> Center:
+    """`range_aggregate`'s count, nan_count, sum and mean of `values` among `total`."""
     finite = [value for value in values if math.isfinite(value)]
     count = len(finite)
-    record: Aggregate = {"name": name, "score_type": "range", "count": count, "nan_count": max(total - count, 0)}
+    nan_count = max(total - count, 0)
     if not finite:
+        return Center(finite, count, nan_count, None, None)
+    total_sum = compensated_sum(finite)
+    return Center(finite, count, nan_count, total_sum, total_sum / count)
+
+
+def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
+    """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
+    middle = center(values, total)
+    finite, count, mean = middle.finite, middle.count, middle.mean
+    record: Aggregate = {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count}
+    if mean is None:
         for stat in ("sum", "mean", "min", "max", "variance", "std_dev", "sample_variance", "sample_std_dev"):
             record[stat] = None
         record["percentiles"] = None
         record["median"] = None
         return record
-    total_sum = compensated_sum(finite)
-    mean = total_sum / count
     squares = compensated_sum((value - mean) ** 2 for value in finite)
     variance = squares / count
     sample_variance = squares / (count - 1) if count > 1 else None
     ordered = sorted(finite)
     percentiles = {f"p{p}": percentile(ordered, p) for p in PERCENTILES}
     record.update(
-        sum=total_sum,
+        sum=middle.sum,
         mean=mean,
         min=ordered[0],
         max=ordered[-1],

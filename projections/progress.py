@@ -1,6 +1,7 @@
 """`run.progress`: live figures of a run (EVENTS.md, "run.progress"; SEMANTICS.md 7).
 
-pass@k figures come from the same function as the summary's, so a progress event says
+pass@k figures come from the same functions as the summary's (`passk_values`, and
+`center`, the part of `range_aggregate` they show), so a progress event says
 exactly what `summary.scores` would for the events applied so far (declared tasks that
 nothing has arrived for count as unmeasured there, and as `pending` in the verdicts).
 """
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from projections.aggregates import center
 from projections.attempts import summary_tasks
 from projections.declarations import key_name
 from projections.run import RunState
-from projections.summary import passk_figures
+from projections.summary import passk_values
 
 Progress = dict[str, Any]
 
@@ -27,11 +29,12 @@ def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
     open_ = not run.closed
     pending = sum(1 for task_id in declared if not run.tasks[task_id].touched) if open_ else 0
     pass_at_k: dict[str, dict[str, dict[str, Any]]] = {}
-    for name, k, record in passk_figures(run):
+    for name, k, values, total in passk_values(run):
+        figures = center(values, total)
         pass_at_k.setdefault(name, {})[str(k)] = {
-            "mean": record["mean"],
-            "count": record["count"],
-            "nan_count": record["nan_count"],
+            "mean": figures.mean,
+            "count": figures.count,
+            "nan_count": figures.nan_count,
         }
     verdicts = {}
     for key, tally in sorted(run.passk.items(), key=lambda item: key_name(item[0])):
@@ -52,7 +55,7 @@ def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
         "event_count": run.event_count,
         "tasks": {
             "declared": len(declared),
-            "with_attempts": sum(1 for task in summary_tasks(run) if any(n for n, _ in task.tallies_flat())),
+            "with_attempts": sum(1 for task in summary_tasks(run) if task.attempted()),
             "pending": pending,
         },
         "trials": {

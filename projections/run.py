@@ -69,18 +69,11 @@ class RunState:
     tasks: dict[str, TaskState] = field(default_factory=dict)
     passk: dict[Key, KeyTally] = field(default_factory=dict)
     """One tally per pass@k-eligible key."""
-
-    @property
-    def trials_completed(self) -> int:
-        return sum(task.trials_completed for task in self.tasks.values())
-
-    @property
-    def trials_failed(self) -> int:
-        return sum(task.trials_failed for task in self.tasks.values())
-
-    @property
-    def score_count(self) -> int:
-        return sum(len(columns.statuses) for task in self.tasks.values() for columns in task.metrics.values())
+    trials_completed: int = 0
+    trials_failed: int = 0
+    score_count: int = 0
+    """Run-wide counts of the tasks' trials and scores, kept as events apply (progress reads
+    them on every emission; `storage.restore` sums the tasks' own)."""
 
     def span(self) -> float | None:
         """Seconds between the earliest and the latest `occurred_at` of the applied events."""
@@ -179,6 +172,7 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: floa
     task.events.append(lo)
     _saw(task, moment)
     task.record_score(event, at, run.passk)
+    run.score_count += 1
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 
@@ -190,8 +184,10 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
     task.trial_positions.append(at)
     if event.status == "completed":
         task.trials_completed += 1
+        run.trials_completed += 1
     else:
         task.trials_failed += 1
+        run.trials_failed += 1
         error_type = (event.error.type if event.error else None) or "UnknownError"
         if task.failed_trials is None:
             task.failed_trials = []

@@ -139,6 +139,10 @@ def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> Ru
     if run.declarations is not None:
         for task_id in run.declarations.tasks:  # a declared task nothing arrived for has no record
             run.tasks.setdefault(task_id, TaskState(task_id))
+    for task in run.tasks.values():
+        run.trials_completed += task.trials_completed
+        run.trials_failed += task.trials_failed
+        run.score_count += sum(len(columns.statuses) for columns in task.metrics.values())
     fingerprints = [run.run_events, *(task.events for task in run.tasks.values())]
     run.event_count = sum(len(pairs) // 2 for pairs in fingerprints)
     run.applied = AppliedEvents(run.event_count)

@@ -7,6 +7,7 @@ state always gives the same bytes. `events.outputs.RunSummary` is the model of t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
@@ -112,10 +113,10 @@ def view_aggregates(run: RunState) -> list[Aggregate]:
     return [range_aggregate(f"view.{name}", values.get(name, []), totals[name]) for name in sorted(totals)]
 
 
-def passk_figures(run: RunState) -> list[tuple[str, int, Aggregate]]:
-    """(key name, k, aggregate) for every eligible key and k = 1..largest n (section 2)."""
+def passk_values(run: RunState) -> Iterator[tuple[str, int, list[float], int]]:
+    """(key name, k, per-task estimates in summary task order, total) for every eligible
+    key and k = 1..largest n (section 2): what `passk_figures` and progress aggregate."""
     tasks = summary_tasks(run)
-    figures = []
     for key in sorted(run.passk, key=key_name):
         tallies = [tally for task in tasks if (tally := task.tally(key)) is not None]
         measured = [(n, c) for n, c in tallies if n]
@@ -123,8 +124,14 @@ def passk_figures(run: RunState) -> list[tuple[str, int, Aggregate]]:
         name = key_name(key)
         for k in range(1, max((n for n, _ in measured), default=0) + 1):
             values = [estimates(n, c)[k - 1] for n, c in measured if n >= k]
-            figures.append((name, k, range_aggregate(f"{name}.pass@{k}", values, len(values) + unmeasured)))
-    return figures
+            yield name, k, values, len(values) + unmeasured
+
+
+def passk_figures(run: RunState) -> list[tuple[str, int, Aggregate]]:
+    """(key name, k, aggregate) for every eligible key and k = 1..largest n (section 2)."""
+    return [
+        (name, k, range_aggregate(f"{name}.pass@{k}", values, total)) for name, k, values, total in passk_values(run)
+    ]
 
 
 def verdicts(run: RunState, attempts: TaskAttempts) -> dict[str, dict[str, str]]:

@@ -112,8 +112,9 @@ class TaskState:
         counts = self.tallies.get(key[0], {}).get(key[1])
         return None if counts is None else (counts[0], counts[1])
 
-    def tallies_flat(self) -> list[tuple[int, int]]:
-        return [(n, c) for outputs in self.tallies.values() for n, c in outputs.values()]
+    def attempted(self) -> bool:
+        """Whether some key of the task has an attempt."""
+        return any(counts[0] for outputs in self.tallies.values() for counts in outputs.values())
 
     def kept_keys(self) -> list[Key]:
         return [(metric, output) for metric, outputs in self.tallies.items() for output in outputs]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from events.builders import broken, closed, dead, score, started, task_spec, trial
+from events.codec import encode_payload
 from events.models import InputEvent
+from events.outputs import RunSummary
 from projections.run import RunState, apply
+from projections.summary import summary
 
-__all__ = ["broken", "closed", "dead", "fold", "score", "started", "task_spec", "trial"]
+__all__ = ["broken", "closed", "dead", "fold", "score", "scored_run", "started", "summary_of", "task_spec", "trial"]
 
 
 def fold(events: Iterable[InputEvent], run_id: str = "run") -> RunState:
@@ -17,3 +20,30 @@ def fold(events: Iterable[InputEvent], run_id: str = "run") -> RunState:
     for event in events:
         apply(run, event)
     return run
+
+
+def scored_run(
+    run_id: str, attempts: Mapping[str, Sequence[object]], *, labels: Mapping[str, str] | None = None
+) -> list[InputEvent]:
+    """A closed run declaring `reward.score` continuous on each task of `attempts`, with one
+    trial per value in order (None: a dead trial; no value: a task nothing was measured for)."""
+    events: list[InputEvent] = [
+        started(
+            run_id,
+            [task_spec(task_id, {"reward.score": "continuous"}) for task_id in attempts],
+            labels=dict(labels or {}),
+        )
+    ]
+    for task_id, values in attempts.items():
+        for number, value in enumerate(values):
+            trial_id = f"{task_id}-{number}"
+            if value is None:
+                events.append(dead(task_id, trial_id, "reward", run_id=run_id))
+            else:
+                events.append(score(task_id, trial_id, "reward", {"score": value}, run_id=run_id))
+    return [*events, closed(run_id)]
+
+
+def summary_of(events: Iterable[InputEvent], run_id: str = "run") -> RunSummary:
+    """The run.summary of a closed run's events, as a subscriber reads it."""
+    return RunSummary.model_validate_json(encode_payload(summary(fold(events, run_id))))

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-SUMMARY_MAX_BYTES = 64 * 1024 * 1024
-"""Largest summary message: a 200,000-attempt run's summary is ~20 MB of JSON (zstd on the wire)."""
+from events.outputs import SUMMARY_MAX_BYTES
+
+__all__ = ["SUMMARY_MAX_BYTES", "Settings"]  # the summaries limit is the contract's (events.outputs)
 
 
 def _env(name: str, default: str) -> str:

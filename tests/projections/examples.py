@@ -33,3 +33,25 @@ def section_2_example() -> list[InputEvent]:
         reward("t3", "g", 1), broken("t3", "h", "reward"),
         broken("t4", "i", "reward"),
     ]  # fmt: skip
+
+
+# Two runs' attempts (reward.score, one list per task) that `evalstream gate` compares:
+# the hand-computed example of tests/projections/test_compare.py.
+BASELINE: dict[str, list[object]] = {
+    "a": [1, 1, 1],  # solved
+    "b": [1, None, 1],  # flaky: a dead trial is an attempt that did not pass
+    "c": [0, 0, 0.5],  # failed: partial credit is not a pass
+    "d": [1, 1],
+    "e": [1, 1, 0],  # only the baseline has it
+    "g": [],  # unmeasured here, measured in the candidate
+    "h": [1],
+}
+CANDIDATE: dict[str, list[object]] = {
+    "a": [1, 1, "NaN"],  # NaN never passes: solved -> flaky
+    "b": [0, 0, None],  # flaky -> failed
+    "c": [0, "Infinity", 0],  # Infinity is >= 1.0: failed -> flaky
+    "d": [1, 1, 1, 1],  # solved either way, on another number of attempts
+    "f": [1],  # only the candidate has it
+    "g": [1],
+    "h": [],
+}

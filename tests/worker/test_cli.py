@@ -88,6 +88,11 @@ CASES = {
     "simulate, no broker": unreachable("simulate"),
     "watch, no broker": unreachable("watch", "run-7"),
     "replay --from-topic, no broker": unreachable("replay", "--from-topic"),
+    "gate, no broker": unreachable("gate", "run-main", "run-pr"),
+    "gate a missing file": Case(
+        ("gate", "a", "b", "--from-file", MISSING), 2, (f"evalstream gate: cannot read {MISSING}", "summaries JSONL")
+    ),
+    "gate with a negative threshold": Case(("gate", "a", "b", "--threshold", "-1"), 2, ("the drop tolerated, >= 0",)),
 }
 
 
@@ -134,7 +139,9 @@ def test_what_is_not_there_on_a_running_broker_is_named(bootstrap: str, tmp_path
     missing = f"no topic '{settings.summaries_topic}' at {bootstrap}"
     Case(("summaries", *flags), 1, (missing, "start the worker")).check()
     Case(("replay", "--from-topic", *flags), 1, (f"no topic '{settings.events_topic}' at {bootstrap}",)).check()
+    Case(("gate", "a", "b", *flags), 1, (missing, "--from-file")).check()
     Case(("watch", "run-7", "--timeout", "1", *flags), 1, ("waiting for progress of run 'run-7'", "after 1 s")).check()
     asyncio.run(ensure_topics(settings))
     Case(("summaries", "--run", "nope", *flags), 1, ("no summary of run 'nope'",)).check()
     Case(("watch", "nope", "--timeout", "1", *flags), 1, ("no progress of run 'nope'", "in 1 s")).check()
+    Case(("gate", "nope", "nada", *flags), 1, ("no summary of run 'nope' and 'nada' in topic",)).check()

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.projections.examples import EXAMPLE_LOG
+from events.codec import encode
+from tests.builders import scored_run
+from tests.projections.examples import BASELINE, CANDIDATE, EXAMPLE_LOG
 from worker.local.processes import WorkerProcess
 from worker.settings import Settings
 
@@ -55,3 +59,33 @@ def test_simulate_then_watch_shows_the_run_to_its_close(worker: WorkerProcess) -
     assert "sim [closed]" in screen
     assert "12/12 trials" in screen
     assert "reward.score" in screen
+
+
+def test_gate_reads_the_latest_summaries_from_the_topic(worker: WorkerProcess, tmp_path: Path) -> None:
+    settings = worker.settings
+    log = tmp_path / "runs.jsonl"
+    events = [*scored_run("gate-base", BASELINE), *scored_run("gate-cand", CANDIDATE)]
+    log.write_bytes(b"".join(encode(event) + b"\n" for event in events))
+    assert evalstream(settings, "publish", str(log)).returncode == 0
+    deadline = time.monotonic() + 60
+    while (gated := evalstream(settings, "gate", "gate-base", "gate-cand", "--json")).returncode == 1:
+        assert b"no summary of run" in gated.stderr  # until the worker has summarized both
+        assert time.monotonic() < deadline, gated.stderr
+        time.sleep(0.5)
+    assert gated.returncode == 0, gated.stderr
+    from_file = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "replay", str(log)], capture_output=True, check=True
+    ).stdout
+    offline = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "gate", "gate-base", "gate-cand", "--from-file", "-", "--json"],
+        input=from_file,
+        capture_output=True,
+        check=True,
+    )
+    assert orjson.loads(gated.stdout) == orjson.loads(offline.stdout)  # the worker's summaries gate as replay's do
+    failed = evalstream(settings, "gate", "gate-base", "gate-cand", "--max-regressions", "0")
+    assert failed.returncode == 3
+    assert "gate FAILED: reward.score: 2 regressions, more than the 0 allowed" in failed.stdout.decode()
+    missing = evalstream(settings.with_overrides(summaries_topic="no-such-topic"), "gate", "gate-base", "gate-cand")
+    assert missing.returncode == 1
+    assert b"no topic 'no-such-topic' at " in missing.stderr

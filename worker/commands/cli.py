@@ -87,6 +87,7 @@ def _worker(args: argparse.Namespace) -> int:
     import faust
 
     from worker.runtime.app import build_app, wipe_local_state
+    from worker.runtime.collector import quiet_collector
     from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
@@ -99,6 +100,7 @@ def _worker(args: argparse.Namespace) -> int:
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     app = build_app(settings)
     wipe_local_state(app)
+    quiet_collector()
     faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
     return 0
 
@@ -152,6 +154,13 @@ def _summaries(args: argparse.Namespace) -> int:
             ENVIRONMENT,
         )
     return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from worker.commands.gate import Options, run
+
+    options = Options(keys=args.key, threshold=args.threshold, max_regressions=args.max_regressions, as_json=args.json)
+    return run(args.baseline, args.candidate, from_file=args.from_file, settings=_settings(args), options=options)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -289,6 +298,41 @@ def _import_parser(commands: Commands) -> None:
     _connection_flags(command)
 
 
+def _gate_parser(commands: Commands) -> None:
+    command = _command(
+        commands,
+        "gate",
+        "compare two runs' latest summaries task by task, and fail when the candidate did worse",
+        "evalstream gate run-main run-pr-42 --max-regressions 2",
+        _gate,
+    )
+    command.description = (
+        f"{command.description}\nPer pass@k key, on the tasks both runs have: per-task pass rates, their paired\n"
+        "difference with a 95% interval (tasks as the unit), pass@1 and pass@k of both, verdicts that changed.\n\n"
+        "exit codes: 0 passed; 1 no broker, no summaries topic, or no summary of a run in it yet;\n"
+        "2 bad usage or input; 3 the gate failed"
+    )
+    command.add_argument("baseline", help="run id of the baseline (e.g. the main branch's run)")
+    command.add_argument("candidate", help="run id of the candidate (the change under test)")
+    command.add_argument(
+        "--from-file", metavar="PATH", help="read summaries JSONL (as `evalstream replay` prints; - for stdin)"
+    )
+    command.add_argument(
+        "--key", action="append", help="a pass@k key to compare, e.g. reward.score (repeatable; default: all shared)"
+    )
+    command.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="the drop tolerated: fail when a key's interval lies wholly below -THRESHOLD (default 0)",
+    )
+    command.add_argument(
+        "--max-regressions", type=int, metavar="N", help="fail when a key has more than N tasks that got worse"
+    )
+    command.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
+    _connection_flags(command)
+
+
 def _client_parsers(commands: Commands) -> None:
     worker = _command(
         commands,
@@ -385,6 +429,7 @@ def parser() -> argparse.ArgumentParser:
     digest_cmd.add_argument("path", nargs="?", default="-", help="JSON lines (default: stdin)")
     _import_parser(commands)
     _client_parsers(commands)
+    _gate_parser(commands)
     schema_cmd = _command(
         commands, "schema", "write a JSON Schema per event type into DIR", "evalstream schema schemas/", _schema
     )
@@ -421,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _explained(error: Exception, args: argparse.Namespace) -> tuple[str, int]:
     """What to tell the user about `error`, and the exit code."""
-    from worker.commands.clients import TopicMissing
+    from events.kafka import TopicMissing
 
     if isinstance(error, CommandError):
         return str(error), error.code

@@ -3,44 +3,16 @@ events topic."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
-from typing import BinaryIO, TextIO, TypeVar
+from collections.abc import Iterable
+from typing import Any, BinaryIO, TextIO
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES
+from events.kafka import TopicMissing, running, whole_topic
+from events.subscriber import AsyncSummarySubscriber
 from worker.commands.replay import Replayer, ReplayStats, route_key, write
-from worker.settings import SUMMARY_MAX_BYTES, Settings
-
-Client = TypeVar("Client", AIOKafkaProducer, AIOKafkaConsumer)
-
-
-class TopicMissing(LookupError):
-    """The topic a command reads does not exist on the cluster (args[0]: its name)."""
-
-
-async def started(client: Client) -> Client:
-    """`client` started; a start that fails stops it again (aiokafka leaves an unclosed
-    client behind otherwise, and prints it at exit)."""
-    try:
-        await client.start()
-    except BaseException:
-        await client.stop()
-        raise
-    return client
-
-
-@asynccontextmanager
-async def running(client: Client) -> AsyncIterator[Client]:
-    """`client` started, and stopped on every path."""
-    await started(client)
-    try:
-        yield client
-    finally:
-        await client.stop()
+from worker.settings import Settings
 
 
 async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
@@ -71,58 +43,33 @@ async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
 
 
 async def topic_reader(settings: Settings, topic: str, *, at_end: bool = False, wait: float) -> AIOKafkaConsumer | None:
-    """A started consumer, in no group, assigned every partition of `topic` at its start
-    (or its end): for reading a whole topic. Waits up to `wait` seconds for the topic to
-    exist; None if it does not by then. The caller stops the consumer."""
-    consumer = AIOKafkaConsumer(
-        **settings.client_options(),
-        enable_auto_commit=False,
-        max_partition_fetch_bytes=SUMMARY_MAX_BYTES,
-        fetch_max_bytes=SUMMARY_MAX_BYTES,
+    """`events.kafka.whole_topic` with these settings' connection."""
+    return await whole_topic(topic, at_end=at_end, wait=wait, **settings.client_options())
+
+
+def summary_subscriber(settings: Settings, **filters: Any) -> AsyncSummarySubscriber:
+    """A typed subscriber to these settings' summaries topic; `filters` as it takes them."""
+    options = settings.client_options()
+    return AsyncSummarySubscriber(
+        bootstrap=options.pop("bootstrap_servers"), topic=settings.summaries_topic, **filters, **options
     )
-    await started(consumer)
-    deadline = time.monotonic() + wait
-    # The consumer's own metadata covers subscribed topics only; ask the cluster.
-    while not (found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)):
-        if time.monotonic() >= deadline:
-            await consumer.stop()
-            return None
-        await asyncio.sleep(0.1)
-    partitions = [TopicPartition(topic, p) for p in sorted(found)]
-    consumer.assign(partitions)
-    await (consumer.seek_to_end if at_end else consumer.seek_to_beginning)(*partitions)
-    return consumer
 
 
 async def read_summaries(settings: Settings, out: BinaryIO, *, follow: bool, run_id: str | None) -> int:
-    """Write the summaries topic's records (of `run_id`, if given) as JSON lines; without
-    `follow`, stop at the end of the topic as it was when reading began."""
-    consumer = await topic_reader(settings, settings.summaries_topic, wait=0)
-    if consumer is None:
-        raise TopicMissing(settings.summaries_topic)
+    """Write the summaries topic's records (of `run_id`, if given) as JSON lines, each new
+    revision once, as it came; without `follow`, stop at the end of the topic as it was when
+    reading began. Raises `TopicMissing`."""
+    subscriber = summary_subscriber(settings, run_ids=None if run_id is None else [run_id])
+    await subscriber.start()
     count = 0
     try:
-        ends = await consumer.end_offsets(list(consumer.assignment()))
-        wanted = None if run_id is None else run_id.encode()
-        while True:
-            if not follow and await _at_end(consumer, ends):
-                return count
-            batches = await consumer.getmany(timeout_ms=500)
-            for records in batches.values():
-                for record in records:
-                    if wanted is None or record.key == wanted:
-                        out.write(record.value + b"\n")
-                        out.flush()
-                        count += 1
+        async for received in subscriber.received(follow=follow):
+            out.write(received.raw + b"\n")
+            out.flush()
+            count += 1
     finally:
-        await consumer.stop()
-
-
-async def _at_end(consumer: AIOKafkaConsumer, ends: dict[TopicPartition, int]) -> bool:
-    for partition, end in ends.items():
-        if await consumer.position(partition) < end:
-            return False
-    return True
+        await subscriber.stop()
+    return count
 
 
 async def replay_topic(

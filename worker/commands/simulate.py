@@ -8,8 +8,8 @@ import orjson
 from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES
+from events.kafka import running
 from events.synthetic import synthetic_run
-from worker.commands.clients import running
 from worker.settings import Settings
 
 

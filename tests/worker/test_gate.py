@@ -1,0 +1,142 @@
+"""`evalstream gate` as a CI job runs it, on summaries files that `evalstream replay` printed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events.codec import encode
+from tests.builders import scored_run
+from tests.projections.examples import BASELINE, CANDIDATE
+
+WORSE = {"a": [1, 1], "b": [1, 1], "c": [1, 0]}
+MUCH_WORSE = {"a": [1, 0], "b": [0, 1], "c": [0, 0]}
+
+
+def evalstream(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", *args], input=stdin, capture_output=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def summaries(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The summaries replay prints for four runs; `late` has a second revision."""
+    folder = tmp_path_factory.mktemp("gate")
+    events = [
+        *scored_run("base", BASELINE),
+        *scored_run("cand", CANDIDATE),
+        *scored_run("worse", WORSE),
+        *scored_run("much-worse", MUCH_WORSE),
+        *scored_run("other", {"x": [1], "y": [0]}),
+        *scored_run("late", {"a": [1, 1], "b": [1, 1], "c": [1, 0]}),
+        *scored_run("late", {"c": [0, 0, 1]})[1:-1],  # after the close: revisions 2, 3 and 4 lower c's pass rate
+    ]
+    log = folder / "log.jsonl"
+    log.write_bytes(b"".join(encode(event) + b"\n" for event in events))
+    replayed = evalstream("replay", str(log), "--progress")  # progress lines too: gate skips them
+    assert replayed.returncode == 0, replayed.stderr
+    path = folder / "summaries.jsonl"
+    path.write_bytes(replayed.stdout)
+    return path
+
+
+def test_a_gate_that_passes_prints_the_table_and_exits_0(summaries: Path) -> None:
+    done = evalstream("gate", "base", "cand", "--from-file", str(summaries))
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.decode()
+    assert "candidate cand (rev 1) vs baseline base (rev 1)" in table
+    assert "reward.score" in table
+    assert "0.722 -> 0.667" in table  # pass@1 of each run, as its summary has it
+    assert "[-0.5884, +0.2551]" in table
+    assert "solved -> flaky" in table
+    assert "flaky -> failed" in table
+    assert "failed -> flaky" in table
+    assert "note: 1 task only the baseline has, not compared: e" in table
+    assert "note: reward.score: 2 shared tasks with no attempt in one run or both, not compared: g, h" in table
+    assert table.rstrip().endswith("gate passed")
+
+
+def test_too_many_regressions_fail_with_exit_3(summaries: Path) -> None:
+    done = evalstream("gate", "base", "cand", "--from-file", str(summaries), "--max-regressions", "1")
+    assert done.returncode == 3, done.stderr
+    assert "gate FAILED: reward.score: 2 regressions, more than the 1 allowed" in done.stdout.decode()
+
+
+def test_a_significant_drop_fails_unless_tolerated(summaries: Path) -> None:
+    assert evalstream("gate", "worse", "much-worse", "--from-file", str(summaries)).returncode == 3
+    tolerated = evalstream("gate", "worse", "much-worse", "--from-file", str(summaries), "--threshold", "0.5")
+    assert tolerated.returncode == 0, tolerated.stdout
+
+
+def test_the_latest_revision_of_each_run_is_gated(summaries: Path) -> None:
+    done = evalstream("gate", "worse", "late", "--from-file", str(summaries), "--json")
+    assert done.returncode == 0, done.stderr
+    report = orjson.loads(done.stdout)
+    assert report["comparison"]["candidate_revision"] == 4
+    (key,) = report["comparison"]["keys"]
+    assert {task["task_id"]: task["candidate"] for task in key["tasks"]}["c"] == pytest.approx(2 / 5)
+
+
+def test_json_for_machines(summaries: Path) -> None:
+    done = evalstream("gate", "base", "cand", "--from-file", "-", "--json", stdin=summaries.read_bytes())
+    assert done.returncode == 0, done.stderr
+    report = orjson.loads(done.stdout)
+    assert set(report) == {"passed", "failures", "notes", "threshold", "max_regressions", "comparison"}
+    assert (report["passed"], report["failures"], report["threshold"]) == (True, [], 0.0)
+    comparison = report["comparison"]
+    assert comparison["critical_value"] == 1.96
+    assert (comparison["only_baseline_tasks"], comparison["only_candidate_tasks"]) == (["e"], ["f"])
+    (key,) = comparison["keys"]
+    assert key["key"] == "reward.score"
+    assert [task["task_id"] for task in key["tasks"]] == ["a", "b", "c", "d"]
+    assert key["mean_difference"] == pytest.approx(-1 / 6)
+    assert key["interval"] == pytest.approx([-0.588392, 0.255058], abs=1e-6)
+    assert key["regressions"] == [
+        {"task_id": "a", "baseline": "solved", "candidate": "flaky"},
+        {"task_id": "b", "baseline": "flaky", "candidate": "failed"},
+    ]
+    assert key["unmeasured"] == [
+        {"task_id": "g", "baseline": True, "candidate": False},
+        {"task_id": "h", "baseline": False, "candidate": True},
+    ]
+    assert key["baseline_pass_at"][0] == {"k": 1, "mean": pytest.approx(13 / 18), "count": 6, "nan_count": 1}
+    failed = orjson.loads(evalstream("gate", "worse", "much-worse", "--from-file", str(summaries), "--json").stdout)
+    assert failed["passed"] is False
+    assert failed["failures"] == ["reward.score: mean difference -0.5000, 95% interval [-0.5000, -0.5000] lies below 0"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["base", "nope"], "evalstream gate: no summary of run 'nope' in {file} (runs it names: "),
+        (["base", "cand", "--key", "judge.pass"], "'judge.pass' is not a pass@k key of both runs"),
+        (["base", "cand", "--threshold", "-0.1"], "--threshold is the drop tolerated, >= 0"),
+        (["base", "cand", "--max-regressions", "-1"], "--max-regressions is a count"),
+        (["base", "other"], "have no task measured in both on reward.score; nothing to gate on"),
+    ],
+)
+def test_bad_input_is_named_and_exits_2(summaries: Path, args: list[str], message: str) -> None:
+    done = evalstream("gate", *args, "--from-file", str(summaries))
+    stderr = done.stderr.decode()
+    assert done.returncode == 2, stderr
+    assert message.format(file=summaries) in stderr
+    assert "Traceback" not in stderr
+
+
+def test_an_unreadable_or_invalid_file_exits_2(tmp_path: Path, summaries: Path) -> None:
+    missing = evalstream("gate", "base", "cand", "--from-file", str(tmp_path / "none.jsonl"))
+    assert missing.returncode == 2
+    assert f"cannot read {tmp_path / 'none.jsonl'}: No such file or directory" in missing.stderr.decode()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(summaries.read_bytes() + b'{"type": "run.summary", "run_id": "base"}\n')
+    done = evalstream("gate", "base", "cand", "--from-file", str(broken))
+    assert done.returncode == 2
+    lines = len(summaries.read_bytes().splitlines()) + 1
+    assert f"{broken} line {lines}: not a run.summary record: field 'run.summary.schema_version': Field required" in (
+        done.stderr.decode()
+    )

@@ -1,0 +1,290 @@
+"""`evalstream gate BASELINE CANDIDATE`: fail a CI job when a change made the agent worse.
+
+Reads the two runs' latest summaries (from the summaries topic, or a file of summaries such as
+`evalstream replay` prints: the highest revision of each run), compares them with
+`projections.compare` and prints a table (or `--json`).
+
+Exit codes. The project's commands use 1 for an environment that is not there and 2 for bad
+usage or input (`worker.commands.failure`); a failed gate gets a code of its own, so that a CI
+job can tell "the candidate is worse" from "the gate could not run":
+- 0: the gate passed;
+- 1: the broker cannot be reached, the summaries topic does not exist, or a run has no summary
+  in it yet (not closed, or not yet folded: trying again later can pass);
+- 2: bad usage or input: an unreadable or invalid file, a run the file has no summary of, a
+  `--key` the runs do not share, no pass@k key or no measured task in common (nothing to gate on);
+- 3: the gate failed: some compared key's 95% interval lies wholly below -threshold, or has
+  more regressions than `--max-regressions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO, TextIO
+
+import orjson
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from events.codec import decode_output, output_problem
+from events.kafka import TopicMissing
+from events.latest import Latest, revision
+from events.outputs import RunSummary
+from projections.compare import (
+    Comparison,
+    GateFailure,
+    KeyComparison,
+    NotComparable,
+    PassAt,
+    compare,
+    gate_failures,
+)
+from worker.commands.clients import summary_subscriber
+from worker.commands.failure import ENVIRONMENT, USAGE, CommandError, opened
+from worker.commands.replay import route_key
+from worker.settings import Settings
+
+PASSED, FAILED = 0, 3
+SHOWN_CHANGES = 40
+"""Rows of regressions (and of fixes) the table lists; --json lists every one."""
+
+
+@dataclass(frozen=True)
+class Options:
+    keys: Sequence[str] | None = None
+    threshold: float = 0.0
+    max_regressions: int | None = None
+    as_json: bool = False
+
+    def check(self) -> None:
+        if not self.threshold >= 0:  # NaN too: it would never fail
+            raise CommandError(f"--threshold is the drop tolerated, >= 0; got {self.threshold:g}")
+        if self.max_regressions is not None and self.max_regressions < 0:
+            raise CommandError(f"--max-regressions is a count, >= 0; got {self.max_regressions}")
+
+
+def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> dict[str, RunSummary]:
+    """The highest revision of each of `run_ids` among the summaries in `stream`; lines of
+    other runs are skipped unread, `run.progress` lines too."""
+    wanted = {run_id.encode() for run_id in run_ids}
+    others: set[str] = set()
+    latest: Latest[RunSummary] = Latest(revision)
+    for number, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        key = route_key(line)
+        if key not in wanted:
+            others.add(key.decode(errors="replace"))
+            continue
+        try:
+            record = decode_output(line)
+        except ValidationError as error:
+            raise CommandError(
+                f"{name} line {number}: not a run.summary record: {output_problem(error)}; "
+                "pass the summaries `evalstream replay` or `evalstream summaries` prints"
+            ) from None
+        if isinstance(record, RunSummary):
+            latest.offer(record)
+    _all_found(latest, run_ids, f"{name} (runs it names: {_some(others - {''})})", USAGE)
+    return dict(latest)
+
+
+async def summaries_from_topic(settings: Settings, run_ids: Sequence[str]) -> dict[str, RunSummary]:
+    """Each of `run_ids`' latest summary in the summaries topic, read to its end."""
+    subscriber = summary_subscriber(settings, run_ids=run_ids)
+    try:
+        await subscriber.start()
+    except TopicMissing:
+        raise CommandError(
+            f"no topic {settings.summaries_topic!r} at {settings.bootstrap}: start the worker (it creates its "
+            "topics), check --summaries-topic and --bootstrap, or gate on a file with --from-file",
+            ENVIRONMENT,
+        ) from None
+    try:
+        latest = await subscriber.latest()
+    finally:
+        await subscriber.stop()
+    _all_found(latest, run_ids, f"topic {settings.summaries_topic!r} at {settings.bootstrap}", ENVIRONMENT)
+    return latest
+
+
+def _all_found(found: Mapping[str, RunSummary], run_ids: Sequence[str], where: str, code: int) -> None:
+    missing = [run_id for run_id in dict.fromkeys(run_ids) if run_id not in found]
+    if missing:
+        runs = " and ".join(repr(run_id) for run_id in missing)
+        raise CommandError(
+            f"no summary of run {runs} in {where}; a run has one once its run.closed is applied: "
+            "check the run id, or that the run has closed",
+            code,
+        )
+
+
+def _some(names: Iterable[str], shown: int = 10) -> str:
+    ordered = sorted(names)
+    if not ordered:
+        return "none"
+    listed = ", ".join(ordered[:shown])
+    return listed + (f" and {len(ordered) - shown} more" if len(ordered) > shown else "")
+
+
+def judge(baseline: RunSummary, candidate: RunSummary, options: Options, out: TextIO) -> int:
+    """Compare, print the table or JSON to `out`, and return the exit code."""
+    try:
+        comparison = compare(baseline, candidate, options.keys)
+    except NotComparable as error:
+        raise CommandError(str(error)) from None
+    if not comparison.keys:
+        raise CommandError(
+            f"runs {baseline.run_id!r} and {candidate.run_id!r} share no pass@k key "
+            f"(baseline: {_some(comparison.only_baseline_keys)}; candidate: {_some(comparison.only_candidate_keys)}); "
+            "nothing to gate on"
+        )
+    if not any(key.tasks for key in comparison.keys):
+        raise CommandError(
+            f"runs {baseline.run_id!r} and {candidate.run_id!r} have no task measured in both "
+            f"on {', '.join(key.key for key in comparison.keys)}; nothing to gate on: check the run ids"
+        )
+    failures = gate_failures(comparison, threshold=options.threshold, max_regressions=options.max_regressions)
+    remarks = notes(comparison)
+    if options.as_json:
+        report = {
+            "passed": not failures,
+            "failures": [str(failure) for failure in failures],
+            "notes": remarks,
+            "threshold": options.threshold,
+            "max_regressions": options.max_regressions,
+            "comparison": comparison,
+        }
+        out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        render(comparison, failures, remarks, out)
+    return FAILED if failures else PASSED
+
+
+def notes(comparison: Comparison) -> list[str]:
+    """What the comparison left out, and why, in sentences."""
+    said = []
+    for side, keys in (("baseline", comparison.only_baseline_keys), ("candidate", comparison.only_candidate_keys)):
+        if keys:
+            said.append(f"keys only the {side} has, not compared: {_some(keys)}")
+    for side, tasks in (("baseline", comparison.only_baseline_tasks), ("candidate", comparison.only_candidate_tasks)):
+        if tasks:
+            said.append(f"{_count(tasks, 'task')} only the {side} has, not compared: {_some(tasks, 5)}")
+    if comparison.only_baseline_tasks or comparison.only_candidate_tasks:
+        said.append("pass@k are each run's own figures, over its own tasks")
+    for key in comparison.keys:
+        if key.unmeasured:
+            unmeasured = [task.task_id for task in key.unmeasured]
+            said.append(
+                f"{key.key}: {_count(unmeasured, 'shared task')} with no attempt in one run or both, "
+                f"not compared: {_some(unmeasured, 5)}"
+            )
+        if key.interval is None:
+            said.append(f"{key.key}: {_count(key.tasks, 'paired task')}, too few for an interval: no significance test")
+    return said
+
+
+def _count(items: Sequence[object], noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def render(comparison: Comparison, failures: list[GateFailure], remarks: list[str], out: TextIO) -> None:
+    console = Console(file=out, width=None if out.isatty() else 120, highlight=False)
+    table = Table(
+        title=escape(
+            f"candidate {comparison.candidate} (rev {comparison.candidate_revision}) "
+            f"vs baseline {comparison.baseline} (rev {comparison.baseline_revision})"
+        )
+    )
+    for column in ("key", "tasks", "pass@1", "pass@k", "mean diff", "95% interval", "regr.", "fixes", "gate"):
+        table.add_column(column, justify="left" if column in {"key", "pass@k"} else "right", no_wrap=True)
+    failed = {failure.key for failure in failures}
+    for key in comparison.keys:
+        table.add_row(
+            escape(key.key),
+            str(len(key.tasks)),
+            _pass_at(key, 1),
+            _pass_at(key, None),
+            "" if key.mean_difference is None else f"{key.mean_difference:+.4f}",
+            "" if key.interval is None else escape(f"[{key.interval[0]:+.4f}, {key.interval[1]:+.4f}]"),
+            str(len(key.regressions)),
+            str(len(key.fixes)),
+            "FAIL" if key.key in failed else "ok",
+        )
+    console.print(table)
+    changes = _changes(comparison)
+    if changes.row_count:
+        console.print(changes)
+    for remark in remarks:
+        console.print(escape(f"note: {remark}"))
+    if failures:
+        console.print(escape("gate FAILED: " + "; ".join(map(str, failures))))
+    else:
+        console.print("gate passed")
+
+
+def _pass_at(key: KeyComparison, k: int | None) -> str:
+    """`baseline -> candidate` of pass@k (None: the largest k above 1 both runs have)."""
+    base = {figure.k: figure for figure in key.baseline_pass_at}
+    cand = {figure.k: figure for figure in key.candidate_pass_at}
+    if k is None:
+        shared = [n for n in base if n > 1 and n in cand]
+        if not shared:
+            return ""
+        k = max(shared)
+        return f"@{k} {_mean(base.get(k))} -> {_mean(cand.get(k))}"
+    return f"{_mean(base.get(k))} -> {_mean(cand.get(k))}"
+
+
+def _mean(figure: PassAt | None) -> str:
+    return "-" if figure is None or figure.mean is None else f"{figure.mean:.3f}"
+
+
+def _changes(comparison: Comparison) -> Table:
+    table = Table(title="verdict changes")
+    for column in ("key", "task", "verdict", "pass rate", "change"):
+        table.add_column(column)
+    for key in comparison.keys:
+        rates = {task.task_id: task for task in key.tasks}
+        for kind, changes in (("regression", key.regressions), ("fix", key.fixes)):
+            for change in changes[:SHOWN_CHANGES]:
+                task = rates[change.task_id]
+                table.add_row(
+                    escape(key.key),
+                    escape(change.task_id),
+                    f"{change.baseline} -> {change.candidate}",
+                    f"{task.baseline:.2f} -> {task.candidate:.2f}",
+                    kind,
+                )
+            if len(changes) > SHOWN_CHANGES:
+                table.add_row(
+                    escape(key.key), f"... {len(changes) - SHOWN_CHANGES} more (--json lists all)", "", "", kind
+                )
+    return table
+
+
+def run(
+    baseline: str,
+    candidate: str,
+    *,
+    from_file: str | None,
+    settings: Settings,
+    options: Options,
+    out: TextIO = sys.stdout,
+) -> int:
+    """The command: load both summaries, judge, and return the exit code (CommandError raised)."""
+    options.check()  # before any reading: a typo in a flag is said at once
+    if from_file is None:
+        found = asyncio.run(summaries_from_topic(settings, [baseline, candidate]))
+    else:
+        name = "stdin" if from_file == "-" else from_file
+        with opened(from_file, "a summaries JSONL file (what `evalstream replay` prints)") as stream:
+            try:
+                found = summaries_from_file(stream, name, [baseline, candidate])
+            except OSError as error:
+                raise CommandError(f"reading {name} failed: {error}") from None
+    return judge(found[baseline], found[candidate], options, out)
