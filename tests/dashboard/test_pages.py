@@ -11,11 +11,13 @@ from hypothesis import strategies as st
 from events.models import InputEvent
 from tests.builders import closed, dead, score, started, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
+from worker.dashboard.compare_page import compare_page
 from worker.dashboard.markup import Html, href, html, text
 from worker.dashboard.pages import dom_id, run_fragments, run_page, runs_page
-from worker.dashboard.views import RunRecords, run_row, run_view
+from worker.dashboard.views import RunRecords, compare_view, run_row, run_view
 
 HOSTILE = "<img src=x onerror=alert(1)>"
+Log = list[InputEvent]
 
 
 class Parsed(HTMLParser):
@@ -42,7 +44,10 @@ def parsed(page: str) -> Parsed:
     return parser
 
 
-def closed_run(run_id: str, task_id: str, metric: str, label: str, error: str) -> list[InputEvent]:
+def closed_run(
+    run_id: str, task_id: str, metric: str, label: str, error: str, *, value: float = 1.0
+) -> list[InputEvent]:
+    """One task, two attempts: one scored `value`, one dead."""
     return [
         started(
             run_id,
@@ -51,22 +56,25 @@ def closed_run(run_id: str, task_id: str, metric: str, label: str, error: str) -
             labels={label: label},
         ),
         trial(task_id, "a", run_id=run_id),
-        score(task_id, "a", metric, {"score": 1.0}, run_id=run_id),
+        score(task_id, "a", metric, {"score": value}, run_id=run_id),
         trial(task_id, "b", "failed", error_type=error, run_id=run_id),
         dead(task_id, "b", metric, run_id=run_id),
         closed(run_id),
     ]
 
 
-def pages(run_id: str, task_id: str, metric: str, label: str, error: str) -> tuple[str, str]:
+def pages(run_id: str, task_id: str, metric: str, label: str, error: str) -> tuple[str, str, str]:
+    """The runs page, the run's page, and the run compared with a worse one (`task_id` regressed)."""
     records = latest(closed_run(run_id, task_id, metric, label, error))
-    footer = html("<span>{}</span>", "topics")
+    worse = latest(closed_run(run_id + "'", task_id, metric, label, error, value=0.0))
+    footer = html('<footer id="topics">{}</footer>', "topics")
     runs = runs_page([run_row(records)], [run_id], now=2_000.0, version=3, footer=footer)
     run = run_page(run_view(records), now=2_000.0, version=3, footer=footer)
-    return runs, run
+    view = compare_view(run_id, records, worse.run_id, worse)
+    return runs, run, compare_page(view, now=2_000.0, version=3, footer=footer)
 
 
-BENIGN_RUNS, BENIGN_RUN = (parsed(page) for page in pages("run", "task", "reward", "model", "Timeout"))
+BENIGN = [parsed(page) for page in pages("run", "task", "reward", "model", "Timeout")]
 names = st.text(min_size=1, max_size=40)
 
 
@@ -75,16 +83,18 @@ names = st.text(min_size=1, max_size=40)
 @example(HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE)
 @example('"><script>alert(1)</script>', "' onmouseover='x", "</svg><svg onload=alert(1)>", "&amp;", "{}{0}")
 def test_untrusted_text_renders_as_itself(run_id: str, task_id: str, metric: str, label: str, error: str) -> None:
-    runs, run = pages(run_id, task_id, metric, label, error)
-    for page, benign in ((parsed(runs), BENIGN_RUNS), (parsed(run), BENIGN_RUN)):
+    shown_runs, shown_run, shown_compare = (parsed(page) for page in pages(run_id, task_id, metric, label, error))
+    for page, benign in zip((shown_runs, shown_run, shown_compare), BENIGN, strict=True):
         assert page.tags <= benign.tags
         assert page.attributes <= benign.attributes
-    shown_runs, shown_run = parsed(runs), parsed(run)
     assert run_id in "".join(shown_runs.text)
     said = "".join(shown_run.text)
     for value in (run_id, task_id, f"{metric}.score", f"{label}={label}", error):
         assert value in said
     assert any(title.startswith("a: passed") for title in shown_run.titles)  # the trial id on hover
+    compared = "".join(shown_compare.text)
+    for value in (run_id, run_id + "'", f"{task_id}flaky → failed", f"{label}={label}"):
+        assert value in compared
 
 
 def test_a_link_to_a_run_keeps_its_id_whole() -> None:

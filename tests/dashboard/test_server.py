@@ -114,7 +114,7 @@ def test_a_stream_sends_what_changed_after_the_page_was_rendered() -> None:
             second = await anext(stream)
             assert second["id"] == board.version
             parents = {f["parent"] for f in second["fragments"]}  # type: ignore[attr-defined]
-            assert parents == {"runs", "summarized"}  # the run can now be compared
+            assert parents == {"runs", "summarized", None}  # the run can now be compared
 
     run(check)
 
@@ -132,7 +132,7 @@ def test_a_run_page_streams_that_run_only() -> None:
             board.offer_progress(mine[1], 2.0)
             update = await anext(stream)
             ids = [f["id"] for f in update["fragments"]]  # type: ignore[attr-defined]
-            assert ids == ["run-head", "run-figures", "run-details"]
+            assert ids == ["run-head", "run-figures", "run-details", "topics"]  # and how the topics are read
             assert 'data-seq="2"' in update["fragments"][0]["html"]  # type: ignore[index]
 
     run(check)
@@ -153,5 +153,32 @@ def test_accept_picks_the_form(accept: str, form: str) -> None:
         async with serving(Board()) as client:
             response = await client.get("/", headers={"Accept": accept} if accept else {})
             assert response.content_type == form
+
+    run(check)
+
+
+def test_the_two_run_view_fills_in_when_both_runs_close() -> None:
+    base_progress, base_summaries = outputs(log("base"))
+    cand_progress, cand_summaries = outputs(log("cand"))
+    board = Board()
+    board.offer_progress(base_progress[-1], 1.0)
+    board.offer_summary(base_summaries[-1], 1.0)
+    board.offer_progress(cand_progress[1], 1.0)
+
+    async def check() -> None:
+        async with serving(board) as client:
+            pair = {"baseline": "base", "candidate": "cand"}
+            waiting = await client.get("/compare", params=pair, headers={"Accept": "application/json"})
+            assert waiting.status == 404
+            assert (await waiting.json())["waiting_for"] == ["cand"]
+            assert (await client.get("/compare", params={"baseline": "base"})).status == 400
+            stream = updates(client, "/compare", **pair, since=str(board.version))
+            board.offer_summary(cand_summaries[-1], 2.0)
+            update = await anext(stream)
+            ids = [f["id"] for f in update["fragments"]]  # type: ignore[attr-defined]
+            assert ids == ["compare-head", "compare-body", "topics"]
+            assert "reward.score" in update["fragments"][1]["html"]  # type: ignore[index]
+            done = await (await client.get("/compare", params={**pair, "format": "json"})).json()
+            assert [key["key"] for key in done["comparison"]["keys"]] == ["reward.score"]
 
     run(check)

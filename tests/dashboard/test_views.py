@@ -10,11 +10,13 @@ from hypothesis import strategies as st
 
 from events.models import InputEvent
 from events.synthetic import synthetic_run
+from projections.compare import compare
 from tests.builders import closed, dead, score, started, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
 from worker.dashboard.views import (
     Cell,
     RunRecords,
+    compare_view,
     key_figures,
     progress_figures,
     run_row,
@@ -162,3 +164,48 @@ def test_a_closed_run_shows_the_same_figures_from_its_summary_as_from_its_last_p
     )
     assert progress[-1].status == "closed"
     assert summary_figures(summaries[-1]) == progress_figures(progress[-1])
+
+
+def two_runs() -> tuple[RunRecords, RunRecords]:
+    """t1 regresses (solved -> failed), t2 is fixed, t3 is the candidate's only."""
+
+    def run(run_id: str, values: dict[str, tuple[float, float]], benchmark: str) -> RunRecords:
+        events: list[InputEvent] = [
+            started(run_id, [task_spec(t, REWARD) for t in values], labels={"benchmark": benchmark})
+        ]
+        for task_id, attempts in values.items():
+            for number, value in enumerate(attempts):
+                events += [trial(task_id, f"{task_id}-{number}", run_id=run_id)]
+                events += [score(task_id, f"{task_id}-{number}", "reward", {"score": value}, run_id=run_id)]
+        return latest([*events, closed(run_id)])
+
+    baseline = run("base", {"t1": (1.0, 1.0), "t2": (0.0, 0.0)}, "b")
+    candidate = run("cand", {"t1": (0.0, 0.0), "t2": (1.0, 0.0), "t3": (1.0, 1.0)}, "b")
+    return baseline, candidate
+
+
+def test_two_runs_are_compared_by_projections_compare() -> None:
+    baseline, candidate = two_runs()
+    view = compare_view("base", baseline, "cand", candidate)
+    assert view.waiting_for == ()
+    assert view.benchmarks == ("b", "b")
+    comparison = view.comparison
+    assert comparison is not None
+    assert baseline.summary is not None
+    assert candidate.summary is not None
+    assert comparison == compare(baseline.summary, candidate.summary)
+    [key] = comparison.keys
+    assert [(c.task_id, c.baseline, c.candidate) for c in key.regressions] == [("t1", "solved", "failed")]
+    assert [(c.task_id, c.baseline, c.candidate) for c in key.fixes] == [("t2", "failed", "flaky")]
+    assert comparison.only_candidate_tasks == ("t3",)
+
+
+def test_a_comparison_waits_for_both_summaries() -> None:
+    baseline, candidate = two_runs()
+    open_candidate = replace(candidate, summary=None, summary_at=None)
+    view = compare_view("base", baseline, "cand", open_candidate)
+    assert view.comparison is None
+    assert view.waiting_for == ("cand",)
+    nothing = compare_view("base", baseline, "gone", None)
+    assert nothing.candidate is None
+    assert nothing.waiting_for == ("gone",)

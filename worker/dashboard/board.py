@@ -1,10 +1,11 @@
 """The dashboard's state: each run's latest progress event and summary, and who wants to know
 when they change.
 
-A record is kept when it is newer for its run than the one held: a higher `seq` (progress) or
-`revision` (summary). Redelivered records (a restarted worker publishes outputs again with the
-same numbers) and older ones change nothing, so the pages never step back. A tombstone on the
-compacted summaries topic drops the run's summary; a run with neither record left is gone.
+A record is kept when it is newer for its run than the one held (`events.latest`: a higher
+`seq` for progress, `revision` for summaries, the rule the subscribers use). Redelivered
+records (a restarted worker publishes outputs again with the same numbers) and older ones
+change nothing, so the pages never step back. A tombstone on the compacted summaries topic
+drops the run's summary; a run with neither record left is gone.
 
 Every change bumps the board's `version` and stamps the run with it, so a page rendered at
 version V asks the live stream for what changed after V and misses nothing in between. Each
@@ -19,6 +20,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from events.latest import Latest, revision, seq
 from events.outputs import RunProgress, RunSummary
 from worker.dashboard.views import RunRecords
 
@@ -58,6 +60,8 @@ class Board:
         self.version = 0
         self._runs: dict[str, RunRecords] = {}
         self._versions: dict[str, int] = {}
+        self._progress: Latest[RunProgress] = Latest(seq)
+        self._summaries: Latest[RunSummary] = Latest(revision)
         self._listeners: set[Listener] = set()
 
     def __iter__(self) -> Iterator[RunRecords]:
@@ -71,21 +75,22 @@ class Board:
 
     def offer_progress(self, record: RunProgress, at: float) -> bool:
         """Keep `record` (published at `at`) if it is the run's newest; whether it was."""
-        held = self._runs.get(record.run_id)
-        if held is not None and held.progress is not None and held.progress.seq >= record.seq:
+        if not self._progress.offer(record):
             return False
-        self._set(replace(held or RunRecords(record.run_id), progress=record, progress_at=at))
+        held = self._runs.get(record.run_id) or RunRecords(record.run_id)
+        self._set(replace(held, progress=record, progress_at=at))
         return True
 
     def offer_summary(self, record: RunSummary, at: float) -> bool:
-        held = self._runs.get(record.run_id)
-        if held is not None and held.summary is not None and held.summary.revision >= record.revision:
+        if not self._summaries.offer(record):
             return False
-        self._set(replace(held or RunRecords(record.run_id), summary=record, summary_at=at))
+        held = self._runs.get(record.run_id) or RunRecords(record.run_id)
+        self._set(replace(held, summary=record, summary_at=at))
         return True
 
     def drop_summary(self, run_id: str) -> None:
         """The run's summary was deleted (a tombstone)."""
+        self._summaries.forget(run_id)
         held = self._runs.get(run_id)
         if held is None or held.summary is None:
             return

@@ -82,7 +82,7 @@ def passk_chart(series: Sequence[Series], caption: str) -> Html:
         )
         for index, line in enumerate(series)
     )
-    empty = Html("") if ks else html('<text x="{}" y="{}" class="empty">no figures yet</text>', LEFT + 10, TOP + 40)
+    empty = html("") if ks else html('<text x="{}" y="{}" class="empty">no figures yet</text>', LEFT + 10, TOP + 40)
     return html(
         '<svg class="chart" viewBox="0 0 {} {}" width="{}" height="{}" role="img" aria-label="{}">'
         '<title>{}</title>{}{}{}{}<text x="{}" y="{}" class="axis" text-anchor="middle">k</text>{}</svg>',

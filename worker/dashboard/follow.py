@@ -6,6 +6,10 @@ then (`catch_up`) before the server answers, so the first page already shows eve
 latest state; then it is followed. A topic that does not exist yet (the dashboard started
 before the worker created it) is waited for, and said so on the pages. A record that is not a
 valid output record is skipped, logged and counted: one bad record must not stop the pages.
+
+Not `events.subscriber`: the pages show when each run last moved, which is the Kafka record's
+timestamp (a run read at start moved when its record was published, not when it was read),
+and a summary deleted by a tombstone leaves them; the subscribers surface neither.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Literal
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from pydantic import ValidationError
 
+from events.codec import output_problem
 from events.outputs import RunProgress, RunSummary
 from worker.commands.clients import topic_reader
 from worker.dashboard.board import Board
@@ -86,7 +91,7 @@ class Follower:
                         record.topic,
                         record.partition,
                         record.offset,
-                        error.errors(include_url=False)[0]["msg"],
+                        output_problem(error),
                     )
 
 

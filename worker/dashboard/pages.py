@@ -36,7 +36,8 @@ def dom_id(prefix: str, run_id: str) -> str:
 
 
 def layout(title: str, body: Html, *, version: int, footer: Html) -> Html:
-    """A whole page: our stylesheet and script only (the Content-Security-Policy allows no other)."""
+    """A whole page: our stylesheet and script only (the Content-Security-Policy allows no other).
+    `footer` is the whole `<footer id="topics">` element (`server.footer`)."""
     return html(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -44,7 +45,7 @@ def layout(title: str, body: Html, *, version: int, footer: Html) -> Html:
         '<link rel="icon" href="/static/favicon.svg"><link rel="stylesheet" href="/static/dashboard.css">'
         '<script src="/static/dashboard.js" defer></script>'
         '</head><body data-version="{}"><header><a href="/" class="home">evalstream</a>'
-        '<span id="live" class="live">connecting…</span></header><main>{}</main><footer>{}</footer></body></html>',
+        '<span id="live" class="live">connecting…</span></header><main>{}</main>{}</body></html>',
         title,
         version,
         body,

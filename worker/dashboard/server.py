@@ -27,10 +27,11 @@ import orjson
 from aiohttp import web
 
 from worker.dashboard.board import Board
+from worker.dashboard.compare_page import compare_fragments, compare_page
 from worker.dashboard.follow import Follower
 from worker.dashboard.markup import Html, html, join
 from worker.dashboard.pages import Fragment, run_fragments, run_page, runs_fragments, runs_page
-from worker.dashboard.views import RunRecords, RunView, run_row, run_view, sort_key
+from worker.dashboard.views import CompareView, RunRecords, RunView, compare_view, run_row, run_view, sort_key
 
 STATIC = Path(__file__).with_name("static")
 HEARTBEAT = 15.0
@@ -112,13 +113,33 @@ class RunLive:
         return fragments
 
 
+class CompareLive:
+    def __init__(self, baseline: str, candidate: str) -> None:
+        self.baseline = baseline
+        self.candidate = candidate
+        self._sent: CompareView | None = None
+
+    def wants(self, run_id: str) -> bool:
+        return run_id in (self.baseline, self.candidate)
+
+    def fragments(self, board: Board, run_ids: list[str], now: float) -> list[Fragment]:
+        view = _compared(board, self.baseline, self.candidate)
+        fragments = compare_fragments(self._sent, view, now)
+        self._sent = view
+        return fragments
+
+
+def _compared(board: Board, baseline: str, candidate: str) -> CompareView:
+    return compare_view(baseline, board.get(baseline), candidate, board.get(candidate))
+
+
 def footer(followers: list[Follower]) -> Html:
     said = {
         "waiting": "waiting for the topic (the worker creates it when it starts)",
         "reading": "reading",
         "live": "live",
     }
-    return join(
+    topics = join(
         html(
             '<span class="topic">{} at {}: {}, {} records{}</span>',
             follower.topic,
@@ -129,6 +150,7 @@ def footer(followers: list[Follower]) -> Html:
         )
         for follower in followers
     )
+    return html('<footer id="topics">{}</footer>', topics)
 
 
 def _json(value: object, status: int = 200) -> web.Response:
@@ -175,6 +197,21 @@ async def run(request: web.Request) -> web.StreamResponse:
     return _page(run_page(view, now=time.time(), version=board.version, footer=footer_), missing)
 
 
+async def compared(request: web.Request) -> web.StreamResponse:
+    board = request.app[BOARD]
+    baseline, candidate = request.query.get("baseline"), request.query.get("candidate")
+    form = negotiate(request)
+    if not baseline or not candidate:
+        return _problem(form, "say which runs: /compare?baseline=RUN_ID&candidate=RUN_ID")
+    if form == "events":
+        return await stream(request, CompareLive(baseline, candidate))
+    view = _compared(board, baseline, candidate)
+    if form == "json":
+        return _json(view, 200 if view.comparison is not None else 404)
+    footer_ = footer(request.app[FOLLOWERS])
+    return _page(compare_page(view, now=time.time(), version=board.version, footer=footer_))
+
+
 def _problem(form: Form, message: str) -> web.Response:
     if form == "json":
         return _json({"error": message}, 400)
@@ -197,6 +234,7 @@ async def stream(request: web.Request, live: Live) -> web.StreamResponse:
             if changed:
                 fragments = live.fragments(board, changed, time.time())
                 if fragments:
+                    fragments.append(Fragment("topics", footer(request.app[FOLLOWERS])))
                     data = orjson.dumps({"fragments": fragments})
                     await response.write(b"id: %d\nevent: update\ndata: %s\n\n" % (board.version, data))
             else:
@@ -233,6 +271,7 @@ def application(board: Board, followers: list[Follower]) -> web.Application:
     app[FOLLOWERS] = followers
     app.router.add_get("/", runs)
     app.router.add_get("/run", run)
+    app.router.add_get("/compare", compared)
     app.router.add_static("/static", STATIC)
 
     async def closing(_: web.Application) -> None:

@@ -12,7 +12,9 @@ events' own. What this module decides is which record a figure is taken from:
 - per-task detail (the attempts of flaky and failed tasks, error types, labels) exists only
   in summaries, so it appears when a run closes. An attempt is a cell: passed (projections'
   `passes`: not null and >= 1.0), dead (null: the trial died) or failed (anything else,
-  NaN included), in the summary's order, which is log order.
+  NaN included), in the summary's order, which is log order;
+- two runs are compared by `projections.compare` (the function `evalstream gate` uses), on
+  their summaries, so the two-run view fills in once both are closed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Literal
 
 from events.nonfinite import NONFINITE_STRINGS
 from events.outputs import Attempt, PassAtK, RunProgress, RunSummary
+from projections.compare import Comparison, compare
 from projections.passk import passes
 from projections.verdicts import FAILED, FLAKY, PENDING, SOLVED, UNMEASURED
 
@@ -250,3 +253,41 @@ def sort_key(row: RunRow) -> str:
     id. A string, so that the page's script keeps new rows in the same order."""
     moved_ms = round((row.moved_at or 0.0) * 1000)
     return f"{row.status != 'open':d}:{10**15 - moved_ms:016d}:{row.run_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class CompareView:
+    """Two runs side by side: `projections.compare` of their summaries, once both have one."""
+
+    baseline_id: str
+    candidate_id: str
+    baseline: RunRow | None
+    """None: nothing of the run has arrived."""
+    candidate: RunRow | None
+    comparison: Comparison | None
+    waiting_for: tuple[str, ...]
+    """The runs with no summary yet (a run has one once it is closed)."""
+    benchmarks: tuple[str | None, str | None]
+    """Each run's `benchmark` label: two different ones are compared, with a warning."""
+
+
+def compare_view(
+    baseline_id: str, baseline: RunRecords | None, candidate_id: str, candidate: RunRecords | None
+) -> CompareView:
+    base_summary = baseline.summary if baseline is not None else None
+    cand_summary = candidate.summary if candidate is not None else None
+    waiting = tuple(
+        run_id for run_id, summary in ((baseline_id, base_summary), (candidate_id, cand_summary)) if summary is None
+    )
+    return CompareView(
+        baseline_id=baseline_id,
+        candidate_id=candidate_id,
+        baseline=run_row(baseline) if baseline is not None else None,
+        candidate=run_row(candidate) if candidate is not None else None,
+        comparison=compare(base_summary, cand_summary) if base_summary and cand_summary else None,
+        waiting_for=tuple(dict.fromkeys(waiting)),
+        benchmarks=(
+            base_summary.labels.get("benchmark") if base_summary else None,
+            cand_summary.labels.get("benchmark") if cand_summary else None,
+        ),
+    )
