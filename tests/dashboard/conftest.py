@@ -1,19 +1,17 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Dialog, Page, sync_playwright
 
-from worker.local.processes import DashboardProcess, WorkerProcess
+from worker.local.processes import DashboardProcess, WorkerProcess, chromium
 
 
-def chromium() -> str:
-    """The Chromium to drive: EVALSTREAM_CHROMIUM, else Debian's `chromium` on the PATH."""
-    found = os.environ.get("EVALSTREAM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+def chromium_or_fail() -> str:
+    found = chromium()
     if not found:
         pytest.fail(
             "the browser tests need Chromium: `apt-get install chromium` (what .ci/run does), or point "
@@ -47,7 +45,7 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def browser() -> Iterator[Browser]:
     """Headless Chromium, driven by Playwright (no browser of Playwright's own is downloaded)."""
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium())
+        launched = playwright.chromium.launch(executable_path=chromium_or_fail())
         try:
             yield launched
         finally:

@@ -81,3 +81,14 @@ def test_a_listener_hears_each_changed_run_once_however_often_it_changed() -> No
         assert listener.closed
 
     asyncio.run(check())
+
+
+def test_a_run_keeps_the_time_of_its_first_record() -> None:
+    progress, summaries = outputs(log("r"))
+    board = Board()
+    board.offer_progress(progress[0], 5.0)
+    board.offer_progress(progress[1], 6.0)
+    board.offer_summary(summaries[0], 4.0)  # the other topic may be read behind
+    records = board.get("r")
+    assert records is not None
+    assert (records.first_at, records.moved_at) == (4.0, 6.0)

@@ -101,7 +101,7 @@ def watch_row(
 ) -> list[tuple[int, float]]:
     """(seq, percent done) of each state the run's row showed until it closed; on the third,
     the run's page is opened in `run_tab`, its HTML first checked to hold that state already."""
-    row = page.locator("#runs tr", has_text=run_id)
+    row = page.locator("#runs .row", has_text=run_id)
     seen: States = []
     deadline = time.monotonic() + 60
     while not (row.count() and "closed" in (row.locator(".status").text_content() or "")):

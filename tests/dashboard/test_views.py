@@ -129,15 +129,20 @@ def test_no_pass_at_k_keys_without_declarations() -> None:
     assert run_row(records).pass_at_1 == {}
 
 
-def test_open_runs_come_first_then_the_latest_moved() -> None:
-    open_progress, _ = outputs(open_run())
+def test_open_runs_come_first_the_newest_first_and_stay_put_as_they_move() -> None:
+    progress, _ = outputs(open_run())
     closed_records = latest([*open_run(), closed()], at=300.0)
+
+    def open_(run_id: str, first: float, moved: float) -> RunRecords:
+        return RunRecords(run_id, progress=progress[-1], progress_at=moved, first_at=first)
+
     rows = [
-        run_row(RunRecords("old", progress=open_progress[-1], progress_at=100.0)),
+        run_row(open_("old", 100.0, 290.0)),
+        run_row(replace(closed_records, run_id="done-early", summary_at=150.0, progress_at=150.0)),
         run_row(replace(closed_records, run_id="done")),
-        run_row(RunRecords("new", progress=open_progress[-1], progress_at=200.0)),
+        run_row(open_("new", 200.0, 210.0)),
     ]
-    assert [row.run_id for row in sorted(rows, key=sort_key)] == ["new", "old", "done"]
+    assert [row.run_id for row in sorted(rows, key=sort_key)] == ["new", "old", "done", "done-early"]
 
 
 @settings(max_examples=25, deadline=None)

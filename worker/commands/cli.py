@@ -401,11 +401,16 @@ def _client_parsers(commands: Commands) -> None:
         _dashboard,
     )
     dashboard.add_argument(
-        "--port", dest="dashboard_port", type=int, help="env EVALSTREAM_DASHBOARD_PORT (default 6067; 0: any free)"
+        "--port",
+        dest="dashboard_port",
+        metavar="PORT",
+        type=int,
+        help="env EVALSTREAM_DASHBOARD_PORT (default 6067; 0: any free)",
     )
     dashboard.add_argument(
         "--host",
         dest="dashboard_host",
+        metavar="HOST",
         help="address to listen on (env EVALSTREAM_DASHBOARD_HOST, default 127.0.0.1: this machine only)",
     )
     _connection_flags(dashboard)

@@ -77,15 +77,15 @@ class Board:
         """Keep `record` (published at `at`) if it is the run's newest; whether it was."""
         if not self._progress.offer(record):
             return False
-        held = self._runs.get(record.run_id) or RunRecords(record.run_id)
-        self._set(replace(held, progress=record, progress_at=at))
+        held = self._runs.get(record.run_id) or RunRecords(record.run_id, first_at=at)
+        self._set(replace(held, progress=record, progress_at=at, first_at=min(at, held.first_at or at)))
         return True
 
     def offer_summary(self, record: RunSummary, at: float) -> bool:
         if not self._summaries.offer(record):
             return False
-        held = self._runs.get(record.run_id) or RunRecords(record.run_id)
-        self._set(replace(held, summary=record, summary_at=at))
+        held = self._runs.get(record.run_id) or RunRecords(record.run_id, first_at=at)
+        self._set(replace(held, summary=record, summary_at=at, first_at=min(at, held.first_at or at)))
         return True
 
     def drop_summary(self, run_id: str) -> None:

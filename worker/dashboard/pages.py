@@ -92,19 +92,29 @@ def eta(row: RunRow) -> str:
 
 # The runs page.
 
+NO_RUNS = html(
+    '<p class="empty" id="no-runs">No run yet. Start one: <code>evalstream simulate --run-id demo</code></p>'
+)
+
 
 def runs_page(rows: Sequence[RunRow], compared: Iterable[str], *, now: float, version: int, footer: Html) -> Html:
     body = html(
         "<h1>Runs</h1>"
-        '<table class="runs"><thead><tr><th>run</th><th>status</th><th>progress</th><th>trials</th>'
-        '<th title="trials that died">dead</th><th>ETA</th><th>pass@1</th><th>labels</th><th>moved</th></tr></thead>'
-        '<tbody id="runs">{}</tbody></table>'
-        '<p class="empty">No run yet. Start one: <code>evalstream simulate --run-id demo</code></p>'
+        # A grid, not a table: a row swapped in is laid out alone, and rows off screen not at all.
+        '<div class="runs" role="table" aria-label="runs"><div class="row head" role="row">'
+        '<span role="columnheader">run</span><span role="columnheader">status</span>'
+        '<span role="columnheader">progress</span><span role="columnheader" class="num">trials</span>'
+        '<span role="columnheader" class="num" title="trials that died">dead</span>'
+        '<span role="columnheader" class="num">ETA</span><span role="columnheader">pass@1</span>'
+        '<span role="columnheader">labels</span><span role="columnheader">moved</span></div>'
+        '<div id="runs" role="rowgroup">{}</div></div>'
+        "{}"
         '<h2>Compare two runs</h2><form action="/compare" method="get" class="compare">'
         '<label>baseline <input name="baseline" list="summarized" required></label> '
         '<label>candidate <input name="candidate" list="summarized" required></label> '
         '<button type="submit">compare</button></form><datalist id="summarized">{}</datalist>',
         join(run_row(row, now) for row in rows),
+        html("") if rows else NO_RUNS,
         join(compare_option(run_id) for run_id in compared),
     )
     return layout("runs", body, version=version, footer=footer)
@@ -116,9 +126,11 @@ def run_row(row: RunRow, now: float) -> Html:
         for key, mean in row.pass_at_1.items()
     )
     return html(
-        '<tr id="{}" data-sort="{}" data-seq="{}" data-revision="{}"><td><a href="{}" class="run-id">{}</a></td>'
-        "<td>{}</td><td>{}</td>"
-        '<td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+        '<div class="row" role="row" id="{}" data-sort="{}" data-seq="{}" data-revision="{}">'
+        '<span role="cell"><a href="{}" class="run-id">{}</a></span><span role="cell">{}</span>'
+        '<span role="cell">{}</span><span role="cell" class="num">{}</span><span role="cell" class="num">{}</span>'
+        '<span role="cell" class="num">{}</span><span role="cell">{}</span><span role="cell">{}</span>'
+        '<span role="cell">{}</span></div>',
         dom_id("run", row.run_id),
         sort_key(row),
         row.seq or "",
@@ -141,8 +153,11 @@ def compare_option(run_id: str) -> Html:
 
 
 def runs_fragments(row: RunRow | None, run_id: str, now: float, *, summarized: bool) -> list[Fragment]:
-    """A run's row again (none: the run is gone), and its option in the compare form."""
+    """A run's row again (none: the run is gone), and its option in the compare form; the
+    "no run yet" line goes with the first row."""
     fragments = [Fragment(dom_id("run", run_id), run_row(row, now) if row else html(""), "runs")]
+    if row is not None:
+        fragments.append(Fragment("no-runs", html("")))
     if summarized:
         fragments.append(Fragment(dom_id("option", run_id), compare_option(run_id), "summarized"))
     return fragments

@@ -44,6 +44,8 @@ class RunRecords:
     progress_at: float | None = None
     summary: RunSummary | None = None
     summary_at: float | None = None
+    first_at: float | None = None
+    """The earliest publication of a record of the run the dashboard has read."""
 
     @property
     def moved_at(self) -> float | None:
@@ -90,6 +92,7 @@ class RunRow:
     """Per key, in key order."""
     labels: dict[str, str]
     moved_at: float | None
+    first_at: float | None
     seq: int | None
     """The progress event shown (None: none yet)."""
     revision: int | None
@@ -153,6 +156,7 @@ def run_row(records: RunRecords) -> RunRow:
         pass_at_1={figure.key: figure.mean_at(1) for figure in figures},
         labels=dict(summary.labels) if summary is not None else {},
         moved_at=records.moved_at,
+        first_at=records.first_at,
         seq=progress.seq if progress is not None else None,
         revision=summary.revision if summary is not None else None,
     )
@@ -249,10 +253,11 @@ def _cell(attempt: Attempt) -> Cell:
 
 
 def sort_key(row: RunRow) -> str:
-    """Where a run goes on the runs page: open runs first, then the most recently moved, then by
-    id. A string, so that the page's script keeps new rows in the same order."""
-    moved_ms = round((row.moved_at or 0.0) * 1000)
-    return f"{row.status != 'open':d}:{10**15 - moved_ms:016d}:{row.run_id}"
+    """Where a run goes on the runs page: open runs first, the newest first (by the first record
+    read of it), then closed runs, the latest closed first; then by id. Rows stay put while runs
+    move. A string, so that the page's script keeps new rows in the same order."""
+    at = row.first_at if row.status == "open" else row.moved_at
+    return f"{row.status != 'open':d}:{10**15 - round((at or 0.0) * 1000):016d}:{row.run_id}"
 
 
 @dataclass(frozen=True, slots=True)

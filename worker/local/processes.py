@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -57,6 +58,12 @@ def isolated_settings(bootstrap: str, **overrides: object) -> Settings:
         deadletter_topic=f"deadletter-{tag}",
         web_port=free_port(),
     ).with_overrides(**overrides)
+
+
+def chromium() -> str | None:
+    """The Chromium the browser tests and the dashboard bench drive: EVALSTREAM_CHROMIUM, else
+    Debian's `chromium` on the PATH (Playwright downloads no browser of its own here)."""
+    return os.environ.get("EVALSTREAM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def topic_flags(settings: Settings) -> list[str]:

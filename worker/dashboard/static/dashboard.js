@@ -18,14 +18,28 @@
     live.textContent = "reconnecting…";
     live.className = "live off";
   });
+  // Updates are applied once per frame, the latest of each section only: a busy stream costs
+  // one pass over the page per frame, however many messages came in it.
+  const due = new Map();
+  let scheduled = 0;
   source.addEventListener("update", (message) => {
-    for (const fragment of JSON.parse(message.data).fragments) place(fragment);
-    tick();
+    for (const fragment of JSON.parse(message.data).fragments) due.set(fragment.id, fragment);
     document.body.dataset.version = message.lastEventId;
+    if (!scheduled) scheduled = requestAnimationFrame(apply);
   });
 
-  // Replace the element `id` with `html`; add it to `parent` if it is new; remove it if `html` is empty.
-  function place({ id, html, parent }) {
+  function apply() {
+    scheduled = 0;
+    const fragments = [...due.values()];
+    due.clear();
+    const unsorted = new Set();
+    for (const fragment of fragments) place(fragment, unsorted);
+    for (const container of unsorted) sort(container);
+  }
+
+  // Replace the element `id` with `html`; add it to `parent` if it is new; remove it if `html`
+  // is empty. A parent that got a child, or one whose place changed, goes into `unsorted`.
+  function place({ id, html, parent }, unsorted) {
     const old = document.getElementById(id);
     if (!html) {
       if (old) old.remove();
@@ -37,7 +51,7 @@
     const container = parent ? document.getElementById(parent) : null;
     if (old) old.replaceWith(node);
     else if (container) container.append(node);
-    if (container) sort(container);
+    if (container && (!old || old.dataset.sort !== node.dataset.sort)) unsorted.add(container);
   }
 
   // Children in `data-sort` order (code point order, as the server sorts them).
@@ -61,7 +75,8 @@
   function tick() {
     const now = Date.now();
     for (const time of document.querySelectorAll("time[data-at]")) {
-      time.textContent = ago(now - Number(time.dataset.at));
+      const said = ago(now - Number(time.dataset.at));
+      if (time.textContent !== said) time.textContent = said;
     }
   }
 
