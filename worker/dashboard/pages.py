@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from worker.dashboard.charts import Point, Series, passk_chart
+from worker.dashboard.follow import Follower
 from worker.dashboard.formats import ago, count, duration, figure
 from worker.dashboard.markup import Html, href, html, join
 from worker.dashboard.views import VERDICTS, Cell, KeyFigures, KeyTasks, RunRow, RunView, sort_key
@@ -88,6 +89,27 @@ def trials(row: RunRow) -> str:
 
 def eta(row: RunRow) -> str:
     return "done" if row.status == "closed" else duration(row.eta_seconds)
+
+
+def footer(followers: list[Follower]) -> Html:
+    """How each topic is read: the page's `<footer id=\"topics\">`."""
+    said = {
+        "waiting": "waiting for the topic (the worker creates it when it starts)",
+        "reading": "reading",
+        "live": "live",
+    }
+    topics = join(
+        html(
+            '<span class="topic">{} at {}: {}, {} records{}</span>',
+            follower.topic,
+            follower.settings.bootstrap,
+            said[follower.state],
+            f"{follower.records:,}",
+            f", {follower.invalid} invalid skipped" if follower.invalid else "",
+        )
+        for follower in followers
+    )
+    return html('<footer id="topics">{}</footer>', topics)
 
 
 # The runs page.

@@ -21,17 +21,18 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 import orjson
 from aiohttp import web
 
 from worker.dashboard.board import Board
-from worker.dashboard.compare_page import compare_fragments, compare_page
+from worker.dashboard.compare_page import compare_page
 from worker.dashboard.follow import Follower
-from worker.dashboard.markup import Html, html, join
-from worker.dashboard.pages import Fragment, run_fragments, run_page, runs_fragments, runs_page
-from worker.dashboard.views import CompareView, RunRecords, RunView, compare_view, run_row, run_view, sort_key
+from worker.dashboard.live import CompareLive, Live, RunLive, RunsLive, compared
+from worker.dashboard.markup import Html
+from worker.dashboard.pages import Fragment, footer, run_page, runs_page
+from worker.dashboard.views import RunRecords, run_row, run_view, sort_key
 
 STATIC = Path(__file__).with_name("static")
 HEARTBEAT = 15.0
@@ -71,86 +72,6 @@ def _quality(params: list[str]) -> float:
             except ValueError:
                 return 0.0
     return 1.0
-
-
-class Live(Protocol):
-    """What one open page shows live."""
-
-    def wants(self, run_id: str) -> bool: ...
-
-    def fragments(self, board: Board, run_ids: list[str], now: float) -> list[Fragment]: ...
-
-
-class RunsLive:
-    def wants(self, run_id: str) -> bool:
-        return True
-
-    def fragments(self, board: Board, run_ids: list[str], now: float) -> list[Fragment]:
-        fragments: list[Fragment] = []
-        for run_id in run_ids:
-            records = board.get(run_id)
-            row = run_row(records) if records is not None else None
-            fragments += runs_fragments(
-                row, run_id, now, summarized=records is not None and records.summary is not None
-            )
-        return fragments
-
-
-class RunLive:
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        self._sent: RunView | None = None
-
-    def wants(self, run_id: str) -> bool:
-        return run_id == self.run_id
-
-    def fragments(self, board: Board, run_ids: list[str], now: float) -> list[Fragment]:
-        if self.run_id not in run_ids:
-            return []
-        view = run_view(board.get(self.run_id) or RunRecords(self.run_id))
-        fragments = run_fragments(self._sent, view, now)
-        self._sent = view
-        return fragments
-
-
-class CompareLive:
-    def __init__(self, baseline: str, candidate: str) -> None:
-        self.baseline = baseline
-        self.candidate = candidate
-        self._sent: CompareView | None = None
-
-    def wants(self, run_id: str) -> bool:
-        return run_id in (self.baseline, self.candidate)
-
-    def fragments(self, board: Board, run_ids: list[str], now: float) -> list[Fragment]:
-        view = _compared(board, self.baseline, self.candidate)
-        fragments = compare_fragments(self._sent, view, now)
-        self._sent = view
-        return fragments
-
-
-def _compared(board: Board, baseline: str, candidate: str) -> CompareView:
-    return compare_view(baseline, board.get(baseline), candidate, board.get(candidate))
-
-
-def footer(followers: list[Follower]) -> Html:
-    said = {
-        "waiting": "waiting for the topic (the worker creates it when it starts)",
-        "reading": "reading",
-        "live": "live",
-    }
-    topics = join(
-        html(
-            '<span class="topic">{} at {}: {}, {} records{}</span>',
-            follower.topic,
-            follower.settings.bootstrap,
-            said[follower.state],
-            f"{follower.records:,}",
-            f", {follower.invalid} invalid skipped" if follower.invalid else "",
-        )
-        for follower in followers
-    )
-    return html('<footer id="topics">{}</footer>', topics)
 
 
 def _json(value: object, status: int = 200) -> web.Response:
@@ -197,7 +118,7 @@ async def run(request: web.Request) -> web.StreamResponse:
     return _page(run_page(view, now=time.time(), version=board.version, footer=footer_), missing)
 
 
-async def compared(request: web.Request) -> web.StreamResponse:
+async def two_runs(request: web.Request) -> web.StreamResponse:
     board = request.app[BOARD]
     baseline, candidate = request.query.get("baseline"), request.query.get("candidate")
     form = negotiate(request)
@@ -205,7 +126,7 @@ async def compared(request: web.Request) -> web.StreamResponse:
         return _problem(form, "say which runs: /compare?baseline=RUN_ID&candidate=RUN_ID")
     if form == "events":
         return await stream(request, CompareLive(baseline, candidate))
-    view = _compared(board, baseline, candidate)
+    view = compared(board, baseline, candidate)
     if form == "json":
         return _json(view, 200 if view.comparison is not None else 404)
     footer_ = footer(request.app[FOLLOWERS])
@@ -271,7 +192,7 @@ def application(board: Board, followers: list[Follower]) -> web.Application:
     app[FOLLOWERS] = followers
     app.router.add_get("/", runs)
     app.router.add_get("/run", run)
-    app.router.add_get("/compare", compared)
+    app.router.add_get("/compare", two_runs)
     app.router.add_static("/static", STATIC)
 
     async def closing(_: web.Application) -> None:
