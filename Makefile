@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos clean
+.PHONY: install test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ deploy-check: install
 unit: install
 	$(BIN)/python -m pytest
 
-## A local Kafka broker, the worker, a simulated run streamed live, and a live view of it.
+## A local Kafka broker, the worker, the dashboard (its URL printed), a simulated run streamed live.
 demo: install
 	bash deploy/demo.sh
 
@@ -55,6 +55,10 @@ bench-state: install
 ## The CPU share of progress with ten 5,000-task runs open at once.
 bench-progress: install
 	$(BIN)/python -m bench.progress
+
+## Time from a progress event published to the dashboard's pages showing it, in headless Chromium.
+bench-dashboard: install
+	$(BIN)/python -m bench.dashboard
 
 ## Every fault scenario at full size (~15 minutes): prints the chaos table.
 bench-chaos: install

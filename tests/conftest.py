@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Iterator
@@ -8,6 +9,8 @@ import pytest
 
 from worker.local.broker import BrokerConfig
 from worker.local.clusters import cluster, local_broker
+from worker.local.processes import WorkerProcess, isolated_settings
+from worker.runtime.topics import ensure_topics
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +35,16 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerCo
     nothing: a new CA, new users and passwords, their ACLs."""
     with local_broker(tmp_path_factory.mktemp("secure-broker"), secure=True) as config:
         yield config
+
+
+@pytest.fixture(scope="module")
+def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    """One `evalstream worker` process per test module, on topics of its own."""
+    settings = isolated_settings(bootstrap)
+    asyncio.run(ensure_topics(settings))
+    process = WorkerProcess(settings, tmp_path_factory.mktemp("worker"))
+    try:
+        yield process
+    finally:
+        process.stop()
+        print(process.log()[-3000:], file=sys.stderr)  # shown when a test failed

@@ -33,6 +33,8 @@ class Settings:
     web_host: str = field(default_factory=lambda: _env("WEB_HOST", "127.0.0.1"))
     """Where the worker's web server (/ready, /live, /metrics) listens: 0.0.0.0 in a container."""
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
+    dashboard_host: str = field(default_factory=lambda: _env("DASHBOARD_HOST", "127.0.0.1"))
+    dashboard_port: int = field(default_factory=lambda: int(_env("DASHBOARD_PORT", "6067")))
     progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
     flush_interval: float = field(default_factory=lambda: float(_env("FLUSH_INTERVAL", "0.25")))
     session_timeout: float = field(default_factory=lambda: float(_env("SESSION_TIMEOUT", "10")))

@@ -95,6 +95,8 @@ CASES = {
     "watch, no broker": unreachable("watch", "run-7"),
     "replay --from-topic, no broker": unreachable("replay", "--from-topic"),
     "gate, no broker": unreachable("gate", "run-main", "run-pr"),
+    "dashboard, no broker": unreachable("dashboard", "--port", "0"),
+    "dashboard on a bad port": Case(("dashboard", "--port", "x"), 2, ("argument --port: invalid int value",)),
     "gate a missing file": Case(
         ("gate", "a", "b", "--from-file", MISSING), 2, (f"evalstream gate: cannot read {MISSING}", "summaries JSONL")
     ),

@@ -213,6 +213,14 @@ def _watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dashboard(args: argparse.Namespace) -> int:
+    from worker.dashboard.service import serve
+
+    settings = _settings(args)
+    asyncio.run(serve(settings, settings.dashboard_host, settings.dashboard_port))
+    return 0
+
+
 def _schema(args: argparse.Namespace) -> int:
     try:
         written = write_schemas(Path(args.directory))
@@ -438,6 +446,28 @@ def _client_parsers(commands: Commands) -> None:
         "--timeout", type=float, metavar="SECONDS", help="give up (exit 1) if the run shows no progress by then"
     )
     _connection_flags(watch)
+
+    dashboard = _command(
+        commands,
+        "dashboard",
+        "serve a live web page of every run (read-only), from the progress and summaries topics",
+        "evalstream dashboard --port 6067   (then open http://127.0.0.1:6067/)",
+        _dashboard,
+    )
+    dashboard.add_argument(
+        "--port",
+        dest="dashboard_port",
+        metavar="PORT",
+        type=int,
+        help="env EVALSTREAM_DASHBOARD_PORT (default 6067; 0: any free)",
+    )
+    dashboard.add_argument(
+        "--host",
+        dest="dashboard_host",
+        metavar="HOST",
+        help="address to listen on (env EVALSTREAM_DASHBOARD_HOST, default 127.0.0.1: this machine only)",
+    )
+    _connection_flags(dashboard)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,8 +1,14 @@
-"""`evalstream simulate`: a synthetic eval run published live, paced like a harness."""
+"""`evalstream simulate`: a synthetic eval run published live, paced like a harness.
+
+Each event is stamped with `occurred_at` as it is sent, as a harness stamps what it saw
+happen: the worker's ETA comes from the span of those stamps (SEMANTICS.md says no summary
+figure depends on them, so the summary is the same as the unstamped log's).
+"""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import orjson
 from aiokafka import AIOKafkaProducer
@@ -39,6 +45,7 @@ async def simulate(
             seed=seed,
         )
         for event in events:
+            event["occurred_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
             await producer.send(settings.events_topic, value=orjson.dumps(event), key=run_id.encode())
             sent += 1
             ahead = began + sent / pace - loop.time()

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -41,6 +43,24 @@ def isolated_settings(bootstrap: str, **overrides: object) -> Settings:
     ).with_overrides(**overrides)
 
 
+def chromium() -> str | None:
+    """The Chromium the browser tests and the dashboard bench drive: EVALSTREAM_CHROMIUM, else
+    Debian's `chromium` on the PATH (Playwright downloads no browser of its own here)."""
+    return os.environ.get("EVALSTREAM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def topic_flags(settings: Settings) -> list[str]:
+    """The connection flags that point a command at these settings' broker and topics."""
+    return [
+        "--bootstrap", settings.bootstrap,
+        "--events-topic", settings.events_topic,
+        "--progress-topic", settings.progress_topic,
+        "--summaries-topic", settings.summaries_topic,
+        "--deadletter-topic", settings.deadletter_topic,
+        "--partitions", str(settings.partitions),
+    ]  # fmt: skip
+
+
 class WorkerProcess:
     """`evalstream worker` as a subprocess, as it runs in production."""
 
@@ -53,13 +73,7 @@ class WorkerProcess:
         data_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **settings.security.env(), **(env or {}), "EVALSTREAM_APP_ID": settings.app_id}
         command = [
-            sys.executable, "-m", "worker.commands.cli", "worker",
-            "--bootstrap", settings.bootstrap,
-            "--events-topic", settings.events_topic,
-            "--progress-topic", settings.progress_topic,
-            "--summaries-topic", settings.summaries_topic,
-            "--deadletter-topic", settings.deadletter_topic,
-            "--partitions", str(settings.partitions),
+            sys.executable, "-m", "worker.commands.cli", "worker", *topic_flags(settings),
             "--web-host", settings.web_host,
             "--web-port", str(settings.web_port),
             "--data-dir", str(data_dir),
@@ -120,3 +134,32 @@ class WorkerProcess:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"worker not ready after {timeout:.0f}s; its log:\n{self.log()[-3000:]}")
             time.sleep(0.1)
+
+
+class DashboardProcess:
+    """`evalstream dashboard` as a subprocess on a free port; `url` is where it serves."""
+
+    def __init__(self, settings: Settings, log_dir: Path, timeout: float = 60.0) -> None:
+        self.log_path = log_dir / "dashboard.log"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "worker.commands.cli", "dashboard", "--port", "0", *topic_flags(settings)]
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while not (served := re.search(r"evalstream dashboard: (http://\S+)", self.log())):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"dashboard not serving after {timeout:.0f}s; its log:\n{self.log()[-3000:]}")
+            time.sleep(0.05)
+        self.url: str = served.group(1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")

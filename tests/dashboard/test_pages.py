@@ -1,0 +1,137 @@
+"""The pages as HTML: untrusted text renders as itself, and sections go out when they change."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from html.parser import HTMLParser
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from events.models import InputEvent
+from tests.builders import closed, dead, score, started, task_spec, trial
+from tests.dashboard.outputs import latest, outputs
+from worker.dashboard.compare_page import compare_page
+from worker.dashboard.markup import Html, href, html, text
+from worker.dashboard.pages import dom_id, run_fragments, run_page, runs_page
+from worker.dashboard.views import RunRecords, compare_view, run_row, run_view
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+Log = list[InputEvent]
+
+
+class Parsed(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.attributes: set[str] = set()
+        self.titles: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attributes.update(name for name, _ in attrs)
+        self.titles.extend(value for name, value in attrs if name == "title" and value)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parsed(page: str) -> Parsed:
+    parser = Parsed()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def closed_run(
+    run_id: str, task_id: str, metric: str, label: str, error: str, *, value: float = 1.0
+) -> list[InputEvent]:
+    """One task, two attempts: one scored `value`, one dead."""
+    return [
+        started(
+            run_id,
+            [task_spec(task_id, {f"{metric}.score": "continuous"})],
+            attempts_per_task=2,
+            labels={label: label},
+        ),
+        trial(task_id, "a", run_id=run_id),
+        score(task_id, "a", metric, {"score": value}, run_id=run_id),
+        trial(task_id, "b", "failed", error_type=error, run_id=run_id),
+        dead(task_id, "b", metric, run_id=run_id),
+        closed(run_id),
+    ]
+
+
+def pages(run_id: str, task_id: str, metric: str, label: str, error: str) -> tuple[str, str, str]:
+    """The runs page, the run's page, and the run compared with a worse one (`task_id` regressed)."""
+    records = latest(closed_run(run_id, task_id, metric, label, error))
+    worse = latest(closed_run(run_id + "'", task_id, metric, label, error, value=0.0))
+    footer = html('<footer id="topics">{}</footer>', "topics")
+    runs = runs_page([run_row(records)], [run_id], now=2_000.0, version=3, footer=footer)
+    run = run_page(run_view(records), now=2_000.0, version=3, footer=footer)
+    view = compare_view(run_id, records, worse.run_id, worse)
+    return runs, run, compare_page(view, now=2_000.0, version=3, footer=footer)
+
+
+BENIGN = [parsed(page) for page in pages("run", "task", "reward", "model", "Timeout")]
+names = st.text(min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(run_id=names, task_id=names, metric=names, label=names, error=names)
+@example(HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE)
+@example('"><script>alert(1)</script>', "' onmouseover='x", "</svg><svg onload=alert(1)>", "&amp;", "{}{0}")
+def test_untrusted_text_renders_as_itself(run_id: str, task_id: str, metric: str, label: str, error: str) -> None:
+    shown_runs, shown_run, shown_compare = (parsed(page) for page in pages(run_id, task_id, metric, label, error))
+    for page, benign in zip((shown_runs, shown_run, shown_compare), BENIGN, strict=True):
+        assert page.tags <= benign.tags
+        assert page.attributes <= benign.attributes
+    assert run_id in "".join(shown_runs.text)
+    said = "".join(shown_run.text)
+    for value in (run_id, task_id, f"{metric}.score", f"{label}={label}", error):
+        assert value in said
+    assert any(title.startswith("a: passed") for title in shown_run.titles)  # the trial id on hover
+    compared = "".join(shown_compare.text)
+    for value in (run_id, run_id + "'", f"{task_id}flaky → failed", f"{label}={label}"):
+        assert value in compared
+
+
+def test_a_link_to_a_run_keeps_its_id_whole() -> None:
+    link = text(href("/run", id="a/b?c=d&e#f"))
+    assert link == "/run?id=a%2Fb%3Fc%3Dd%26e%23f"
+    assert dom_id("run", HOSTILE).startswith("run-")
+    assert set(dom_id("run", HOSTILE)[4:]) <= set("0123456789abcdef")
+
+
+def test_html_escapes_what_it_is_given_and_keeps_what_it_made() -> None:
+    inner = html("<b>{}</b>", "<i>")
+    assert inner == "<b>&lt;i&gt;</b>"
+    assert html('<p title="{}">{}</p>', '"x"', inner) == '<p title="&quot;x&quot;"><b>&lt;i&gt;</b></p>'
+    assert isinstance(inner, Html)
+
+
+def test_the_run_page_shows_the_summary_figures_exactly() -> None:
+    records = latest(closed_run("r", "t", "reward", "m", "E"))
+    assert records.summary is not None
+    page = run_page(run_view(records), now=0.0, version=1, footer=html(""))
+    for aggregate in records.summary.summary.scores:
+        if ".pass@" in aggregate.name:
+            k = aggregate.name.rpartition("@")[2]
+            assert f'data-key="reward.score" data-k="{k}" data-value="{aggregate.mean!r}"' in page
+    assert 'data-key="reward.score" data-verdict="flaky">1<' in page
+
+
+def test_a_progress_event_resends_only_the_progress_sections() -> None:
+    progress, summaries = outputs(closed_run("r", "t", "reward", "m", "E"))
+    first = run_view(RunRecords("r", progress=progress[1], progress_at=1.0))
+    later = run_view(RunRecords("r", progress=progress[2], progress_at=2.0))
+    assert {f.id for f in run_fragments(None, first, 3.0)} == {"run-head", "run-figures", "run-details"}
+    assert {f.id for f in run_fragments(first, later, 3.0)} == {"run-head", "run-figures"}
+    summarized = run_view(
+        RunRecords("r", progress=progress[-1], progress_at=4.0, summary=summaries[-1], summary_at=4.0)
+    )
+    assert {f.id for f in run_fragments(later, summarized, 5.0)} == {"run-head", "run-figures", "run-details"}
+    moved_on = run_view(replace(RunRecords("r", progress=progress[-1], summary=summaries[-1]), progress_at=6.0))
+    # The summary's figures stand: a later progress event changes only the head.
+    assert {f.id for f in run_fragments(summarized, moved_on, 7.0)} == {"run-head"}

@@ -1,0 +1,184 @@
+"""The server without Kafka: a board filled by hand behind the real routes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import orjson
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from events.models import InputEvent
+from tests.builders import closed, score, started, task_spec, trial
+from tests.dashboard.outputs import outputs
+from worker.dashboard.board import Board
+from worker.dashboard.pages import dom_id
+from worker.dashboard.server import application
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def log(run_id: str) -> list[InputEvent]:
+    return [
+        started(run_id, [task_spec("t", {"reward.score": "continuous"})], attempts_per_task=2),
+        trial("t", "a", run_id=run_id),
+        score("t", "a", "reward", {"score": 1.0}, run_id=run_id),
+        trial("t", "b", run_id=run_id),
+        score("t", "b", "reward", {"score": 0.0}, run_id=run_id),
+        closed(run_id),
+    ]
+
+
+@asynccontextmanager
+async def serving(board: Board) -> AsyncIterator[TestClient[web.Request, web.Application]]:
+    client: TestClient[web.Request, web.Application] = TestClient(TestServer(application(board, [])))
+    await client.start_server()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+def run(test: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(test(), 30))
+
+
+def test_every_route_answers_in_the_form_asked_for() -> None:
+    progress, _ = outputs(log(HOSTILE))
+    board = Board()
+    board.offer_progress(progress[2], 10.0)
+
+    async def check() -> None:
+        async with serving(board) as client:
+            page = await client.get("/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+            assert page.content_type == "text/html"
+            body = await page.text()
+            assert "&lt;img src=x onerror=alert(1)&gt;" in body
+            assert HOSTILE not in body
+            assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+            listing = await (await client.get("/", headers={"Accept": "application/json"})).json()
+            assert [row["run_id"] for row in listing["runs"]] == [HOSTILE]
+            assert listing["runs"][0]["seq"] == progress[2].seq
+            one = await client.get("/run", params={"id": HOSTILE, "format": "json"})
+            assert (await one.json())["figures_from"] == "progress"
+            assert (
+                await client.get("/run", params={"id": "nope"}, headers={"Accept": "application/json"})
+            ).status == 404
+            missing = await client.get("/run", params={"id": "nope"})
+            assert missing.status == 404
+            assert 'id="run-head"' in await missing.text()  # a live page that fills in when the run comes
+            assert (await client.get("/run")).status == 400
+            assert (await client.post("/", data=b"x")).status == 405
+            assert (await client.get("/static/dashboard.js")).status == 200
+
+    run(check)
+
+
+async def updates(
+    client: TestClient[web.Request, web.Application], path: str, **params: str
+) -> AsyncIterator[dict[str, object]]:
+    """The `update` events of a page's stream, decoded."""
+    response = await client.get(path, params=params, headers={"Accept": "text/event-stream"})
+    assert response.content_type == "text/event-stream"
+    event: dict[str, str] = {}
+    async for raw in response.content:
+        line = raw.decode().rstrip("\n")
+        if not line:
+            if event.get("event") == "update":
+                yield {"id": int(event["id"]), **orjson.loads(event["data"])}
+            event = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(": ")
+            event[name] = value
+
+
+def test_a_stream_sends_what_changed_after_the_page_was_rendered() -> None:
+    progress, summaries = outputs(log("r1"))
+    board = Board()
+    board.offer_progress(progress[1], 1.0)
+    rendered_at = board.version
+
+    async def check() -> None:
+        async with serving(board) as client:
+            board.offer_progress(progress[2], 2.0)  # after the page, before its stream
+            stream = updates(client, "/", since=str(rendered_at))
+            first = await anext(stream)
+            [row] = [f for f in first["fragments"] if f["parent"] == "runs"]  # type: ignore[attr-defined]
+            assert row["id"] == dom_id("run", "r1")
+            assert f'data-seq="{progress[2].seq}"' in row["html"]
+            assert not board.offer_progress(progress[2], 3.0)  # a redelivery moves nothing
+            board.offer_summary(summaries[-1], 4.0)
+            second = await anext(stream)
+            assert second["id"] == board.version
+            parents = {f["parent"] for f in second["fragments"]}  # type: ignore[attr-defined]
+            assert parents == {"runs", "summarized", None}  # the run can now be compared
+
+    run(check)
+
+
+def test_a_run_page_streams_that_run_only() -> None:
+    mine, _ = outputs(log("mine"))
+    other, _ = outputs(log("other"))
+    board = Board()
+
+    async def check() -> None:
+        async with serving(board) as client:
+            stream = updates(client, "/run", id="mine", since="0")
+            await asyncio.sleep(0.2)
+            board.offer_progress(other[1], 1.0)
+            board.offer_progress(mine[1], 2.0)
+            update = await anext(stream)
+            ids = [f["id"] for f in update["fragments"]]  # type: ignore[attr-defined]
+            assert ids == ["run-head", "run-figures", "run-details", "topics"]  # and how the topics are read
+            assert 'data-seq="2"' in update["fragments"][0]["html"]  # type: ignore[index]
+
+    run(check)
+
+
+@pytest.mark.parametrize(
+    ("accept", "form"),
+    [
+        ("", "text/html"),
+        ("*/*", "text/html"),
+        ("application/json", "application/json"),
+        ("text/html;q=0.5, application/json", "application/json"),
+        ("application/json;q=0.1, text/html", "text/html"),
+    ],
+)
+def test_accept_picks_the_form(accept: str, form: str) -> None:
+    async def check() -> None:
+        async with serving(Board()) as client:
+            response = await client.get("/", headers={"Accept": accept} if accept else {})
+            assert response.content_type == form
+
+    run(check)
+
+
+def test_the_two_run_view_fills_in_when_both_runs_close() -> None:
+    base_progress, base_summaries = outputs(log("base"))
+    cand_progress, cand_summaries = outputs(log("cand"))
+    board = Board()
+    board.offer_progress(base_progress[-1], 1.0)
+    board.offer_summary(base_summaries[-1], 1.0)
+    board.offer_progress(cand_progress[1], 1.0)
+
+    async def check() -> None:
+        async with serving(board) as client:
+            pair = {"baseline": "base", "candidate": "cand"}
+            waiting = await client.get("/compare", params=pair, headers={"Accept": "application/json"})
+            assert waiting.status == 404
+            assert (await waiting.json())["waiting_for"] == ["cand"]
+            assert (await client.get("/compare", params={"baseline": "base"})).status == 400
+            stream = updates(client, "/compare", **pair, since=str(board.version))
+            board.offer_summary(cand_summaries[-1], 2.0)
+            update = await anext(stream)
+            ids = [f["id"] for f in update["fragments"]]  # type: ignore[attr-defined]
+            assert ids == ["compare-head", "compare-body", "topics"]
+            assert "reward.score" in update["fragments"][1]["html"]  # type: ignore[index]
+            done = await (await client.get("/compare", params={**pair, "format": "json"})).json()
+            assert [key["key"] for key in done["comparison"]["keys"]] == ["reward.score"]
+
+    run(check)
