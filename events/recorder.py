@@ -2,7 +2,8 @@
 
 Every event is validated against the v1 contract before it is sent (a mistake raises in
 the harness, not in the worker), keyed by run_id so that the run keeps its order, and
-given an event_id (pass your own to make a retried call idempotent).
+given an event_id (pass your own to make a retried call idempotent) and an `occurred_at` of
+the moment it is sent.
 
     async with AsyncRunRecorder("run-7", bootstrap="kafka:9092") as run:
         await run.started(tasks=[...], attempts_per_task=3)
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
@@ -65,7 +67,10 @@ class AsyncRunRecorder:
 
     async def emit(self, kind: str, event_id: str | None = None, **fields: Any) -> InputEvent:
         """Validate and send one event of this run; returns it as sent."""
-        body = {"schema_version": 1, "type": kind, "run_id": self.run_id, **fields}
+        # Stamped as sent unless the caller says when it happened: the worker's ETA is read off
+        # the span of the stamps (the fold has no clock of its own).
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        body = {"schema_version": 1, "type": kind, "run_id": self.run_id, "occurred_at": stamp, **fields}
         body["event_id"] = event_id or f"{self.run_id}:{uuid.uuid4().hex}"
         event = from_object({key: value for key, value in body.items() if value is not None})
         await self.send(event)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
@@ -55,6 +56,15 @@ def test_a_dead_trial_is_one_call_and_every_event_is_keyed_by_run_id() -> None:
     assert [getattr(e, "failure", None) for e in events[2:4]] == ["trial", "trial"]
     assert getattr(events[5], "failure", None) == "metric"
     assert len({e.event_id for e in events}) == len(events)
+
+
+def test_every_event_is_stamped_when_it_is_sent() -> None:
+    before = datetime.now(UTC)
+    sent = record([("started", (TASKS,), {}), ("trial_finished", ("t", "t-1"), {}), ("closed", (), {})])
+    after = datetime.now(UTC)
+    stamps = [datetime.fromisoformat(str(decode(value).occurred_at)) for _, value in sent]
+    assert all(before - timedelta(milliseconds=1) <= stamp <= after for stamp in stamps)
+    assert stamps == sorted(stamps)
 
 
 def test_a_caller_chosen_event_id_makes_a_retry_a_redelivery() -> None:
