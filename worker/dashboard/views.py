@@ -26,7 +26,7 @@ from typing import Literal
 
 from events.nonfinite import NONFINITE_STRINGS
 from events.outputs import Attempt, PassAtK, RunProgress, RunSummary
-from projections.compare import Comparison, compare
+from projections.compare import Comparison, PassAt, compare
 from projections.passk import passes
 from projections.verdicts import FAILED, FLAKY, PENDING, SOLVED, UNMEASURED
 
@@ -52,14 +52,6 @@ class RunRecords:
         """When the run last moved: its newest record's publication."""
         times = [at for at in (self.progress_at, self.summary_at) if at is not None]
         return max(times) if times else None
-
-
-@dataclass(frozen=True, slots=True)
-class PassAt:
-    k: int
-    mean: float | None
-    count: int
-    nan_count: int
 
 
 @dataclass(frozen=True, slots=True)

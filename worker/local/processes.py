@@ -61,7 +61,25 @@ def topic_flags(settings: Settings) -> list[str]:
     ]  # fmt: skip
 
 
-class WorkerProcess:
+class CommandProcess:
+    """An `evalstream` command running as a subprocess, its output in `log_path`."""
+
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+class WorkerProcess(CommandProcess):
     """`evalstream worker` as a subprocess, as it runs in production."""
 
     def __init__(
@@ -81,17 +99,6 @@ class WorkerProcess:
         ]  # fmt: skip
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         """Until faust says the worker is ready (partitions assigned, state recovered)."""
@@ -136,7 +143,7 @@ class WorkerProcess:
             time.sleep(0.1)
 
 
-class DashboardProcess:
+class DashboardProcess(CommandProcess):
     """`evalstream dashboard` as a subprocess on a free port; `url` is where it serves."""
 
     def __init__(self, settings: Settings, log_dir: Path, timeout: float = 60.0) -> None:
@@ -152,14 +159,3 @@ class DashboardProcess:
                 raise RuntimeError(f"dashboard not serving after {timeout:.0f}s; its log:\n{self.log()[-3000:]}")
             time.sleep(0.05)
         self.url: str = served.group(1)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
