@@ -10,13 +10,13 @@ process on a fresh data dir, as after a move to another machine) and prints how 
 took to consume again: from process start until a probe run's first progress event (the
 1,000-run figure comes from a worker of its own on topics of their own).
 
-Open point (measured 2026-12-01): the run cache holds its bound (tests/worker/test_processor.py;
-an in-process fold of 600 runs through the engine with a 100-run cache evicts 500, pins one),
-and the objects Python holds stay within ~50 MB of that (tracemalloc inside a worker), but
-RSS still grows by ~100-230 KB per closed run past a full cache: native memory, not run
-state. One run on jemalloc (LD_PRELOAD) was flat at 403-428 MB over 500-2,500 runs, a second
-was not; MALLOC_ARENA_MAX=2 and a periodic malloc_trim did not help. RocksDB's memory is
-capped per partition (worker.runtime.app.ROCKSDB_OPTIONS).
+Open point (measured 2026-12-01, after the collector change of worker/runtime/collector.py):
+380 MB at 500 runs, 584 MB at 2,500, 610 MB at 4,500, 674 MB at 5,000 (1.16x; before that
+change RSS grew 100-230 KB a closed run). Published in rounds of 100 runs instead of 500,
+the same worker stays at 241-248 MB from 500 to 2,000 runs: the growth follows the bursts'
+size, not the number of runs. The processor over a RocksDB store alone, in one process
+without Kafka, grows ~8 KB a run; the objects Python holds stay within ~50 MB (tracemalloc).
+RocksDB's memory is capped per partition (worker.runtime.app.ROCKSDB_OPTIONS).
 """
 
 from __future__ import annotations
