@@ -10,12 +10,13 @@ process on a fresh data dir, as after a move to another machine) and prints how 
 took to consume again: from process start until a probe run's first progress event (the
 1,000-run figure comes from a worker of its own on topics of their own).
 
-Open point (measured 2026-12-01, after the collector change of worker/runtime/collector.py):
-380 MB at 500 runs, 584 MB at 2,500, 610 MB at 4,500, 674 MB at 5,000 (1.16x; before that
-change RSS grew 100-230 KB a closed run). Published in rounds of 100 runs instead of 500,
-the same worker stays at 241-248 MB from 500 to 2,000 runs: the growth follows the bursts'
-size, not the number of runs. The processor over a RocksDB store alone, in one process
-without Kafka, grows ~8 KB a run; the objects Python holds stay within ~50 MB (tracemalloc).
+Open point (measured 2026-12-01, after the collector (worker/runtime/collector.py) and
+progress changes): 380 MB at 500 runs, 584 MB at 2,500, 610 MB at 4,500, 674 MB at 5,000
+(1.16x; before those changes RSS grew 100-230 KB a closed run; which of the two helped is
+not measured). Published in rounds of 100 runs instead of 500, the same worker stays at
+241-248 MB from 500 to 2,000 runs: the growth follows the bursts' size, not the number of
+runs. The processor over a RocksDB store alone, in one process without Kafka, grows ~8 KB
+a run; the objects Python holds stay within ~50 MB (tracemalloc).
 RocksDB's memory is capped per partition (worker.runtime.app.ROCKSDB_OPTIONS).
 """
 
