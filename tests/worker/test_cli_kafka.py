@@ -13,21 +13,14 @@ import pytest
 from events.codec import encode
 from tests.builders import scored_run
 from tests.projections.examples import BASELINE, CANDIDATE, EXAMPLE_LOG
-from worker.local.processes import WorkerProcess
+from worker.local.processes import WorkerProcess, topic_flags
 from worker.settings import Settings
 
 pytestmark = pytest.mark.kafka
 
 
 def evalstream(settings: Settings, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    topics = [
-        "--bootstrap", settings.bootstrap,
-        "--events-topic", settings.events_topic,
-        "--progress-topic", settings.progress_topic,
-        "--summaries-topic", settings.summaries_topic,
-        "--deadletter-topic", settings.deadletter_topic,
-    ]  # fmt: skip
-    command = [sys.executable, "-m", "worker.commands.cli", *args, *topics]
+    command = [sys.executable, "-m", "worker.commands.cli", *args, *topic_flags(settings)]
     return subprocess.run(command, capture_output=True, check=False, timeout=timeout)
 
 

@@ -30,7 +30,7 @@ from tests.worker.test_cli import NOISE
 from tests.worker.test_worker_kafka import by_run, replayed
 from worker.local import certs, secured
 from worker.local.broker import BrokerConfig
-from worker.local.processes import WorkerProcess, free_port, isolated_settings
+from worker.local.processes import WorkerProcess, free_port, isolated_settings, topic_flags
 from worker.local.records import read_topic
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
@@ -74,16 +74,6 @@ class Secured:
         self.outputs.append(done.stdout + done.stderr)
         assert not [secret for secret in self.secrets if secret in done.stdout + done.stderr]
         return done
-
-
-def topic_flags(settings: Settings) -> list[str]:
-    return [
-        "--bootstrap", settings.bootstrap,
-        "--events-topic", settings.events_topic,
-        "--progress-topic", settings.progress_topic,
-        "--summaries-topic", settings.summaries_topic,
-        "--deadletter-topic", settings.deadletter_topic,
-    ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
