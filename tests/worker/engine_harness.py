@@ -75,6 +75,9 @@ class Broker:
     durable: list[Write] = field(default_factory=list)
     """Acknowledged writes, in the order acknowledged."""
     commits: dict[int, int] = field(default_factory=dict)
+    commit_calls: int = 0
+    commits_wait: asyncio.Event | None = None
+    """Set: commits finish only once it is set (a slow group coordinator)."""
     seeks: list[tuple[int, int]] = field(default_factory=list)
     _pending: list[tuple[Write, asyncio.Future[None]]] = field(default_factory=list)
 
@@ -86,6 +89,9 @@ class Broker:
         return self._issue(Write("changelog", partition, key, value))
 
     async def commit(self, partition: int, offset: int) -> None:
+        self.commit_calls += 1
+        if self.commits_wait is not None:
+            await self.commits_wait.wait()
         self.commits[partition] = offset
 
     async def seek(self, partition: int, offset: int) -> None:
@@ -110,6 +116,11 @@ class Broker:
             write, acknowledged = self._pending.pop(candidates[picked])
             self.durable.append(write)
             acknowledged.set_result(None)
+
+    @property
+    def pending(self) -> int:
+        """Writes issued and not yet acknowledged."""
+        return len(self._pending)
 
     def acknowledge_all(self) -> None:
         self.acknowledge(len(self._pending))
@@ -164,7 +175,7 @@ async def drive(
             size = max(1, batch())
             taken, queue[:] = queue[:size], queue[size:]
             if taken:
-                await engine.handle(partition, taken)
+                await handled(engine.handle(partition, taken), broker)
             broker.acknowledge(acknowledgements())
             await _settle()
         clock[0] += clock_step()
@@ -174,6 +185,19 @@ async def drive(
         while engine.checkpointing:
             broker.acknowledge_all()
             await _settle()
+
+
+async def handled(handling: Awaitable[None], broker: Broker) -> None:
+    """Await the engine's `handle`; while it waits for the broker (backpressure), the broker
+    acknowledges one write at a time, as a broker does."""
+    task = asyncio.ensure_future(handling)
+    await _settle()
+    while not task.done():
+        if not broker.pending:
+            raise AssertionError("the engine waits for the broker with nothing left to acknowledge")
+        broker.acknowledge(1)
+        await _settle()
+    await task
 
 
 async def _settle() -> None:

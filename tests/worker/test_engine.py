@@ -12,7 +12,7 @@ from events import builders
 from events.codec import encode
 from events.models import InputEvent
 from tests.strategies import run_logs
-from tests.worker.engine_harness import Broker, Message, Store, Write, drive, new_engine
+from tests.worker.engine_harness import Broker, Message, Store, Write, drive, handled, new_engine
 from worker.runtime.processor import Processor, Record
 
 RUNS = ("run-a", "run-b", "run-c")
@@ -218,3 +218,65 @@ def test_each_committed_checkpoint_reports_how_long_it_took() -> None:
     asyncio.run(go())
     assert took == [0.125]
     assert broker.commits == {0: 1}
+
+
+def test_a_broker_slower_than_the_fetcher_holds_the_fetcher_back_at_two_checkpoints() -> None:
+    """Backpressure: with a checkpoint still being written, the fetcher takes the next due
+    one's events and then waits; the changes in memory never pass two checkpoints'."""
+    store = Store()
+    broker = Broker(store)
+    processor = Processor(store, flush_every=2)
+    engine = new_engine(broker, processor, lambda: 0.0)
+    lines = [encode(builders.started("run-a", [builders.task_spec("t")]))]
+    lines += [encode(builders.trial("t", f"t-{n}", run_id="run-a")) for n in range(5)]
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, [Record(0, b"run-a", lines[0]), Record(1, b"run-a", lines[1])])
+        assert engine.checkpointing  # the first checkpoint waits for its outputs
+        await engine.handle(0, [Record(2, b"run-a", lines[2])])  # gathering: not due yet
+        held = asyncio.ensure_future(engine.handle(0, [Record(3, b"run-a", lines[3])]))
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not held.done(), "the fetcher went on while two checkpoints' changes were in memory"
+        assert processor.partitions[0].handled == 2
+        while not held.done():
+            broker.acknowledge(1)
+            await asyncio.sleep(0)
+        await held
+        assert engine.checkpointing  # the second one, taken once the first was durable
+        assert processor.partitions[0].handled == 0
+
+    asyncio.run(go())
+    checkpoints = [write.value for write in broker.durable if write.key == b"o0"]
+    assert checkpoints == [b"1"]
+
+
+def test_a_checkpoint_is_done_when_durable_and_its_commit_does_not_hold_the_next() -> None:
+    store = Store()
+    broker = Broker(store, commits_wait=asyncio.Event())
+    processor = Processor(store, flush_every=1)
+    engine = new_engine(broker, processor, lambda: 0.0)
+    lines = [encode(builders.started("run-a", [builders.task_spec("t")]))]
+    lines += [encode(builders.trial("t", f"t-{n}", run_id="run-a")) for n in range(3)]
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        for offset, line in enumerate(lines):
+            await handled(engine.handle(0, [Record(offset, b"run-a", line)]), broker)
+        while engine.checkpointing:
+            broker.acknowledge_all()
+            await asyncio.sleep(0)
+        assert broker.commits == {}  # the first commit is still under way
+        assert broker.commit_calls == 1
+        assert broker.commits_wait is not None
+        broker.commits_wait.set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    asyncio.run(go())
+    assert [write.value for write in broker.durable if write.key == b"o0"] == [b"0", b"1", b"2", b"3"]
+    assert broker.commits == {0: 4}  # the newest, after the one under way; those between were overtaken
+    assert broker.commit_calls == 2

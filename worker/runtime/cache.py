@@ -6,8 +6,9 @@ about to get its next). A run whose changes are not in the store yet (changed si
 partition's last checkpoint, or in a checkpoint still waiting for its outputs) or whose
 progress is not published yet is pinned: it stays until they are out, since the store
 would restore it without them. So the cache holds at most `capacity` runs plus those
-touched since the last checkpoint, which the flush interval bounds. A run that left is
-restored from the store on its next event.
+touched by the events of each partition's last two checkpoints, which the engine's
+backpressure bounds (`worker.runtime.engine`). A run that left is restored from the store
+on its next event.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ class Changelog(Protocol):
         ...
 
     async def commit(self, partition: int, offset: int) -> None:
-        """Commit `offset` as the consumer group's position of the events partition."""
+        """Commit `offset` as the consumer group's position of the events partition
+        (`worker.runtime.commits` makes them one at a time)."""
         ...
 
 
@@ -26,7 +27,9 @@ async def checkpoint(
     outputs: Sequence[Awaitable[Any]],
     processor: Processor,
     changelog: Changelog,
+    *,
     still_owner: Callable[[], bool],
+    commit: Callable[[int, int], None],
 ) -> bool:
     """Make `snapshot` durable: the events partition's state as of `snapshot.offset`.
 
@@ -36,7 +39,9 @@ async def checkpoint(
     2. the records of the parts those events changed are written;
     3. the checkpoint record, naming the last offset covered, is written;
     4. every changelog write of steps 2 and 3 is acknowledged by the broker;
-    5. the offset after the checkpoint is committed.
+    5. the offset after the checkpoint is handed to `commit`, which commits it when the
+       partition's commit under way is done (`worker.runtime.commits`): the checkpoint is
+       durable at step 4, and the next one need not wait for a commit.
 
     Why this order. After a crash or a rebalance, a partition is read again from one past
     its checkpoint, and an event that a record already holds is skipped by its fingerprint,
@@ -66,5 +71,5 @@ async def checkpoint(
         await acknowledged
     if len(acknowledgements) <= len(snapshot.records) or not still_owner():
         return False
-    await changelog.commit(snapshot.partition, snapshot.offset + 1)
+    commit(snapshot.partition, snapshot.offset + 1)
     return True

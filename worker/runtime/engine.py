@@ -7,6 +7,14 @@ checkpoint snapshots, publishing progress. What waits on the broker (a checkpoin
 acknowledgements) runs beside it, one checkpoint per partition at a time
 (`worker.runtime.checkpoint`, where the order of writes is written down).
 
+**Backpressure.** A partition's changes are in memory from the event that makes them
+until its checkpoint's writes are acknowledged (the cache pins their runs). One checkpoint
+is written while the next gathers; when the gathering one is due (`flush_every` events)
+and the one before it is still being written, the fetcher waits for it. So a broker slower
+than the fetcher slows the worker down rather than growing it: at most two checkpoints'
+changes, each of `flush_every` events plus the rest of one fetched batch, are held beyond
+the cache's bound.
+
 **Rewind.** After each assignment, every events partition is read again from its
 checkpoint (`Processor.assign`). The seek waits until the rebalance is over, then runs
 on the fetcher task right before a fetch, so every record of that partition handed over
@@ -28,6 +36,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from worker.runtime.checkpoint import Changelog, checkpoint
+from worker.runtime.commits import Commits
 from worker.runtime.outputs import Publish
 from worker.runtime.processor import Processor, Record
 
@@ -62,7 +71,7 @@ class Engine:
     ) -> None:
         """`on_failure`: what to do when the broker refused an output or a write (stop the
         worker: going on would pass over what was lost). `on_checkpoint`: told the seconds
-        each checkpoint took, from its snapshot to its commit (the metrics' histogram)."""
+        each checkpoint took, from its snapshot until it was durable (the metrics' histogram)."""
         self.processor = processor
         self.outputs = outputs
         self.changelog = changelog
@@ -84,6 +93,7 @@ class Engine:
         self._checkpointed_at: dict[int, float] = {}
         self._sending: dict[int, asyncio.Future[None]] = {}
         """Partition -> the sending of its last batch's outputs."""
+        self._commits = Commits(changelog.commit)
 
     # Ownership
 
@@ -103,6 +113,7 @@ class Engine:
         self._seeks.clear()
         self._ready.clear()
         self._unacknowledged.clear()
+        self._commits.forget()
         self.processor.forget()
         running = list(self._checkpoints.values())
         if running:
@@ -161,6 +172,11 @@ class Engine:
         sending = self._sending[partition] = asyncio.ensure_future(self._send(partition, items, self.epoch))
         await asyncio.shield(sending)
         if self.processor.checkpoint_due(partition):
+            writing = self._checkpoints.get(partition)
+            if writing is not None:
+                # Backpressure: the broker is slower than the fetcher. Waiting here (the
+                # fetcher's task) is what bounds the changes in memory to two checkpoints'.
+                await asyncio.shield(writing)
             self._start_checkpoint(partition, self.epoch)
 
     async def _send(self, partition: int, items: list[Publish], epoch: int) -> None:
@@ -181,7 +197,15 @@ class Engine:
 
         async def run() -> None:
             try:
-                if await checkpoint(snapshot, outputs, self.processor, self.changelog, lambda: epoch == self.epoch):
+                durable = await checkpoint(
+                    snapshot,
+                    outputs,
+                    self.processor,
+                    self.changelog,
+                    still_owner=lambda: epoch == self.epoch,
+                    commit=self._commits.request,
+                )
+                if durable:
                     self.on_checkpoint(self.clock() - began)
             except Exception as error:
                 log.error("checkpoint of partition %d at offset %d failed: %r", partition, snapshot.offset, error)

@@ -53,7 +53,7 @@ class WorkerMetrics(Collector):
         self.registry = CollectorRegistry(auto_describe=False)
         self.checkpoint_seconds = Histogram(
             "evalstream_checkpoint_duration_seconds",
-            "Seconds one checkpoint took, from its snapshot to its commit",
+            "Seconds one checkpoint took, from its snapshot until its writes were acknowledged",
             buckets=CHECKPOINT_BUCKETS,
             registry=self.registry,
         )
