@@ -32,8 +32,8 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from playwright.async_api import Page, async_playwright
 
+from events.clients.kafka import running
 from events.codec import MAX_EVENT_BYTES
-from events.kafka import running
 from events.synthetic import synthetic_run
 from worker.commands.replay import Replayer
 from worker.dashboard.pages import dom_id

@@ -27,11 +27,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES
 from events.synthetic import interleave, synthetic_run
-from worker.commands.clients import publish, topic_reader
+from worker.commands.clients import publish
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 
 async def _consumer(settings: Settings, topic: str) -> AIOKafkaConsumer:

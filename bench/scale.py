@@ -29,12 +29,13 @@ import orjson
 import psutil
 
 from events.synthetic import interleave, synthetic_run
-from worker.commands.clients import publish, topic_reader
+from worker.commands.clients import publish
 from worker.commands.replay import replay
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, free_port, isolated_settings
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 PARTITIONS = 6
 

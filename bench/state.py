@@ -38,11 +38,12 @@ import psutil
 from aiokafka import AIOKafkaConsumer
 
 from events.synthetic import synthetic_run
-from worker.commands.clients import publish, topic_reader
+from worker.commands.clients import publish
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 ROUND = 500
 """Runs published per round."""

@@ -1,5 +1,5 @@
 """Factories for input events: valid by default, every field overridable by keyword (for
-tests, the fault-injection harness and examples; a harness records with `events.recorder`)."""
+tests, the fault-injection harness and examples; a harness records with `events.clients.recorder`)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from events.clients.security import Security
 from events.outputs import SUMMARY_MAX_BYTES
-from events.security import Security
 
 __all__ = ["SUMMARY_MAX_BYTES", "Settings"]  # the summaries limit is the contract's (events.outputs)
 
@@ -45,7 +45,7 @@ class Settings:
     cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "100")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
     security: Security = field(default_factory=Security.from_env)
-    """TLS and SASL (EVALSTREAM_SECURITY_PROTOCOL, _SASL_*, _SSL_*: `events.security`)."""
+    """TLS and SASL (EVALSTREAM_SECURITY_PROTOCOL, _SASL_*, _SSL_*: `events.clients.security`)."""
 
     def with_overrides(self, **values: Any) -> Settings:
         """These settings with every non-None value of `values` (CLI flags) applied."""

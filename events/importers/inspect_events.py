@@ -1,5 +1,5 @@
 """Inspect AI's log records as v1 input events: the one conversion that the importer
-(`inspect_log`) and the live hook (`events.inspect_hook`) share.
+(`inspect_log`) and the live hook (`events.clients.inspect_hook`) share.
 
 It reads plain JSON as Inspect writes it (the log's `eval` spec, one sample, the log's
 status), so a log read from disk and the objects a running eval hands its hooks convert

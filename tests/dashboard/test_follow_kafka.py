@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from events.clients.kafka import running
 from events.codec import encode
-from events.kafka import running
 from events.models import InputEvent
 from tests.builders import closed, score, started, task_spec, trial
 from tests.dashboard.outputs import outputs

@@ -15,11 +15,12 @@ import pytest
 from tests.projections.examples import EXAMPLE_LOG
 from tests.worker.test_cli_kafka import evalstream
 from tests.worker.test_worker_kafka import by_run, send_raw
-from worker.commands.clients import publish, topic_reader
+from worker.commands.clients import publish
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.local.records import read_topic
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 pytestmark = pytest.mark.kafka
 

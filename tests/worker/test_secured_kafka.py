@@ -21,9 +21,9 @@ import orjson
 import pytest
 from aiokafka.errors import SaslAuthenticationFailed
 
+from events.clients.recorder import RunRecorder
+from events.clients.subscriber import SummarySubscriber
 from events.codec import encode
-from events.recorder import RunRecorder
-from events.subscriber import SummarySubscriber
 from tests import builders
 from tests.projections.examples import EXAMPLE_LOG
 from tests.worker.test_cli import NOISE

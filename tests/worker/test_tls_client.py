@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from events.security import Security
+from events.clients.security import Security
 from tests.worker.test_cli import NOISE, commands
 from worker.local import certs
 from worker.local.processes import free_port

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from events.clients.recorder import RunRecorder
 from events.codec import decode, encode
 from events.models import InputEvent
-from events.recorder import RunRecorder
 from events.synthetic import synthetic_run
 from projections.progress import progress
 from projections.run import RunState, apply

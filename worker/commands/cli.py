@@ -1,6 +1,6 @@
 """The `evalstream` command line.
 
-Every command fails the same way (`worker.commands.failure`): a sentence on stderr after
+Every command fails the same way (`worker.failure`): a sentence on stderr after
 the command's name, exit code 2 for bad usage or input and 1 for an environment that is
 not there, and no traceback unless `--debug` (or EVALSTREAM_DEBUG=1) asks for one.
 """
@@ -19,16 +19,16 @@ from typing import TypeAlias
 
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
+from events.clients.security import SecurityError
 from events.importers.source import SourceError
 from events.schema import write_schemas
-from events.security import SecurityError
 from worker.commands import redact
 from worker.commands.digest import digest
-from worker.commands.failure import ENVIRONMENT, USAGE, CommandError, opened
 from worker.commands.importing import SOURCES
 from worker.commands.refused import refusal
 from worker.commands.replay import ReplayStats, replay
-from worker.local import broker
+from worker.failure import ENVIRONMENT, USAGE, CommandError, opened
+from worker.local import broker_flags
 from worker.settings import Settings
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -499,10 +499,16 @@ def parser() -> argparse.ArgumentParser:
         "broker",
         "a local single-node Kafka broker (KRaft)",
         "evalstream broker start --port 9092",
-        broker.run,
+        _broker,
     )
-    broker.add_arguments(broker_cmd)
+    broker_flags.add_arguments(broker_cmd)
     return root
+
+
+def _broker(args: argparse.Namespace) -> int:
+    from worker.local import broker  # the dev broker's code, loaded only for this command
+
+    return broker.run(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -526,7 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _explained(error: Exception, args: argparse.Namespace) -> tuple[str, int]:
     """What to tell the user about `error`, and the exit code."""
-    from events.kafka import TopicMissing
+    from events.clients.kafka import TopicMissing
 
     if isinstance(error, CommandError):
         return str(error), error.code

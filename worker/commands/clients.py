@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, BinaryIO, TextIO
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaProducer
 
+from events.clients.kafka import TopicMissing, running
+from events.clients.subscriber import AsyncSummarySubscriber
 from events.codec import MAX_EVENT_BYTES
-from events.kafka import TopicMissing, running, whole_topic
-from events.subscriber import AsyncSummarySubscriber
 from worker.commands.replay import Replayer, ReplayStats, route_key, write
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 
 def event_producer(settings: Settings) -> AIOKafkaProducer:
@@ -50,11 +51,6 @@ async def send(producer: AIOKafkaProducer, settings: Settings, lines: Iterable[b
     for future in pending:
         await future
     return sent
-
-
-async def topic_reader(settings: Settings, topic: str, *, at_end: bool = False, wait: float) -> AIOKafkaConsumer | None:
-    """`events.kafka.whole_topic` with these settings' connection."""
-    return await whole_topic(topic, at_end=at_end, wait=wait, **settings.client_options())
 
 
 def summary_subscriber(settings: Settings, **filters: Any) -> AsyncSummarySubscriber:

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from worker.commands.failure import CommandError
+from worker.failure import CommandError
 
 
 def digest_line(record: dict[str, Any]) -> str:

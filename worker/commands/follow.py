@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from events.clients.kafka import running
 from events.codec import encode
 from events.importers import harbor
 from events.importers.source import ImportOptions, SourceError
-from events.kafka import running
 from events.models import InputEvent
 from worker.commands.clients import event_producer, send
 from worker.settings import Settings

@@ -5,7 +5,7 @@ Reads the two runs' latest summaries (from the summaries topic, or a file of sum
 `projections.compare` and prints a table (or `--json`).
 
 Exit codes. The project's commands use 1 for an environment that is not there and 2 for bad
-usage or input (`worker.commands.failure`); a failed gate gets a code of its own, so that a CI
+usage or input (`worker.failure`); a failed gate gets a code of its own, so that a CI
 job can tell "the candidate is worse" from "the gate could not run":
 - 0: the gate passed;
 - 1: the broker cannot be reached, the summaries topic does not exist, or a run has no summary
@@ -30,8 +30,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from events.clients.kafka import TopicMissing
 from events.codec import decode_output, output_problem
-from events.kafka import TopicMissing
 from events.latest import Latest, revision
 from events.outputs import RunSummary
 from projections.compare import (
@@ -44,8 +44,8 @@ from projections.compare import (
     gate_failures,
 )
 from worker.commands.clients import summary_subscriber
-from worker.commands.failure import ENVIRONMENT, USAGE, CommandError, opened
 from worker.commands.replay import route_key
+from worker.failure import ENVIRONMENT, USAGE, CommandError, opened
 from worker.settings import Settings
 
 PASSED, FAILED = 0, 3

@@ -2,7 +2,7 @@
 certificate not trusted, not authorised for topic X), where, and which setting to change.
 
 `worker.commands.cli` asks here before its general Kafka messages. The errors come from
-aiokafka and ssl, found by `events.kafka.bootstrapped` when a client cannot bootstrap. What
+aiokafka and ssl, found by `events.clients.kafka.bootstrapped` when a client cannot bootstrap. What
 is said names the user, the mechanism, files and the broker's own reason, never the password.
 """
 
@@ -19,7 +19,7 @@ from aiokafka.errors import (
     UnsupportedSaslMechanismError,
 )
 
-from events.kafka import ConnectionClosed
+from events.clients.kafka import ConnectionClosed
 from worker.runtime.topics import TopicsRefused
 from worker.settings import Settings
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import orjson
 from aiokafka import AIOKafkaProducer
 
+from events.clients.kafka import running
 from events.codec import MAX_EVENT_BYTES
-from events.kafka import running
 from events.synthetic import synthetic_run
 from worker.settings import Settings
 

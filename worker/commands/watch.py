@@ -14,9 +14,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
-from worker.commands.clients import topic_reader
-from worker.commands.failure import ENVIRONMENT, CommandError
+from worker.failure import ENVIRONMENT, CommandError
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 
 def render(record: dict[str, Any]) -> Group:

@@ -7,7 +7,7 @@ latest state; then it is followed. A topic that does not exist yet (the dashboar
 before the worker created it) is waited for, and said so on the pages. A record that is not a
 valid output record is skipped, logged and counted: one bad record must not stop the pages.
 
-Not `events.subscriber`: the pages show when each run last moved, which is the Kafka record's
+Not `events.clients.subscriber`: the pages show when each run last moved, which is the Kafka record's
 timestamp (a run read at start moved when its record was published, not when it was read),
 and a summary deleted by a tombstone leaves them; the subscribers surface neither.
 """
@@ -25,9 +25,9 @@ from pydantic import ValidationError
 
 from events.codec import output_problem
 from events.outputs import RunProgress, RunSummary
-from worker.commands.clients import topic_reader
 from worker.dashboard.board import Board
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 log = logging.getLogger(__name__)
 

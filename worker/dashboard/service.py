@@ -15,10 +15,10 @@ import sys
 
 from aiohttp import web
 
-from worker.commands.failure import ENVIRONMENT, CommandError
 from worker.dashboard.board import Board
 from worker.dashboard.follow import Follower, followers, start
 from worker.dashboard.server import application
+from worker.failure import ENVIRONMENT, CommandError
 from worker.settings import Settings
 
 

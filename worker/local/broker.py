@@ -29,6 +29,7 @@ from string import Template
 from typing import TYPE_CHECKING
 
 from worker.local import secured
+from worker.local.broker_flags import SECURE_PORT, add_arguments
 from worker.local.certs import CertificateError
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ LOG_LEVEL = "-Dorg.apache.logging.log4j.level="  # log4j2 default config, to std
 MVN_ARGS = "-q -B dependency:copy-dependencies -DincludeScope=runtime"
 INSTALL_HINT = "install it, e.g. `apt-get install openjdk-17-jre-headless maven`"
 HOST = "127.0.0.1"
-SECURE_PORT = 9094
 
 
 class BrokerError(RuntimeError):
@@ -339,19 +339,6 @@ def stop(config: BrokerConfig | None = None, timeout: float = 30.0) -> bool:
             raise BrokerError(msg)
     config.pid_path.unlink(missing_ok=True)
     return pid is not None
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("command", choices=("start", "stop", "status"))
-    parser.add_argument("--port", type=int, help=f"client port (default 9092; with --secure {SECURE_PORT})")
-    parser.add_argument("--controller-port", type=int, help="default: port + 1")
-    parser.add_argument("--timeout", type=float, help="seconds (start 60, stop 30)")
-    parser.add_argument(
-        "--secure",
-        action="store_true",
-        help="the secured broker: SASL_SSL (SCRAM-SHA-512/256, PLAIN) with client certificates, users worker, "
-        "producer and reader with ACLs; its state in secure/ of the state dir, each user's settings in <user>.env",
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

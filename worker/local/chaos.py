@@ -30,13 +30,13 @@ from aiokafka import AIOKafkaProducer
 from events import builders
 from events.codec import MAX_EVENT_BYTES, encode
 from events.synthetic import interleave, synthetic_run
-from worker.commands.clients import topic_reader
 from worker.local.processes import WorkerProcess, free_port
 from worker.local.records import Record, read_topic
 from worker.runtime.outputs import Publish
 from worker.runtime.processor import Processor
 from worker.runtime.processor import Record as ProcessorRecord
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 Message = tuple[bytes | None, bytes]
 

@@ -6,8 +6,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from worker.commands.clients import topic_reader
 from worker.settings import Settings
+from worker.topic_reader import topic_reader
 
 
 @dataclass

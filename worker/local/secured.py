@@ -32,8 +32,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import for_code
 from aiokafka.protocol.admin import CreateAclsRequest
 
-from events.kafka import bootstrapped
-from events.security import Security
+from events.clients.kafka import bootstrapped
+from events.clients.security import Security
 from worker.local import certs
 
 TEMPLATE_PATH = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "secure.properties.template"

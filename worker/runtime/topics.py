@@ -8,8 +8,8 @@ from collections.abc import Collection
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import NoError, TopicAlreadyExistsError, TopicAuthorizationFailedError, for_code
 
+from events.clients.kafka import bootstrapped
 from events.codec import MAX_EVENT_BYTES
-from events.kafka import bootstrapped
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 

@@ -16,10 +16,10 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from events.clients.kafka import TopicMissing, whole_topic
+from events.clients.subscriber import AsyncSummarySubscriber, ProgressSubscriber, SummarySubscriber
 from events.codec import encode_payload
-from events.kafka import TopicMissing, whole_topic
 from events.outputs import RunProgress, RunSummary
-from events.subscriber import AsyncSummarySubscriber, ProgressSubscriber, SummarySubscriber
 from projections.progress import progress
 from projections.run import RunState, apply
 from projections.summary import summary
@@ -201,7 +201,7 @@ def test_a_tombstone_forgets_the_run_and_a_bad_record_is_skipped_with_a_warning(
 ) -> None:
     a, b = revisions("a", 1), revisions("b", 1)
     send(settings, settings.summaries_topic, [*keyed("a", *a), (b"x", b"not a summary"), (b"a", None), *keyed("b", *b)])
-    with caplog.at_level(logging.WARNING, "events.subscriber"), subscribe(settings) as summaries:
+    with caplog.at_level(logging.WARNING, "events.clients.subscriber"), subscribe(settings) as summaries:
         assert list(summaries.latest()) == ["b"]
         assert summaries.invalid == 1
         # A run deleted and published again is new again.

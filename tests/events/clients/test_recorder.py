@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from events.builders import closed
+from events.clients.recorder import AsyncRunRecorder
 from events.codec import decode, encode
-from events.recorder import AsyncRunRecorder
 
 TASKS = [{"task_id": "t", "metrics": [{"metric_type": "reward", "outputs": [{"name": "score", "kind": "continuous"}]}]}]
 

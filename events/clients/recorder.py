@@ -25,9 +25,9 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from events.clients.kafka import started
+from events.clients.loop import LoopThread
 from events.codec import MAX_EVENT_BYTES, encode, from_object
-from events.kafka import started
-from events.loop import LoopThread
 from events.models import InputEvent
 
 Send = Callable[[bytes, bytes], Awaitable[None]]
@@ -187,7 +187,7 @@ def _error(error_type: str | None, message: str | None) -> dict[str, str] | None
 
 
 class RunRecorder:
-    """`AsyncRunRecorder` for synchronous harnesses: its own event loop on a thread (`events.loop`)."""
+    """`AsyncRunRecorder` for synchronous harnesses: its own event loop on a thread (`events.clients.loop`)."""
 
     def __init__(self, run_id: str, **options: Any) -> None:
         self._loop = LoopThread(f"evalstream-{run_id}")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.security import MECHANISMS, PROTOCOLS, Security, SecurityError
+from events.clients.security import MECHANISMS, PROTOCOLS, Security, SecurityError
 from worker.local import certs
 
 PASSWORD = "s3cr3t-Hunter2!"

@@ -4,7 +4,7 @@ that `evalstream watch` follows an Inspect eval live.
 Installed with `pip install 'evalstream[inspect]'`, whose entry point (group `inspect_ai`)
 is how Inspect finds hooks; enabled per eval by `EVALSTREAM_INSPECT_HOOK=1`, and connected
 by the worker's variables: EVALSTREAM_BOOTSTRAP, EVALSTREAM_EVENTS_TOPIC and the
-EVALSTREAM_SECURITY_PROTOCOL / SASL_* / SSL_CAFILE ones (`events.connection`).
+EVALSTREAM_SECURITY_PROTOCOL / SASL_* / SSL_CAFILE ones (`events.clients.connection`).
 
 Each task of the eval is a run: run.started when the task starts, a sample's trial and
 scores when it ends, run.closed when the task ends. The events are those that
@@ -30,11 +30,11 @@ from typing import Any
 
 from inspect_ai.hooks import Hooks, RunEnd, SampleEnd, TaskEnd, TaskStart, hooks
 
-from events.connection import from_environment
+from events.clients.connection import from_environment
+from events.clients.recorder import AsyncRunRecorder
+from events.clients.security import SecurityError
 from events.importers import inspect_events
 from events.models import InputEvent
-from events.recorder import AsyncRunRecorder
-from events.security import SecurityError
 
 ENABLE = "EVALSTREAM_INSPECT_HOOK"
 logger = logging.getLogger(__name__)

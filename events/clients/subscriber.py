@@ -25,7 +25,7 @@ Choices (EVENTS.md says what the topics hold, not how to read them):
   hold. Progress records carry no labels, so progress is filtered by run ids only.
 - A tombstone (a null value, which deletes a key on a compacted topic) drops its run from
   `latest()`. A record that is not a valid v1 output record is skipped with a warning on the
-  `events.subscriber` logger naming topic, partition and offset, and counted in `invalid`:
+  `events.clients.subscriber` logger naming topic, partition and offset, and counted in `invalid`:
   one bad record must not stop a service.
 - No consumer group: each subscriber reads every partition itself and commits nothing, so
   it never moves anyone's offsets. A missing topic raises `TopicMissing` after `wait` seconds
@@ -45,10 +45,10 @@ from typing import Any, Generic
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from pydantic import ValidationError
 
+from events.clients.kafka import TopicMissing, whole_topic
+from events.clients.loop import LoopThread
 from events.codec import output_problem
-from events.kafka import TopicMissing, whole_topic
 from events.latest import Latest, R, revision, seq
-from events.loop import LoopThread
 from events.outputs import RunProgress, RunSummary
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ class AsyncProgressSubscriber(AsyncSubscriber[RunProgress]):
 
 
 class Subscriber(Generic[R]):
-    """A blocking twin of an asyncio subscriber, run on its own event loop (`events.loop`)."""
+    """A blocking twin of an asyncio subscriber, run on its own event loop (`events.clients.loop`)."""
 
     def __init__(self, subscriber: AsyncSubscriber[R]) -> None:
         self._async: AsyncSubscriber[R] = subscriber

@@ -1,6 +1,6 @@
 """How a producer that no command line configures (the Inspect hook, running inside
 `inspect eval`) reaches the broker: the EVALSTREAM_* variables of the worker's settings
-(worker/settings.py), security from `events.security`."""
+(worker/settings.py), security from `events.clients.security`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from events.security import Security
+from events.clients.security import Security
 
 
 @dataclass(frozen=True)

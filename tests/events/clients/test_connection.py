@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ssl
 
-from events.connection import Connection, from_environment
-from events.security import Security
+from events.clients.connection import Connection, from_environment
+from events.clients.security import Security
 from worker.settings import Settings
 
 
