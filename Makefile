@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard clean
+.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,12 @@ deploy-check: install
 	$(BIN)/kubernetes-validate --strict --quiet -k 1.30.0 deploy/k8s/*.yaml
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 
-unit: install
+unit: install chromium
 	$(BIN)/python -m pytest
+
+## Debian's chromium for the browser tests, when the machine has none (.ci/chromium).
+chromium:
+	bash .ci/chromium
 
 ## A local Kafka broker, the worker, the dashboard (its URL printed), a simulated run streamed live.
 demo: install
