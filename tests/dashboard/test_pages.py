@@ -12,6 +12,7 @@ from events.models import InputEvent
 from tests.builders import closed, dead, score, started, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
 from worker.dashboard.compare_page import compare_page
+from worker.dashboard.listing import RunsQuery, listing
 from worker.dashboard.markup import Html, href, html, text
 from worker.dashboard.pages import dom_id, run_fragments, run_page, runs_page
 from worker.dashboard.views import RunRecords, compare_view, run_row, run_view
@@ -68,7 +69,9 @@ def pages(run_id: str, task_id: str, metric: str, label: str, error: str) -> tup
     records = latest(closed_run(run_id, task_id, metric, label, error))
     worse = latest(closed_run(run_id + "'", task_id, metric, label, error, value=0.0))
     footer = html('<footer id="topics">{}</footer>', "topics")
-    runs = runs_page([run_row(records)], [run_id], now=2_000.0, version=3, footer=footer)
+    runs = runs_page(
+        listing([run_row(records)], RunsQuery(labels={label: label}), 1), now=2_000.0, version=3, footer=footer
+    )
     run = run_page(run_view(records), now=2_000.0, version=3, footer=footer)
     view = compare_view(run_id, records, worse.run_id, worse)
     return runs, run, compare_page(view, now=2_000.0, version=3, footer=footer)

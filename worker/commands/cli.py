@@ -467,6 +467,14 @@ def _client_parsers(commands: Commands) -> None:
         metavar="HOST",
         help="address to listen on (env EVALSTREAM_DASHBOARD_HOST, default 127.0.0.1: this machine only)",
     )
+    dashboard.add_argument(
+        "--recent",
+        dest="dashboard_recent",
+        metavar="RUNS",
+        type=positive,
+        help="closed runs kept in memory, the last to move (env EVALSTREAM_DASHBOARD_RECENT_RUNS, default 200); "
+        "older ones are read back from the summaries topic when a page asks",
+    )
     _connection_flags(dashboard)
 
 

@@ -107,7 +107,7 @@ def followers(settings: Settings, board: Board) -> list[Follower]:
             if record.key is not None:
                 board.drop_summary(record.key.decode(errors="replace"))
             return
-        board.offer_summary(RunSummary.model_validate_json(record.value), at)
+        board.offer_summary(RunSummary.model_validate_json(record.value), at, (record.partition, record.offset))
 
     return [
         Follower(settings, settings.progress_topic, progress),
