@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import orjson
 import pytest
@@ -12,7 +13,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from events.models import InputEvent
-from tests.builders import closed, score, started, task_spec, trial
+from events.outputs import RunSummary
+from tests.builders import closed, score, scored_run, started, task_spec, trial
 from tests.dashboard.outputs import outputs
 from worker.dashboard.board import Board
 from worker.dashboard.pages import dom_id
@@ -180,5 +182,65 @@ def test_the_two_run_view_fills_in_when_both_runs_close() -> None:
             assert "reward.score" in update["fragments"][1]["html"]  # type: ignore[index]
             done = await (await client.get("/compare", params={**pair, "format": "json"})).json()
             assert [key["key"] for key in done["comparison"]["keys"]] == ["reward.score"]
+
+    run(check)
+
+
+def labelled(run_id: str, model: str, value: float) -> RunSummary:
+    return outputs(scored_run(run_id, {"t": [value, 1.0]}, labels={"benchmark": "b", "model": model}))[1][-1]
+
+
+def test_the_runs_page_is_paged_newest_first_filtered_by_labels_and_searched_by_run_id() -> None:
+    board = Board(recent=2)
+    for index in range(7):
+        board.offer_summary(labelled(f"run-{index}", f"m{index % 2}", 1.0), float(index))
+
+    async def listed(client: TestClient[web.Request, web.Application], **params: str) -> dict[str, Any]:
+        found: dict[str, Any] = await (await client.get("/", params={**params, "format": "json"})).json()
+        return found
+
+    async def check() -> None:
+        async with serving(board) as client:
+            second = await listed(client, per="3", page="2")
+            assert [row["run_id"] for row in second["runs"]] == ["run-3", "run-2", "run-1"]
+            assert (second["total"], second["pages"]) == (7, 3)
+            m1 = await listed(client, label="model=m1", per="2")
+            assert [row["run_id"] for row in m1["runs"]] == ["run-5", "run-3"]
+            assert m1["total"] == 3
+            client_query = [("label", "model=m0"), ("label", "benchmark=b"), ("q", "run-4"), ("format", "json")]
+            both = await (await client.get("/", params=client_query)).json()
+            assert [row["run_id"] for row in both["runs"]] == ["run-4"]
+            page = await (await client.get("/", params={"label": "model=m1", "page": "2", "per": "2"})).text()
+            assert 'href="/?label=model%3Dm1&amp;per=2"' in page  # newer: the same filter, in the URL
+            assert (await client.get("/", params={"label": "model"})).status == 400
+            assert (await client.get("/", params={"page": "0"})).status == 400
+
+    run(check)
+
+
+def test_a_task_history_moves_when_a_run_of_its_labels_closes() -> None:
+    board = Board(recent=1)
+    board.offer_summary(labelled("first", "m", 1.0), 1.0)
+    board.offer_summary(labelled("second", "m", 0.0), 2.0)
+
+    async def check() -> None:
+        async with serving(board) as client:
+            shown = await (
+                await client.get("/task", params={"id": "t", "label": "benchmark=b", "format": "json"})
+            ).json()
+            assert shown["runs"] == ["first", "second"]
+            assert [run["outcomes"]["reward.score"]["verdict"] for run in shown["task"]] == ["solved", "flaky"]
+            assert [(flip["task_id"], flip["changes"]) for flip in shown["flips"]] == [("t", 1)]
+            page = await (await client.get("/task", params={"id": HOSTILE, "label": "benchmark=b"})).text()
+            assert HOSTILE not in page
+            stream = updates(client, "/task", id="t", label="benchmark=b", since=str(board.stamp))
+            await asyncio.sleep(0.2)
+            board.offer_summary(labelled("other", "m", 0.0).model_copy(update={"labels": {}}), 3.0)
+            board.offer_summary(labelled("third", "m", 1.0), 4.0)
+            update = await anext(stream)
+            runs_html = update["fragments"][0]["html"]  # type: ignore[index]
+            assert 'data-runs="3"' in runs_html
+            assert "third" in runs_html
+            assert "other" not in runs_html
 
     run(check)

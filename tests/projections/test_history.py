@@ -4,6 +4,7 @@ record and of the verdict changes."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -84,7 +85,7 @@ def test_the_packed_record_gives_back_each_verdict_and_the_pass_rate_compare_use
             for run in runs
             if KEY in run.outcomes(task_id) and run.outcomes(task_id)[KEY].verdict != "unmeasured"
         ]
-        changes = sum(before != after for before, after in zip(verdicts, verdicts[1:], strict=False))
+        changes = sum(before != after for before, after in pairwise(verdicts))
         found = [flip for flip in shown.flips if flip.task_id == task_id]
         assert [(flip.changes, flip.measured, flip.last_verdict) for flip in found] == (
             [(changes, len(verdicts), verdicts[-1])] if changes else []
