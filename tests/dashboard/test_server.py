@@ -244,3 +244,22 @@ def test_a_task_history_moves_when_a_run_of_its_labels_closes() -> None:
             assert "other" not in runs_html
 
     run(check)
+
+
+def test_a_page_of_a_previous_dashboard_is_sent_everything_it_shows() -> None:
+    mine, _ = outputs(log("mine"))
+    other, _ = outputs(log("other"))
+    board = Board(epoch="after-restart")
+    board.offer_progress(mine[1], 1.0)
+    board.offer_progress(other[1], 2.0)
+    board.offer_progress(other[2], 3.0)
+
+    async def check() -> None:
+        async with serving(board) as client:
+            # The previous process's state 2 said nothing of what this board holds at its 2.
+            stream = updates(client, "/run", id="mine", since="before-restart.2")
+            update = await asyncio.wait_for(anext(stream), 10)
+            assert update["id"] == "after-restart.3"
+            assert 'data-seq="2"' in update["fragments"][0]["html"]  # type: ignore[index]
+
+    run(check)
