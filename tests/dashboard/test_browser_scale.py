@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ def scaled(worker: WorkerProcess, tmp_path_factory: pytest.TempPathFactory) -> I
         print(process.log()[-3000:])
 
 
-def closed_run(run_id: str, values: list[object], **labels: str) -> list[InputEvent]:
+def closed_run(run_id: str, values: Sequence[object], **labels: str) -> list[InputEvent]:
     return scored_run(run_id, {"flip": values, "steady": [1.0]}, labels=labels)
 
 
