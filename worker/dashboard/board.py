@@ -101,6 +101,8 @@ class Board:
         self._lookup = lookup
         self._runs: dict[str, RunRecords] = {}
         self._rows: dict[str, RunRow] = {}
+        self._keys: dict[str, str] = {}
+        """Each row's `sort_key`, made once per change: eviction and the runs page look at them often."""
         self._closed: set[str] = set()
         self._where: dict[str, Where] = {}
         self._tasks: dict[str, RunTasks] = {}
@@ -135,7 +137,7 @@ class Board:
 
     def rows(self) -> Iterator[RunRow]:
         """Every run's row in runs-page order (`views.sort_key`)."""
-        held = sorted(((sort_key(row), row) for row in self._rows.values()), key=lambda pair: pair[0])
+        held = sorted(((self._keys[run_id], row) for run_id, row in self._rows.items()), key=lambda pair: pair[0])
         for _, row in heapq.merge(held, self._index.ordered(), key=lambda pair: pair[0]):
             yield row
 
@@ -213,6 +215,7 @@ class Board:
         if held.progress is None:
             del self._runs[run_id]
             del self._rows[run_id]
+            del self._keys[run_id]
             self._closed.discard(run_id)
             self._changed(run_id)
             self._remove(run_id)
@@ -247,18 +250,20 @@ class Board:
         run_id = records.run_id
         self._runs[run_id] = records
         row = self._rows[run_id] = run_row(records)
+        self._keys[run_id] = sort_key(row)
         if row.status == "closed":
             self._closed.add(run_id)
         else:
             self._closed.discard(run_id)
         self._changed(run_id)
         while len(self._closed) > self.recent:
-            self._evict(max(self._closed, key=lambda closed: sort_key(self._rows[closed])))
+            self._evict(max(self._closed, key=self._keys.__getitem__))
 
     def _evict(self, run_id: str) -> None:
         """A closed run leaves memory for the index."""
         records = self._runs.pop(run_id)
         self._closed.discard(run_id)
+        del self._keys[run_id]
         self._index.put(
             Indexed(
                 row=self._rows.pop(run_id),
