@@ -15,7 +15,7 @@ is passed over, so a task missing from one run is not counted as a flip.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from events.nonfinite import NONFINITE_STRINGS
@@ -26,7 +26,14 @@ from projections.verdicts import FAILED, FLAKY, SOLVED, UNMEASURED
 _CODES = (None, SOLVED, FLAKY, FAILED, UNMEASURED)
 """Verdict codes in the packed bytes; 0: the task has no such key in this run."""
 _CODE = {verdict: code for code, verdict in enumerate(_CODES) if verdict is not None}
+_UNMEASURED = _CODE[UNMEASURED]
 _PACKED = struct.Struct("<BII")
+
+
+def _verdict(code: int) -> str:
+    verdict = _CODES[code]
+    assert verdict is not None  # code 0 (no such key) is never yielded
+    return verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +67,15 @@ class RunTasks:
                 found[key] = Outcome(verdict, passed, attempts, passed / attempts if attempts else None)
         return found
 
-    def every_task(self) -> Iterable[tuple[str, dict[str, Outcome]]]:
-        for index, task_id in enumerate(self.task_ids):
-            yield task_id, self._outcomes(index)
+    def verdicts(self) -> Iterator[tuple[str, str, int]]:
+        """(task id, key, verdict code) of every task and key the run has, read off the bytes
+        without building outcomes: `history` goes through every run's tasks."""
+        cells = _PACKED.iter_unpack(self.packed)
+        for task_id in self.task_ids:
+            for key in self.keys:
+                code = next(cells)[0]
+                if code:
+                    yield task_id, key, code
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,24 +155,23 @@ def history(runs: Iterable[RunTasks], labels: Mapping[str, str], task_id: str | 
     """The runs holding `labels`, oldest to newest; `task_id`'s outcome in each (if given);
     and every task whose verdict changed between them."""
     chosen = sorted((run for run in runs if matches(run.labels, labels)), key=lambda run: (run.closed_at, run.run_id))
-    last: dict[tuple[str, str], str] = {}
+    last: dict[tuple[str, str], int] = {}
     measured: dict[tuple[str, str], int] = {}
     changes: dict[tuple[str, str], int] = {}
     first: dict[tuple[str, str], str] = {}
     for run in chosen:
-        for task, outcomes in run.every_task():
-            for key, outcome in outcomes.items():
-                if outcome.verdict == UNMEASURED:
-                    continue
-                at = (task, key)
-                measured[at] = measured.get(at, 0) + 1
-                before = last.get(at)
-                if before is not None and before != outcome.verdict:
-                    changes[at] = changes.get(at, 0) + 1
-                    first.setdefault(at, run.run_id)
-                last[at] = outcome.verdict
+        for task, key, code in run.verdicts():
+            if code == _UNMEASURED:
+                continue
+            at = (task, key)
+            measured[at] = measured.get(at, 0) + 1
+            before = last.get(at)
+            if before is not None and before != code:
+                changes[at] = changes.get(at, 0) + 1
+                first.setdefault(at, run.run_id)
+            last[at] = code
     flips = sorted(
-        (Flip(task, key, count, measured[(task, key)], first[(task, key)], last[(task, key)])
+        (Flip(task, key, count, measured[(task, key)], first[(task, key)], _verdict(last[(task, key)]))
          for (task, key), count in changes.items()),
         key=lambda flip: (-flip.changes, flip.task_id, flip.key),
     )  # fmt: skip

@@ -16,6 +16,8 @@ from worker.dashboard.pages import Fragment, layout
 
 SHOWN_FLIPS = 200
 """Rows of the changed-tasks list a page shows; the JSON API lists every one."""
+SHOWN_RUNS = 200
+"""Runs of a task's history a page shows, the newest; the JSON API lists every one."""
 
 
 def task_href(task_id: str | None, labels: dict[str, str]) -> str:
@@ -65,16 +67,20 @@ def task_runs(shown: History) -> Html:
         return html('<section id="task-runs" hidden></section>')
     keys = sorted({key for run in shown.task for key in run.outcomes})
     head = join(html("<th>{}</th>", key) for key in keys)
-    rows = join(_task_run(run, keys) for run in shown.task)
+    rows = join(_task_run(run, keys) for run in shown.task[-SHOWN_RUNS:])
     measured = sum(1 for run in shown.task if run.outcomes)
+    older = len(shown.task) - SHOWN_RUNS
     return html(
         '<section id="task-runs" data-runs="{}"><h2>in each run, oldest first <small>{} of {} runs of {} have it'
-        "</small></h2>"
+        "</small></h2>{}"
         '<table class="history"><thead><tr><th>run</th>{}</tr></thead><tbody>{}</tbody></table></section>',
         len(shown.task),
         measured,
         len(shown.task),
         _labels_said(shown),
+        html('<p class="more">the newest {}; the {} older: the JSON API lists every one</p>', SHOWN_RUNS, older)
+        if older > 0
+        else html(""),
         head,
         rows,
     )
