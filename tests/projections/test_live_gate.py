@@ -20,7 +20,7 @@ def reward(task_id: str, trial_id: str, value: object) -> InputEvent:
 
 def declared(*task_ids: str, attempts: int | None = 2) -> InputEvent:
     specs = [task_spec(task_id, {"reward.score": "continuous"}) for task_id in task_ids]
-    return started("cand", specs, **({} if attempts is None else {"attempts_per_task": attempts}))
+    return started("cand", specs, attempts_per_task=attempts)
 
 
 def feed(gate: LiveGate, run: RunState, events: Iterable[InputEvent]) -> list[list[Look]]:

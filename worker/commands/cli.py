@@ -181,6 +181,19 @@ def _gate(args: argparse.Namespace) -> int:
     from worker.commands.gate import Options, run
 
     options = Options(keys=args.key, threshold=args.threshold, max_regressions=args.max_regressions, as_json=args.json)
+    if args.live:
+        from worker.commands.gate_live import run_live
+
+        return run_live(
+            args.baseline,
+            args.candidate,
+            from_file=args.from_file,
+            settings=_settings(args),
+            options=options,
+            timeout=args.timeout,
+        )
+    if args.timeout is not None:
+        raise CommandError("--timeout bounds the wait of --live; without --live the gate does not wait")
     return run(args.baseline, args.candidate, from_file=args.from_file, settings=_settings(args), options=options)
 
 
@@ -361,7 +374,10 @@ def _gate_parser(commands: Commands) -> None:
         f"{command.description}\nPer pass@k key, on the tasks both runs have: per-task pass rates, their paired\n"
         "difference with a 95% interval (tasks as the unit), pass@1 and pass@k of both, verdicts that changed.\n\n"
         "exit codes: 0 passed; 1 no broker, no summaries topic, or no summary of a run in it yet;\n"
-        "2 bad usage or input; 3 the gate failed"
+        "2 bad usage or input; 3 the gate failed\n\n"
+        "--live: fold the candidate from the events topic as it runs and decide as soon as an anytime-valid\n"
+        "95% confidence sequence of the paired difference lies wholly below -THRESHOLD (exit 3) or above it\n"
+        "(exit 0), or the candidate closes (exit 0): evalstream gate --live run-main run-pr-42"
     )
     command.add_argument("baseline", help="run id of the baseline (e.g. the main branch's run)")
     command.add_argument("candidate", help="run id of the candidate (the change under test)")
@@ -381,6 +397,12 @@ def _gate_parser(commands: Commands) -> None:
         "--max-regressions", type=int, metavar="N", help="fail when a key has more than N tasks that got worse"
     )
     command.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
+    command.add_argument(
+        "--live", action="store_true", help="decide while the candidate runs, from the events topic (see above)"
+    )
+    command.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="with --live: give up (exit 1) if nothing is decided by then"
+    )
     _connection_flags(command)
 
 
