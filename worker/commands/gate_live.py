@@ -120,9 +120,15 @@ async def follow(
     )
 
 
+def _trials_seen(run: RunState) -> int:
+    """Trials the candidate has reported, by a trial.finished or a score, per task the more of
+    the two (a harness may send either alone)."""
+    return sum(max(task.trials_completed + task.trials_failed, len(task.trial_ids)) for task in run.tasks.values())
+
+
 def _trials(run: RunState) -> str:
     """The candidate's trials so far, against those expected when its run.started says."""
-    done = run.trials_completed + run.trials_failed
+    done = _trials_seen(run)
     per_task = run.declarations.attempts_per_task if run.declarations else None
     if per_task and run.declarations:
         expected = per_task * len(run.declarations.tasks)
@@ -140,7 +146,7 @@ def _interval(look: Look) -> str:
 
 def _print_look(look: Look, run: RunState, options: Options, out: TextIO) -> None:
     if options.as_json:
-        record = {"type": "look", **_look_record(look), "trials": run.trials_completed + run.trials_failed}
+        record = {"type": "look", **_look_record(look), "trials": _trials_seen(run)}
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         mean = "" if look.mean is None else f"mean diff {look.mean:+.4f}, "
@@ -180,7 +186,7 @@ def _decided(decision: str, gate: LiveGate, run: RunState, options: Options, out
             "passed": code == PASSED,
             "reason": what,
             "at": at,
-            "trials": run.trials_completed + run.trials_failed,
+            "trials": _trials_seen(run),
             "closed": run.closed,
             "threshold": options.threshold,
             "keys": [_look_record(look) for look in looks],
