@@ -50,7 +50,8 @@ def test_it_only_narrows_and_holds_a_constant_mean(observed: list[float]) -> Non
         sequence.add(d)
         constant.add(observed[0])
         low, high = sequence.interval
-        assert before[0] <= low and high <= before[1]
+        assert before[0] <= low
+        assert high <= before[1]
         before = (low, high)
         assert constant.interval[0] <= observed[0] <= constant.interval[1]
 

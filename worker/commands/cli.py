@@ -197,6 +197,14 @@ def _gate(args: argparse.Namespace) -> int:
     return run(args.baseline, args.candidate, from_file=args.from_file, settings=_settings(args), options=options)
 
 
+def _retry(args: argparse.Namespace) -> int:
+    from worker.commands.retry import run
+
+    return run(
+        args.run_id, from_file=args.from_file, attempts_per_task=args.attempts_per_task, settings=_settings(args)
+    )
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from worker.commands.simulate import simulate
     from worker.runtime.topics import ensure_topics
@@ -406,6 +414,29 @@ def _gate_parser(commands: Commands) -> None:
     _connection_flags(command)
 
 
+def _retry_parser(commands: Commands) -> None:
+    command = _command(
+        commands,
+        "retry",
+        "list, as JSON lines, the tasks of a run whose attempts are dead or missing, and how many each lacks",
+        "evalstream retry run-7 --attempts-per-task 5",
+        _retry,
+    )
+    command.description = (
+        f"{command.description}\nOne line per task: {{run_id, task_id, lacks, attempts_per_task, dead_trials, keys}};\n"
+        "a harness runs `lacks` more trials of the task. attempts_per_task: --attempts-per-task, else the run's\n"
+        "latest run.progress (expected trials / declared tasks), else exit 2."
+    )
+    command.add_argument("run_id", help="the run whose tasks to list")
+    command.add_argument(
+        "--from-file", metavar="PATH", help="read summaries JSONL (as `evalstream replay` prints; - for stdin)"
+    )
+    command.add_argument(
+        "--attempts-per-task", type=int, metavar="N", help="the attempts each task should have (default: the run's)"
+    )
+    _connection_flags(command)
+
+
 def _client_parsers(commands: Commands) -> None:
     worker = _command(
         commands,
@@ -512,6 +543,7 @@ def parser() -> argparse.ArgumentParser:
     _follow_parser(commands)
     _client_parsers(commands)
     _gate_parser(commands)
+    _retry_parser(commands)
     schema_cmd = _command(
         commands, "schema", "write a JSON Schema per event type into DIR", "evalstream schema schemas/", _schema
     )

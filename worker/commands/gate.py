@@ -38,8 +38,8 @@ from rich.table import Table
 
 from events.clients.kafka import TopicMissing
 from events.codec import decode_output, output_problem
-from events.latest import Latest, revision
-from events.outputs import RunSummary
+from events.latest import Latest, revision, seq
+from events.outputs import RunProgress, RunSummary
 from projections.compare import (
     Comparison,
     GateFailure,
@@ -83,9 +83,19 @@ class Options:
 def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> dict[str, RunSummary]:
     """The highest revision of each of `run_ids` among the summaries in `stream`; lines of
     other runs are skipped unread, `run.progress` lines too."""
+    return outputs_from_file(stream, name, run_ids)[0]
+
+
+def outputs_from_file(
+    stream: BinaryIO, name: str, run_ids: Sequence[str]
+) -> tuple[dict[str, RunSummary], dict[str, RunProgress]]:
+    """The highest revision of each of `run_ids` among the summaries in `stream` (each must
+    have one), and the latest progress of those that have one; lines of other runs are
+    skipped unread."""
     wanted = {run_id.encode() for run_id in run_ids}
     others: set[str] = set()
     latest: Latest[RunSummary] = Latest(revision)
+    progress: Latest[RunProgress] = Latest(seq)
     for number, line in enumerate(stream, 1):
         if not line.strip():
             continue
@@ -102,8 +112,10 @@ def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> 
             ) from None
         if isinstance(record, RunSummary):
             latest.offer(record)
+        else:
+            progress.offer(record)
     _all_found(latest, run_ids, f"{name} (runs it names: {_some(others - {''})})", USAGE)
-    return dict(latest)
+    return dict(latest), dict(progress)
 
 
 async def summaries_from_topic(settings: Settings, run_ids: Sequence[str]) -> dict[str, RunSummary]:
