@@ -157,6 +157,10 @@ def test_the_two_run_view_says_whether_the_difference_is_resolved() -> None:
         "Resolved: the 95% interval [-0.5000, -0.5000] excludes 0, "
         "so the candidate did worse on this key beyond chance."
     )
+    better = key_of({"a": [1, 0], "b": [0, 1], "c": [0, 0]}, {"a": [1, 1], "b": [1, 1], "c": [1, 0]})
+    assert resolution(better).startswith(
+        "Resolved: the 95% interval [+0.5000, +0.5000] excludes 0, so the candidate did better"
+    )
     same = key_of({"a": [1], "b": [0]}, {"a": [1], "b": [0]})
     assert (
         resolution(same)
