@@ -114,7 +114,7 @@ async def follow(
         await consumer.stop()
     raise CommandError(
         f"no decision on {candidate!r} after {timeout:g} s ({_trials(run)}, "
-        f"{_paired(gate)} paired tasks): the run is still open or nothing of it has been published; "
+        f"{_tasks(_paired(gate))}): the run is still open or nothing of it has been published; "
         "wait longer (--timeout) or check the run id",
         ENVIRONMENT,
     )
@@ -136,6 +136,10 @@ def _trials(run: RunState) -> str:
     return f"{done} candidate trials"
 
 
+def _tasks(paired: int) -> str:
+    return f"{paired} paired task{'' if paired == 1 else 's'}"
+
+
 def _paired(gate: LiveGate) -> int:
     return max((sequence.count for sequence in gate.sequences.values()), default=0)
 
@@ -150,7 +154,7 @@ def _print_look(look: Look, run: RunState, options: Options, out: TextIO) -> Non
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         mean = "" if look.mean is None else f"mean diff {look.mean:+.4f}, "
-        out.write(f"{look.key}: {look.paired} paired tasks, {mean}95% CS {_interval(look)}; {_trials(run)}\n")
+        out.write(f"{look.key}: {_tasks(look.paired)}, {mean}95% CS {_interval(look)}; {_trials(run)}\n")
     out.flush()
 
 
@@ -194,7 +198,7 @@ def _decided(decision: str, gate: LiveGate, run: RunState, options: Options, out
         }
         out.write(orjson.dumps(record).decode() + "\n")
     else:
-        figures = "; ".join(f"{look.key}: {look.paired} paired tasks, 95% CS {_interval(look)}" for look in why)
+        figures = "; ".join(f"{look.key}: {_tasks(look.paired)}, 95% CS {_interval(look)}" for look in why)
         verdict = "gate FAILED" if code == FAILED else "gate passed"
         out.write("".join(f"note: {note}\n" for note in notes))
         out.write(f"{verdict}: {what} at {at}, after {_trials(run)}: {figures}\n")
