@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from events.models import InputEvent
-from projections.compare import NotComparable
+from projections.compare import NotComparable, compare
 from projections.live_gate import LiveGate, Look, live_gate
 from projections.run import RunState, apply
 from projections.sequence import NO_REGRESSION, REGRESSION
@@ -134,3 +136,26 @@ def test_several_keys_share_alpha_and_unknown_keys_are_refused() -> None:
     assert live_gate(baseline, ["judge.pass"], 0.0).sequences["judge.pass"].alpha == 0.05
     with pytest.raises(NotComparable, match=r"'steps.count' is not a pass@k key of the baseline 'base'"):
         live_gate(baseline, ["steps.count"], 0.0)
+
+
+attempt_lists = st.dictionaries(
+    st.sampled_from([f"t{i}" for i in range(8)]),
+    st.lists(st.sampled_from([0, 1, 0.5, None, "NaN"]), max_size=4),
+    min_size=1,
+)
+
+
+@given(attempt_lists, attempt_lists)
+def test_at_the_close_it_pairs_what_the_fixed_gate_pairs(
+    baseline_attempts: dict[str, list[object]], candidate_attempts: dict[str, list[object]]
+) -> None:
+    baseline = summary_of(scored_run("base", baseline_attempts), "base")
+    gate, run = live_gate(baseline, None, 0.0), RunState("cand")
+    feed(gate, run, scored_run("cand", candidate_attempts))  # no attempts_per_task: all at the close
+    (key,) = compare(baseline, summary_of(scored_run("cand", candidate_attempts), "cand")).keys
+    assert gate.observed.get("reward.score", set()) == {task.task_id for task in key.tasks}
+    look = gate.look("reward.score")
+    assert look.paired == len(key.tasks)
+    if key.mean_difference is not None:
+        assert look.mean == pytest.approx(key.mean_difference)
+    assert gate.decision(closed=True) is not None

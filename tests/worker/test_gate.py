@@ -125,6 +125,10 @@ def test_json_for_machines(summaries: Path) -> None:
         (["base", "cand", "--threshold", "-0.1"], "--threshold is the drop tolerated, >= 0"),
         (["base", "cand", "--max-regressions", "-1"], "--max-regressions is a count"),
         (["base", "other"], "have no task measured in both on reward.score; nothing to gate on"),
+        (
+            ["base", "cand", "--timeout", "5"],
+            "--timeout bounds the wait of --live; without --live the gate does not wait",
+        ),
     ],
 )
 def test_bad_input_is_named_and_exits_2(summaries: Path, args: list[str], message: str) -> None:

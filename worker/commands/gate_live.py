@@ -30,7 +30,6 @@ from typing import TextIO
 
 import orjson
 
-from events.clients.kafka import TopicMissing
 from projections.compare import NotComparable
 from projections.live_gate import LiveGate, Look, live_gate
 from projections.run import RunState
@@ -108,8 +107,6 @@ async def follow(
                     decision = gate.decision(run.closed)
                     if decision is not None:
                         return _decided(decision, gate, run, options, out)
-    except TopicMissing:
-        raise CommandError(f"topic {settings.events_topic!r} went away at {settings.bootstrap}", ENVIRONMENT) from None
     finally:
         await consumer.stop()
     raise CommandError(
