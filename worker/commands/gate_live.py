@@ -76,6 +76,8 @@ async def follow(
     out: TextIO,
     err: TextIO,
 ) -> int:
+    """Fold the candidate's records of the events topic, every partition from its start (a run
+    lives in one, in offset order; the others' records are skipped by key), until a decision."""
     consumer = await topic_reader(settings, settings.events_topic, wait=0)
     if consumer is None:
         raise CommandError(
@@ -84,6 +86,7 @@ async def follow(
             ENVIRONMENT,
         )
     run = RunState(candidate)
+    trials = Trials(run)
     wanted = candidate.encode()
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
@@ -102,35 +105,46 @@ async def follow(
                         continue
                     if not stepped.applied:
                         continue
+                    trials.update(stepped.task_id)
                     for look in gate.after(run, stepped.task_id):
-                        _print_look(look, run, options, out)
+                        _print_look(look, trials, options, out)
                     decision = gate.decision(run.closed)
                     if decision is not None:
-                        return _decided(decision, gate, run, options, out)
+                        return _decided(decision, gate, trials, options, out)
     finally:
         await consumer.stop()
     raise CommandError(
-        f"no decision on {candidate!r} after {timeout:g} s ({_trials(run)}, "
+        f"no decision on {candidate!r} after {timeout:g} s ({trials.describe()}, "
         f"{_tasks(_paired(gate))}): the run is still open or nothing of it has been published; "
         "wait longer (--timeout) or check the run id",
         ENVIRONMENT,
     )
 
 
-def _trials_seen(run: RunState) -> int:
-    """Trials the candidate has reported, by a trial.finished or a score, per task the more of
-    the two (a harness may send either alone)."""
-    return sum(max(task.trials_completed + task.trials_failed, len(task.trial_ids)) for task in run.tasks.values())
+class Trials:
+    """The candidate's trials so far, kept per event in O(1): per task, the more of its
+    trial.finished events and its scored trial ids (a harness may send either alone)."""
 
+    def __init__(self, run: RunState) -> None:
+        self.run = run
+        self.per_task: dict[str, int] = {}
+        self.total = 0
 
-def _trials(run: RunState) -> str:
-    """The candidate's trials so far, against those expected when its run.started says."""
-    done = _trials_seen(run)
-    per_task = run.declarations.attempts_per_task if run.declarations else None
-    if per_task and run.declarations:
-        expected = per_task * len(run.declarations.tasks)
-        return f"{done} of {expected} candidate trials ({100 * done / expected:.0f}%)" if expected else f"{done} trials"
-    return f"{done} candidate trials"
+    def update(self, task_id: str | None) -> None:
+        task = self.run.tasks.get(task_id) if task_id is not None else None
+        if task is not None:
+            now = max(task.trials_completed + task.trials_failed, len(task.trial_ids))
+            self.total += now - self.per_task.get(task.task_id, 0)
+            self.per_task[task.task_id] = now
+
+    def describe(self) -> str:
+        """Against those expected, when the run's run.started says."""
+        run = self.run
+        per_task = run.declarations.attempts_per_task if run.declarations else None
+        expected = per_task * len(run.declarations.tasks) if per_task and run.declarations else 0
+        if expected:
+            return f"{self.total} of {expected} candidate trials ({100 * self.total / expected:.0f}%)"
+        return f"{self.total} candidate trials"
 
 
 def _tasks(paired: int) -> str:
@@ -145,13 +159,13 @@ def _interval(look: Look) -> str:
     return f"[{look.interval[0]:+.4f}, {look.interval[1]:+.4f}]"
 
 
-def _print_look(look: Look, run: RunState, options: Options, out: TextIO) -> None:
+def _print_look(look: Look, trials: Trials, options: Options, out: TextIO) -> None:
     if options.as_json:
-        record = {"type": "look", **_look_record(look), "trials": _trials_seen(run)}
+        record = {"type": "look", **_look_record(look), "trials": trials.total}
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         mean = "" if look.mean is None else f"mean diff {look.mean:+.4f}, "
-        out.write(f"{look.key}: {_tasks(look.paired)}, {mean}95% CS {_interval(look)}; {_trials(run)}\n")
+        out.write(f"{look.key}: {_tasks(look.paired)}, {mean}95% CS {_interval(look)}; {trials.describe()}\n")
     out.flush()
 
 
@@ -159,7 +173,8 @@ def _look_record(look: Look) -> dict[str, object]:
     return {"key": look.key, "paired": look.paired, "mean": look.mean, "interval": list(look.interval)}
 
 
-def _decided(decision: str, gate: LiveGate, run: RunState, options: Options, out: TextIO) -> int:
+def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, out: TextIO) -> int:
+    run = trials.run
     at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     looks = [gate.look(key) for key in sorted(gate.sequences)]
     floor = 0.0 - options.threshold
@@ -187,7 +202,7 @@ def _decided(decision: str, gate: LiveGate, run: RunState, options: Options, out
             "passed": code == PASSED,
             "reason": what,
             "at": at,
-            "trials": _trials_seen(run),
+            "trials": trials.total,
             "closed": run.closed,
             "threshold": options.threshold,
             "keys": [_look_record(look) for look in looks],
@@ -198,5 +213,5 @@ def _decided(decision: str, gate: LiveGate, run: RunState, options: Options, out
         figures = "; ".join(f"{look.key}: {_tasks(look.paired)}, 95% CS {_interval(look)}" for look in why)
         verdict = "gate FAILED" if code == FAILED else "gate passed"
         out.write("".join(f"note: {note}\n" for note in notes))
-        out.write(f"{verdict}: {what} at {at}, after {_trials(run)}: {figures}\n")
+        out.write(f"{verdict}: {what} at {at}, after {trials.describe()}: {figures}\n")
     return code
