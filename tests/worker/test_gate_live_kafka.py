@@ -98,6 +98,17 @@ def test_a_close_without_a_regression_passes(worker: WorkerProcess, baseline: st
     last = done.stdout.decode().splitlines()[-1]
     assert last.startswith("gate passed: candidate closed (completed) without a regression beyond 0 established at ")
     assert "after 8 of 8 candidate trials (100%): reward.score: 4 paired tasks" in last
+    # The baseline from a file instead of the summaries topic: the same decision.
+    base_log = tmp_path / "base.jsonl"
+    base_log.write_bytes(b"".join(encode(event) + b"\n" for event in run_of("live-base", [1, 1], 100)))
+    summaries = tmp_path / "summaries.jsonl"
+    replayed = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "replay", str(base_log)], capture_output=True, check=True
+    )
+    summaries.write_bytes(replayed.stdout)
+    from_file = evalstream(settings, "gate", "--live", baseline, "live-few", "--from-file", str(summaries))
+    assert from_file.returncode == 0, from_file.stderr
+    assert from_file.stdout.decode().splitlines()[-1].split(" at ")[0] == last.split(" at ")[0]
 
 
 def test_what_cannot_run_exits_1_or_2(worker: WorkerProcess, baseline: str, tmp_path: Path) -> None:
