@@ -15,7 +15,7 @@ is passed over, so a task missing from one run is not counted as a flip.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from events.nonfinite import NONFINITE_STRINGS
@@ -26,13 +26,14 @@ from projections.verdicts import FAILED, FLAKY, SOLVED, UNMEASURED
 _CODES = (None, SOLVED, FLAKY, FAILED, UNMEASURED)
 """Verdict codes in the packed bytes; 0: the task has no such key in this run."""
 _CODE = {verdict: code for code, verdict in enumerate(_CODES) if verdict is not None}
-_UNMEASURED = _CODE[UNMEASURED]
+_PASSED_OVER = frozenset((0, _CODE[UNMEASURED]))
+"""No such key in the run, or no attempt: not a verdict to compare."""
 _PACKED = struct.Struct("<BII")
 
 
 def _verdict(code: int) -> str:
     verdict = _CODES[code]
-    assert verdict is not None  # code 0 (no such key) is never yielded
+    assert verdict is not None  # code 0 (no such key) is passed over
     return verdict
 
 
@@ -67,15 +68,13 @@ class RunTasks:
                 found[key] = Outcome(verdict, passed, attempts, passed / attempts if attempts else None)
         return found
 
-    def verdicts(self) -> Iterator[tuple[str, str, int]]:
-        """(task id, key, verdict code) of every task and key the run has, read off the bytes
-        without building outcomes: `history` goes through every run's tasks."""
-        cells = _PACKED.iter_unpack(self.packed)
-        for task_id in self.task_ids:
-            for key in self.keys:
-                code = next(cells)[0]
-                if code:
-                    yield task_id, key, code
+    def codes(self) -> bytes:
+        """The verdict code of every task and key, in `cells` order, read off the packed bytes."""
+        return self.packed[:: _PACKED.size]
+
+    def cells(self) -> list[tuple[str, str]]:
+        """(task id, key) of every packed cell, in order."""
+        return [(task_id, key) for task_id in self.task_ids for key in self.keys]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +158,16 @@ def history(runs: Iterable[RunTasks], labels: Mapping[str, str], task_id: str | 
     measured: dict[tuple[str, str], int] = {}
     changes: dict[tuple[str, str], int] = {}
     first: dict[tuple[str, str], str] = {}
+    layouts: dict[tuple[int, int], list[tuple[str, str]]] = {}
     for run in chosen:
-        for task, key, code in run.verdicts():
-            if code == _UNMEASURED:
+        # Runs of one benchmark share their task and key tuples: their cells are listed once.
+        layout = (id(run.task_ids), id(run.keys))
+        cells = layouts.get(layout)
+        if cells is None:
+            cells = layouts[layout] = run.cells()
+        for at, code in zip(cells, run.codes(), strict=True):
+            if code in _PASSED_OVER:
                 continue
-            at = (task, key)
             measured[at] = measured.get(at, 0) + 1
             before = last.get(at)
             if before is not None and before != code:

@@ -172,7 +172,9 @@ async def task(request: web.Request) -> web.StreamResponse:
         return await stream(request, TaskLive(board, task_id, labels))
     shown = history(board.tasks(), labels, task_id)
     if form == "json":
-        return _json({"version": board.version, "epoch": board.epoch, **dataclasses.asdict(shown)})
+        # A shallow copy: orjson writes the records as they are (`asdict` would copy every run's).
+        fields = {field.name: getattr(shown, field.name) for field in dataclasses.fields(shown)}
+        return _json({"version": board.version, "epoch": board.epoch, **fields})
     return _page(task_page(shown, version=board.stamp, footer=footer(request.app[FOLLOWERS])))
 
 
