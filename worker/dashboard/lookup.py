@@ -23,6 +23,9 @@ from worker.topic_reader import topic_reader
 
 log = logging.getLogger(__name__)
 
+FETCH_BYTES = 64 * 1024
+"""Most bytes a read fetches past the offset (the record itself comes whole, however large):
+one summary is wanted, and a fetch of the 64 MiB record limit held that much of the topic."""
 READ_TIMEOUT = 2.0
 """Seconds a page waits at most for an older run's summary."""
 
@@ -56,7 +59,9 @@ class TopicLookup:
         async with self._lock:
             consumer = self._consumer
             if consumer is None:
-                consumer = self._consumer = await topic_reader(self.settings, self.settings.summaries_topic, wait=0)
+                consumer = self._consumer = await topic_reader(
+                    self.settings, self.settings.summaries_topic, wait=0, fetch_bytes=FETCH_BYTES
+                )
                 if consumer is None:
                     return None
             place = TopicPartition(self.settings.summaries_topic, partition)
