@@ -88,11 +88,12 @@ class Broker:
         self.store.partitions.setdefault(partition, {})[key] = value
         return self._issue(Write("changelog", partition, key, value))
 
-    async def commit(self, partition: int, offset: int) -> None:
+    async def commit(self, partition: int, offset: int) -> bool:
         self.commit_calls += 1
         if self.commits_wait is not None:
             await self.commits_wait.wait()
         self.commits[partition] = offset
+        return True
 
     async def seek(self, partition: int, offset: int) -> None:
         self.seeks.append((partition, offset))

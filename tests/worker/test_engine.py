@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from events.codec import encode
 from events.models import InputEvent
 from tests.strategies import run_logs
 from tests.worker.engine_harness import Broker, Message, Store, Write, drive, handled, new_engine
-from worker.runtime.processor import Processor, Record
+from worker.runtime.processor import Processor, Record, Snapshot
 
 RUNS = ("run-a", "run-b", "run-c")
 PARTITION_OF = {"run-a": 0, "run-b": 1, "run-c": 0}
@@ -280,3 +281,27 @@ def test_a_checkpoint_is_done_when_durable_and_its_commit_does_not_hold_the_next
     assert [write.value for write in broker.durable if write.key == b"o0"] == [b"0", b"1", b"2", b"3"]
     assert broker.commits == {0: 4}  # the newest, after the one under way; those between were overtaken
     assert broker.commit_calls == 2
+
+
+def test_checkpoints_a_stuck_broker_never_answers_are_cancelled_at_a_revocation() -> None:
+    """A broker that never acknowledges: the revocation waits its timeout, then cancels the
+    checkpoint, counts it, and nothing is left holding its snapshot."""
+    store = Store()
+    broker = Broker(store)
+    engine = new_engine(broker, Processor(store, flush_every=1), lambda: 0.0)
+    line = encode(builders.closed("run-a"))
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, [Record(0, b"run-a", line)])
+        assert engine.checkpointing
+        await engine.revoked(timeout=0.01)
+        assert not engine.checkpointing
+        await asyncio.sleep(0)
+        assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
+
+    asyncio.run(go())
+    assert engine.abandoned == 1
+    gc.collect()
+    assert [held for held in gc.get_objects() if isinstance(held, Snapshot)] == []

@@ -52,5 +52,5 @@ class TableState:
         topic = self.table.changelog_topic.get_topic_name()
         return await self.app.producer.send(topic, key, value, partition, None, None)
 
-    async def commit(self, partition: int, offset: int) -> None:
-        await internals.commit(self.app, {TP(self.events_topic, partition): offset})
+    async def commit(self, partition: int, offset: int) -> bool:
+        return await internals.commit(self.app, {TP(self.events_topic, partition): offset})

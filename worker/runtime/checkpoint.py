@@ -16,9 +16,9 @@ class Changelog(Protocol):
         resolves once the broker has acknowledged it, and raises if it refused it."""
         ...
 
-    async def commit(self, partition: int, offset: int) -> None:
+    async def commit(self, partition: int, offset: int) -> bool:
         """Commit `offset` as the consumer group's position of the events partition
-        (`worker.runtime.commits` makes them one at a time)."""
+        (`worker.runtime.commits` makes them one at a time); whether the coordinator took it."""
         ...
 
 

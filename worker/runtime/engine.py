@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from worker.runtime.checkpoint import Changelog, checkpoint
@@ -94,6 +94,8 @@ class Engine:
         self._sending: dict[int, asyncio.Future[None]] = {}
         """Partition -> the sending of its last batch's outputs."""
         self._commits = Commits(changelog.commit)
+        self.abandoned = 0
+        """Checkpoints cancelled at a revocation because the broker had not answered them."""
 
     # Ownership
 
@@ -105,9 +107,17 @@ class Engine:
         self._unacknowledged.clear()
         return dict(self._seeks)
 
+    async def commit_checkpoints(self, resume: Mapping[int, int]) -> bool:
+        """Commit, for each newly assigned partition, the offset it is read again from
+        (`assigned`), after any commit of it still under way; whether all were taken."""
+        return await self._commits.now(resume)
+
     async def revoked(self, timeout: float) -> None:
         """Partitions may go to another worker: write nothing more, and wait until what was
-        written is acknowledged (at most `timeout` seconds; an error is logged past it)."""
+        written is acknowledged, at most `timeout` seconds. Checkpoints still waiting past
+        it are cancelled, counted in `abandoned` and logged: they would hold their snapshots
+        for as long as the broker does not answer, one more set at each rebalance. Their
+        partitions are read again from their last durable checkpoint by the next owner."""
         self.epoch += 1
         self._assignment = None
         self._seeks.clear()
@@ -118,9 +128,15 @@ class Engine:
         running = list(self._checkpoints.values())
         if running:
             _, late = await asyncio.wait(running, timeout=timeout)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
             if late:
+                self.abandoned += len(late)
                 log.error(
-                    "%d checkpoints still waiting for the broker after %.0fs; check the broker", len(late), timeout
+                    "%d checkpoints still waiting for the broker after %.0fs were abandoned; check the broker",
+                    len(late),
+                    timeout,
                 )
         self._checkpoints.clear()
 
