@@ -2,8 +2,10 @@
 
 `Broker` keeps every write in the order issued (outputs and changelog records alike) and
 acknowledges them in an order the test picks; what it acknowledged, in that order, is
-what survives a crash. `drive` runs an engine over a log in batches, letting the broker
-acknowledge some writes between steps, as a broker does while the worker goes on.
+what survives a crash. It refuses the outputs `refuse` names, as a broker refuses a record
+too large for its topic: at once (the producer's own check) or in its answer. `drive`
+runs an engine over a log in batches, letting the broker acknowledge some writes between
+steps, as a broker does while the worker goes on.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from aiokafka.errors import MessageSizeTooLargeError
 
 from worker.runtime.engine import Engine
 from worker.runtime.outputs import Publish
@@ -79,10 +83,20 @@ class Broker:
     commits_wait: asyncio.Event | None = None
     """Set: commits finish only once it is set (a slow group coordinator)."""
     seeks: list[tuple[int, int]] = field(default_factory=list)
+    refuse: Callable[[Write], str | None] = lambda write: None
+    """Outputs refused: None (taken), "at once" (`send` raises) or "answered" (the
+    acknowledgement fails). A function of the write, so every worker is refused the same."""
+    refused: list[Write] = field(default_factory=list)
+    gave_up: list[BaseException] = field(default_factory=list)
+    """What the engine stopped on (its `on_failure`)."""
     _pending: list[tuple[Write, asyncio.Future[None]]] = field(default_factory=list)
 
     async def send(self, item: Publish) -> Awaitable[Any]:
-        return self._issue(Write(item.stream, -1, item.key, item.value, item.headers))
+        write = Write(item.stream, -1, item.key, item.value, item.headers)
+        if self.refuse(write) == "at once":
+            self.refused.append(write)
+            raise RuntimeError("Error while sending") from too_large(write)
+        return self._issue(write)
 
     async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
         self.store.partitions.setdefault(partition, {})[key] = value
@@ -115,6 +129,10 @@ class Broker:
             candidates = sorted(heads.values())
             picked = self.choose([self._pending[at][0] for at in candidates])
             write, acknowledged = self._pending.pop(candidates[picked])
+            if self.refuse(write) == "answered":
+                self.refused.append(write)
+                acknowledged.set_exception(too_large(write))
+                continue
             self.durable.append(write)
             acknowledged.set_result(None)
 
@@ -127,6 +145,10 @@ class Broker:
         self.acknowledge(len(self._pending))
 
 
+def too_large(write: Write) -> MessageSizeTooLargeError:
+    return MessageSizeTooLargeError(f"{len(write.value)} bytes")
+
+
 def new_engine(
     broker: Broker,
     processor: Processor,
@@ -134,6 +156,7 @@ def new_engine(
     on_checkpoint: Callable[[float], None] = lambda seconds: None,
 ) -> Engine:
     async def fail(error: BaseException) -> None:
+        broker.gave_up.append(error)
         raise AssertionError(f"the engine gave up: {error!r}")
 
     return Engine(

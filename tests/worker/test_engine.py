@@ -66,9 +66,39 @@ def acknowledgement_order(data: st.DataObject) -> Callable[[list[Write]], int]:
     return choose
 
 
-def run_worker(messages: list[Message], store: Store, data: st.DataObject | None) -> Broker:
+Refusal = Callable[[Write], str | None]
+
+
+def never(write: Write) -> str | None:
+    return None
+
+
+def refusals(data: st.DataObject) -> Refusal:
+    """Outputs the broker refuses, the same for every worker: every summary (and maybe
+    progress) of some runs, at once or in its answer; maybe their dead letters too."""
+    runs = data.draw(st.sets(st.sampled_from([run.encode() for run in RUNS])), label="refused runs")
+    streams = data.draw(st.sampled_from([{"summary"}, {"summary", "progress"}]), label="refused streams")
+    how = data.draw(st.sampled_from(["at once", "answered"]), label="refused how")
+    letters = data.draw(st.booleans(), label="their dead letters refused too")
+
+    def refuse(write: Write) -> str | None:
+        if write.key not in runs:
+            return None
+        if write.stream in streams or (letters and write.stream == "deadletter" and is_refusal_letter(write)):
+            return how
+        return None
+
+    return refuse
+
+
+def is_refusal_letter(write: Write) -> bool:
+    return (("evalstream.reason", b"output-refused")) in write.headers
+
+
+def run_worker(messages: list[Message], store: Store, data: st.DataObject | None, refuse: Refusal = never) -> Broker:
     """A worker over `messages`, restored from `store`: from each partition's checkpoint on."""
     broker = Broker(store, choose=acknowledgement_order(data) if data is not None else lambda candidates: 0)
+    broker.refuse = refuse
     clock = [0.0]
     processor = Processor(store, progress_interval=0.2, flush_every=data.draw(st.integers(1, 8)) if data else 1000)
     engine = new_engine(broker, processor, lambda: clock[0])
@@ -102,11 +132,18 @@ def test_a_crash_after_any_prefix_of_the_acknowledged_writes_loses_no_output(
     writes acknowledged so far (in the changelog and in the output topics alike). A worker
     restarted on that changelog, reading from its checkpoints, ends with every output a
     crash-free worker publishes: each run's latest summary byte for byte, every dead letter
-    at least once."""
-    want_latest, want_dead = outputs(run_worker(messages, Store(), None).durable)
-    first = run_worker(messages, Store(), data)
+    at least once. The broker may refuse some outputs for good: each is dead-lettered once,
+    the worker never gives up (`new_engine`), and the law still holds."""
+    refuse = refusals(data)
+    crash_free = run_worker(messages, Store(), None, refuse)
+    want_latest, want_dead = outputs(crash_free.durable)
+    refused = sorted(write.value for write in crash_free.refused if write.stream != "deadletter")
+    letters = sorted(write.value for write in crash_free.durable + crash_free.refused if is_refusal_letter(write))
+    assert letters == refused
+    assert crash_free.gave_up == []
+    first = run_worker(messages, Store(), data, refuse)
     kept = first.durable[: data.draw(st.integers(0, len(first.durable)), label="crash after")]
-    restarted = run_worker(messages, Store.of(kept), None)
+    restarted = run_worker(messages, Store.of(kept), None, refuse)
     got_latest, got_dead = outputs(kept + restarted.durable)
     assert got_latest == want_latest
     assert want_dead <= got_dead

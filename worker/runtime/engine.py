@@ -22,6 +22,13 @@ afterwards was fetched after the seek (aiokafka drops what it fetched for a stal
 position); records of a partition whose seek has not been made are dropped, since they are
 read again after it. Nothing fetched before a rewind is ever handled after it.
 
+**Refused outputs.** An output the broker refuses for good (too large for its topic, not
+authorised: `worker.runtime.refusals`), whether the producer raises it at once or the
+broker answers it, is handled once: counted, logged and replaced by its dead letter
+(`worker.runtime.outputs.refused_output`), which the checkpoint waits for instead, so the
+partition goes on. Sent again after a restart, it would be refused again: without this
+the partition would fail at the same offset for ever.
+
 **Ownership.** `revoked` (a rebalance or a stop has begun) bumps the epoch: handling and
 checkpoints begun before it write nothing more, it waits for the checkpoints in flight and
 for every changelog write to be acknowledged, so that the next owner restores all of it,
@@ -35,10 +42,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from worker.runtime.checkpoint import Changelog, checkpoint
+from worker.runtime.checkpoint import Changelog, Sent, checkpoint
 from worker.runtime.commits import Commits
-from worker.runtime.outputs import Publish
+from worker.runtime.outputs import Publish, Source, refused_output
 from worker.runtime.processor import Processor, Record
+from worker.runtime.refusals import refusal
 
 log = logging.getLogger("evalstream.worker")
 
@@ -69,8 +77,9 @@ class Engine:
         on_failure: Callable[[BaseException], Awaitable[None]],
         on_checkpoint: Callable[[float], None] = lambda seconds: None,
     ) -> None:
-        """`on_failure`: what to do when the broker refused an output or a write (stop the
-        worker: going on would pass over what was lost). `on_checkpoint`: told the seconds
+        """`on_failure`: what to do when an output or a changelog write failed other than
+        by the broker's refusal of an output (a timeout, a lost broker, a refused changelog
+        write): stop the worker, since going on would pass over what was lost. `on_checkpoint`: told the seconds
         each checkpoint took, from its snapshot until it was durable (the metrics' histogram)."""
         self.processor = processor
         self.outputs = outputs
@@ -87,7 +96,7 @@ class Engine:
         """Partition -> where to seek it once the rebalance is over."""
         self._ready: set[int] = set()
         """Partitions sought to their checkpoint: their records are handled."""
-        self._unacknowledged: dict[int, list[Awaitable[Any]]] = {}
+        self._unacknowledged: dict[int, list[Sent]] = {}
         """Partition -> outputs sent since its last snapshot."""
         self._checkpoints: dict[int, asyncio.Task[None]] = {}
         self._checkpointed_at: dict[int, float] = {}
@@ -197,9 +206,47 @@ class Engine:
 
     async def _send(self, partition: int, items: list[Publish], epoch: int) -> None:
         for item in items:
-            sent = await self.outputs.send(item)
-            if epoch == self.epoch:
+            sent = await self._sent(partition, item)
+            if sent is not None and epoch == self.epoch:
                 self._unacknowledged.setdefault(partition, []).append(sent)
+
+    async def _sent(self, partition: int, item: Publish) -> Sent | None:
+        """`item` sent, or its dead letter if the producer refused it at once (None: that
+        was refused too)."""
+        try:
+            return item, await self.outputs.send(item)
+        except Exception as error:
+            return await self._refused(partition, item, error)
+
+    async def _refused(self, partition: int, item: Publish, error: Exception) -> Sent | None:
+        """Handle an output the broker refused, once: counted (`Counts.refused`), logged,
+        and dead-lettered (`refused_output`), so the partition goes on instead of failing on
+        it again and again. Returns the dead letter sent (None: a dead letter refused in
+        turn, which is counted and logged only). Raises `error` if it is no refusal."""
+        why = refusal(error)
+        if why is None:
+            raise error
+        counts = self.processor.counts
+        counts.refuse(item.stream)
+        run = (item.key or b"").decode(errors="replace")
+        if item.stream == "deadletter":
+            log.error("the broker refused a dead letter of run %r: %r; it is lost, check the dead-letter topic", run, why)
+            return None
+        log.error(
+            "the broker refused the %s of run %r (%d bytes): %r; dead-lettered as output-refused, partition %d goes on",
+            item.stream,
+            run,
+            len(item.value),
+            why,
+            partition,
+        )
+        counts.dead_letter("output-refused")
+        return await self._sent(partition, refused_output(item, repr(why), item.source or self._last_handled(partition)))
+
+    def _last_handled(self, partition: int) -> Source:
+        state = self.processor.partitions.get(partition)
+        offset = state.next_offset - 1 if state is not None and state.next_offset is not None else -1
+        return Source(self.processor.topic, partition, offset)
 
     def _start_checkpoint(self, partition: int, epoch: int) -> None:
         sending = self._sending.get(partition)
@@ -220,6 +267,7 @@ class Engine:
                     self.changelog,
                     still_owner=lambda: epoch == self.epoch,
                     commit=self._commits.request,
+                    refused=lambda item, error: self._refused(partition, item, error),
                 )
                 if durable:
                     self.on_checkpoint(self.clock() - began)
