@@ -230,7 +230,7 @@ class Engine:
         counts.refuse(item.stream)
         run = (item.key or b"").decode(errors="replace")
         if item.stream == "deadletter":
-            log.error("the broker refused a dead letter of run %r: %r; it is lost, check the dead-letter topic", run, why)
+            log.error("the broker refused a dead letter of run %r: %r; it is lost, see the dead-letter topic", run, why)
             return None
         log.error(
             "the broker refused the %s of run %r (%d bytes): %r; dead-lettered as output-refused, partition %d goes on",
@@ -241,7 +241,8 @@ class Engine:
             partition,
         )
         counts.dead_letter("output-refused")
-        return await self._sent(partition, refused_output(item, repr(why), item.source or self._last_handled(partition)))
+        source = item.source or self._last_handled(partition)
+        return await self._sent(partition, refused_output(item, repr(why), source))
 
     def _last_handled(self, partition: int) -> Source:
         state = self.processor.partitions.get(partition)
