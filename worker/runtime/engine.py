@@ -79,8 +79,9 @@ class Engine:
     ) -> None:
         """`on_failure`: what to do when an output or a changelog write failed other than
         by the broker's refusal of an output (a timeout, a lost broker, a refused changelog
-        write): stop the worker, since going on would pass over what was lost. `on_checkpoint`: told the seconds
-        each checkpoint took, from its snapshot until it was durable (the metrics' histogram)."""
+        write): stop the worker, since going on would pass over what was lost.
+        `on_checkpoint`: told the seconds each checkpoint took, from its snapshot until it
+        was durable (the metrics' histogram)."""
         self.processor = processor
         self.outputs = outputs
         self.changelog = changelog
