@@ -44,10 +44,19 @@ def topic_logs(draw: st.DrawFn) -> list[Message]:
 
 
 def outputs(writes: list[Write]) -> tuple[dict[bytes | None, bytes], set[tuple[bytes, ...]]]:
-    """Each run's latest summary (a compacted topic keeps the last), and the dead letters."""
+    """Each run's latest summary (a compacted topic keeps the last), and the dead letters.
+    Progress is coalesced by time, so which progress events a worker publishes depends on
+    its batches: neither progress nor the dead letters of refused progress are compared."""
     latest = {write.key: write.value for write in writes if write.stream == "summary"}
-    dead = {(write.value, *(value for _, value in write.headers)) for write in writes if write.stream == "deadletter"}
+    dead = {
+        (write.value, *(value for _, value in write.headers))
+        for write in writes
+        if write.stream == "deadletter" and not dict(write.headers)["evalstream.detail"].startswith(REFUSED_PROGRESS)
+    }
     return latest, dead
+
+
+REFUSED_PROGRESS = b"the broker refused the progress"
 
 
 def acknowledgement_order(data: st.DataObject) -> Callable[[list[Write]], int]:
