@@ -83,13 +83,13 @@ def step(
         if applied.outcome is Outcome.REFUSED:
             return Stepped(run, None, Rejected("refused", applied.reason))
         due = encode_payload(summary(run)) if summary_due(run, applied) else None
+        return Stepped(run, applied.outcome, None, applied.task_id, due)
     except Exception as error:
         saved.rollback(run)
         return Stepped(run, None, Rejected("internal-error", _failed(event, error)), failure=error)
     except BaseException:  # an interrupt: the run stays consistent for whoever goes on with it
         saved.rollback(run)
         raise
-    return Stepped(run, applied.outcome, None, applied.task_id, due)
 
 
 def _failed(event: InputEvent, error: Exception) -> str:
