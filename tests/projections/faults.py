@@ -18,7 +18,7 @@ from typing import Any
 import events
 import projections
 
-_ROOTS = tuple(str(Path(package.__file__).parent) for package in (projections, events))
+_ROOTS = tuple(str(Path(package.__path__[0])) for package in (projections, events))
 
 
 class Fault(Exception):
