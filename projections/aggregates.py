@@ -84,6 +84,14 @@ def center(values: Iterable[float], total: int) -> Center:
     return Center(finite, count, nan_count, total_sum, total_sum / count)
 
 
+def spread(middle: Center, mean: float) -> tuple[float, float | None]:
+    """The population and sample variance (None below two values) of `middle`'s finite
+    values around their `mean`: the range aggregate's, which section 8's stderr reuses."""
+    squares = compensated_sum((value - mean) ** 2 for value in middle.finite)
+    count = middle.count
+    return squares / count, squares / (count - 1) if count > 1 else None
+
+
 def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
     """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
     middle = center(values, total)
@@ -95,9 +103,7 @@ def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate
         record["percentiles"] = None
         record["median"] = None
         return record
-    squares = compensated_sum((value - mean) ** 2 for value in finite)
-    variance = squares / count
-    sample_variance = squares / (count - 1) if count > 1 else None
+    variance, sample_variance = spread(middle, mean)
     ordered = sorted(finite)
     percentiles = {f"p{p}": percentile(ordered, p) for p in PERCENTILES}
     record.update(
