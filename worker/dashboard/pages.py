@@ -233,7 +233,8 @@ def run_figures(view: RunView) -> Html:
         '<section id="run-figures" data-from="{}"><h2>pass@k and pass^k <small>{}</small></h2>'
         '<p class="legend">Bars: the 95% interval (Student\'s t, clustered by task), none below two tasks. '
         "pass^k: the chance that k attempts of a task all pass.</p>"
-        '<div class="charts"><figure class="passk">{}</figure><figure class="passhatk">{}</figure></div>'
+        '<div class="charts"><figure class="passk"><figcaption>pass@k</figcaption>{}</figure>'
+        '<figure class="passhatk"><figcaption>pass^k</figcaption>{}</figure></div>'
         "{}<h2>verdicts</h2>{}</section>",
         view.figures_from,
         source,
