@@ -48,12 +48,9 @@ def statistics(run: RunState) -> Statistics:
 def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:
     """For k = 1..the largest n, the figures of the tasks with n >= k, in the order of
     `measured` (summary task order: it orders the compensated sums)."""
-    columns: list[list[float]] = [[] for _ in range(max((n for n, _ in measured), default=0))]
-    for n, c in measured:
-        # A task's n figures go to the first n columns (k = 1..n): zip stops at the shorter.
-        for column, figure in zip(columns, estimator(n, c), strict=False):
-            column.append(figure)
-    return columns
+    figures = [estimator(n, c) for n, c in measured]
+    # A task has n figures, one per k = 1..n: column k - 1 takes those with more than k - 1.
+    return [[task[k] for task in figures if len(task) > k] for k in range(max(map(len, figures), default=0))]
 
 
 def entries(columns: list[list[float]], unmeasured: int) -> list[dict[str, Any]]:
