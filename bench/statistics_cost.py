@@ -2,8 +2,8 @@
 
 Run: `python -m bench.statistics_cost` (pure: no broker). In one process, on open runs of
 `events.synthetic` (two pass@k-eligible keys, reward.score and complete.passed, 5 attempts
-a task), each figure is timed twice, with section 8 and without it (the best of several
-rounds), and printed with the ratio:
+a task), each figure is timed twice, in CPU seconds, with section 8 and without it (alternating,
+the best of several rounds), and printed with the ratio:
 1. one progress emission, `progress(run)`; without section 8 its statistics are replaced by
    what progress computed before it, pass@k's count, nan_count and mean (`center` of the
    same per-task figures), with no spread, interval or pass^k;
@@ -69,14 +69,15 @@ def section_8(on: bool) -> Iterator[None]:
 
 
 def timed(function: Callable[[], Any]) -> float:
-    """One call, in seconds, with the cyclic collector held off (a summary of a big run makes
-    enough objects to start its passes over the whole heap)."""
+    """One call's CPU seconds (this process's: a busy shared machine does not count in them),
+    with the cyclic collector held off (a summary of a big run makes enough objects to start
+    its passes over the whole heap)."""
     gc.collect()
     gc.disable()
     try:
-        began = time.perf_counter()
+        began = time.process_time()
         function()
-        return time.perf_counter() - began
+        return time.process_time() - began
     finally:
         gc.enable()
 
