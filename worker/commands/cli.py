@@ -405,6 +405,9 @@ def _client_parsers(commands: Commands) -> None:
     )
     worker.add_argument("--web-port", type=int, help="env EVALSTREAM_WEB_PORT (default 6066)")
     worker.add_argument("--data-dir", type=Path, help="env EVALSTREAM_DATA_DIR")
+    worker.add_argument(
+        "--instance-id", help="the worker's stable name in its group, e.g. its pod's (env EVALSTREAM_INSTANCE_ID)"
+    )
     worker.add_argument("--loglevel", default="info", choices=("debug", "info", "warn", "error", "crit"))
 
     publish = _command(
