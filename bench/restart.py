@@ -112,7 +112,7 @@ class Workers:
             process.stop()
 
 
-def measure(bootstrap: str, scratch: Path, runs: int, workers: int, tasks: int, attempts: int) -> None:
+def measure(bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: int, attempts: int) -> None:
     settings = isolated_settings(bootstrap, partitions=workers)
     asyncio.run(ensure_topics(settings))
     group = Workers(settings, scratch, workers)
@@ -151,7 +151,14 @@ def main() -> None:
     ):
         for workers in args.workers:
             for runs in args.runs:
-                measure(bootstrap, Path(scratch) / f"{workers}-{runs}", runs, workers, args.tasks, args.attempts)
+                measure(
+                    bootstrap,
+                    Path(scratch) / f"{workers}-{runs}",
+                    runs,
+                    workers,
+                    tasks=args.tasks,
+                    attempts=args.attempts,
+                )
 
 
 if __name__ == "__main__":
