@@ -6,15 +6,17 @@ attempts, 42 events a run, so that 10,000 runs fold in about a minute here; the 
 holds one record per task, so restart cost from the changelog follows runs x tasks).
 
 For each count, on topics of their own, the runs are folded and then the worker is
-restarted four ways, each timed from the new process's start until a probe run (published
-right after the start) has its summary on the topic:
+restarted four ways, each timed from the new process's start until probe runs (published
+right after the start, one per partition at least) have their summaries on the topic:
 - `same dir, clean`: SIGTERM, a new process on the same data dir under the same
   `EVALSTREAM_INSTANCE_ID` (the local copy is kept: only the changelog's tail is read);
 - `same dir, kill -9`: the same after a kill -9;
 - `fresh dir, clean` and `fresh dir, kill -9`: a new process on an empty data dir and with
   no instance id, as every restart was before the local copy was kept (the copy was wiped
   at start) and as a failover to another machine still is: the whole changelog is read,
-  and after a kill -9 the group waits for the dead member's session to time out.
+  and after a kill -9 the group waits for the dead member's session to time out. Before
+  these, the static worker is replaced by a dynamic one (untimed), so that each is timed
+  after a worker like today's.
 With `--workers 2` (2 partitions, two workers), one of them is restarted and the probes
 (one per partition) wait for all their summaries. It also prints the changelog's bytes per
 closed run (keys and values, read back from the topic).
@@ -37,7 +39,7 @@ from bench.state import until_keys
 from events.synthetic import synthetic_run
 from worker.commands.clients import publish
 from worker.local.clusters import cluster
-from worker.local.processes import WorkerProcess, isolated_settings
+from worker.local.processes import WorkerProcess, free_port, isolated_settings
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
@@ -90,16 +92,20 @@ class Workers:
 
     def _start(self, n: int, data_dir: Path, *, named: bool) -> WorkerProcess:
         env = {"EVALSTREAM_INSTANCE_ID": f"bench-{n}"} if named else {"EVALSTREAM_INSTANCE_ID": ""}
-        return WorkerProcess(self.settings, data_dir, env=env, loglevel="warn")
+        return WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir, env=env)
 
-    def restart(self, how: str, fresh: bool, tag: str) -> float:
-        """Stop worker 0 (`how`: clean or kill -9), start it again, and time until the probes' summaries."""
+    def restart(self, how: str, fresh: bool, tag: str, *, settle: bool = False) -> float:
+        """Stop worker 0 (`how`: clean or kill -9), start it again, and time until the probes'
+        summaries. `settle`: first wait (untimed) for the group to drop the old member's
+        session, as when a static member is replaced by a dynamic one."""
         old = self.processes[0]
         if how == "clean":
             old.stop()
         else:
             old.process.kill()
             old.process.wait()
+        if settle:
+            time.sleep(self.settings.session_timeout + 2)
         data_dir = self.scratch / f"fresh-{tag}" if fresh else self.scratch / "worker-0"
         began = time.perf_counter()
         self.processes[0] = self._start(0, data_dir, named=not fresh)
@@ -128,12 +134,15 @@ def measure(bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: in
             f"{runs:>7,} closed runs of {tasks * attempts} attempts, {workers} worker(s): folded in {folded:.0f} s, "
             f"changelog {per_run:,.0f} bytes per closed run"
         )
-        for fresh in (False, True):
-            for how in ("clean", "kill -9"):
-                # a restart on a fresh dir after another on the same dir: the named member is replaced
-                seconds = group.restart(how, fresh, f"{runs}-{how[:4]}-{fresh}")
-                where = "fresh dir" if fresh else "same dir "
-                print(f"  restart, {where}, {how:<7}: first new summary after {seconds:5.1f} s")
+        for how in ("clean", "kill -9"):
+            seconds = group.restart(how, False, f"{runs}-{how[:4]}-same")
+            print(f"  restart, same dir,  same name, {how:<7}: first new summary after {seconds:5.1f} s")
+        # Today's restarts need a dynamic member before them (one that leaves the group on a
+        # clean stop): replace the static one, untimed.
+        group.restart("clean", True, f"{runs}-dynamic", settle=True)
+        for how in ("clean", "kill -9"):
+            seconds = group.restart(how, True, f"{runs}-{how[:4]}-fresh")
+            print(f"  restart, fresh dir, no name,   {how:<7}: first new summary after {seconds:5.1f} s")
     finally:
         group.stop()
 
