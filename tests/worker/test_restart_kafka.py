@@ -20,7 +20,7 @@ from events.synthetic import synthetic_run
 from projections import storage
 from tests.worker.test_worker_kafka import _records_until, replayed
 from worker.commands.clients import publish
-from worker.local.processes import WorkerProcess, isolated_settings, topic_flags
+from worker.local.processes import WorkerProcess, free_port, isolated_settings, topic_flags
 from worker.runtime.keys import checkpoint_key
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
@@ -58,7 +58,8 @@ def test_a_kill_9_restart_under_the_same_name_resumes_from_its_local_copy(bootst
     finally:
         first.process.kill()
         first.process.wait()
-    second = WorkerProcess(settings, tmp_path / "worker", env=name)
+    # Another web port: the name, not the address, is what the group knows it by.
+    second = WorkerProcess(settings.with_overrides(web_port=free_port()), tmp_path / "worker", env=name)
     try:
         asyncio.run(publish(settings, after))
         got = latest_summaries(settings, want)
