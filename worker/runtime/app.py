@@ -101,7 +101,7 @@ def _faust_app(settings: Settings, hooks: consumer.Hooks) -> faust.App:
         # A static member rejoining is given its previous incarnation's assignment, and faust
         # asserts that the assignment names this worker's URL: keep it the name's, whatever
         # the web port (the worker serves no table routes, the URL's only use).
-        **({"canonical_url": f"http://{settings.instance_id}"} if settings.instance_id else {}),
+        canonical_url=f"http://{settings.instance_id}" if settings.instance_id else None,
         # A standby's copy is never trusted (worker.runtime.changelog): reading one is waste.
         table_standby_replicas=0,
     )
