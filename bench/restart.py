@@ -132,17 +132,18 @@ def measure(bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: in
         per_run = changelog_bytes(settings) / runs
         print(
             f"{runs:>7,} closed runs of {tasks * attempts} attempts, {workers} worker(s): folded in {folded:.0f} s, "
-            f"changelog {per_run:,.0f} bytes per closed run"
+            f"changelog {per_run:,.0f} bytes per closed run",
+            flush=True,
         )
         for how in ("clean", "kill -9"):
             seconds = group.restart(how, False, f"{runs}-{how[:4]}-same")
-            print(f"  restart, same dir,  same name, {how:<7}: first new summary after {seconds:5.1f} s")
+            print(f"  restart, same dir,  same name, {how:<7}: first new summary after {seconds:5.1f} s", flush=True)
         # Today's restarts need a dynamic member before them (one that leaves the group on a
         # clean stop): replace the static one, untimed.
         group.restart("clean", True, f"{runs}-dynamic", settle=True)
         for how in ("clean", "kill -9"):
             seconds = group.restart(how, True, f"{runs}-{how[:4]}-fresh")
-            print(f"  restart, fresh dir, no name,   {how:<7}: first new summary after {seconds:5.1f} s")
+            print(f"  restart, fresh dir, no name,   {how:<7}: first new summary after {seconds:5.1f} s", flush=True)
     finally:
         group.stop()
 
