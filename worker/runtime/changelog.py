@@ -80,7 +80,7 @@ async def verify_local_copies(settings: Settings, changelog_topic: str, paths: M
     """Wipe each partition's local copy (`paths`: partition -> its RocksDB directory) that
     the changelog does not vouch for: the changelog's record at the copy's offset must be
     there and the copy must hold it. A copy fails when it is of another changelog (a broker
-    or a topic recreated), or when compaction has dropped that record (a later owner wrote
+    or a topic recreated, or none yet), or when compaction has dropped that record (a later owner wrote
     past it): it is then restored from the changelog's start. Returns the partitions wiped."""
     held = {partition: path for partition, path in paths.items() if path.exists()}
     if not held:
@@ -89,8 +89,9 @@ async def verify_local_copies(settings: Settings, changelog_topic: str, paths: M
     await consumer.start()
     wiped = []
     try:
+        exists = changelog_topic in await consumer.topics()
         for partition, path in sorted(held.items()):
-            if not await _vouched(consumer, TopicPartition(changelog_topic, partition), path):
+            if not exists or not await _vouched(consumer, TopicPartition(changelog_topic, partition), path):
                 shutil.rmtree(path, ignore_errors=True)
                 wiped.append(partition)
     finally:
