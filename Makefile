@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard clean
+.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-gate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ bench-progress: install
 ## Time from a progress event published to the dashboard's pages showing it, in headless Chromium.
 bench-dashboard: install
 	$(BIN)/python -m bench.dashboard
+
+## The live gate's false-alarm rate under the null and decision time on a planted regression, by simulation.
+bench-gate: install
+	$(BIN)/python -m bench.gate
 
 ## Every fault scenario at full size (~15 minutes): prints the chaos table.
 bench-chaos: install

@@ -20,35 +20,38 @@ WireFloat = float | Literal["NaN", "Infinity", "-Infinity"]
 
 
 class Percentiles(Record):
-    p10: float
-    p20: float
-    p30: float
-    p40: float
-    p50: float
-    p60: float
-    p70: float
-    p80: float
-    p90: float
-    p100: float
+    p10: WireFloat
+    p20: WireFloat
+    p30: WireFloat
+    p40: WireFloat
+    p50: WireFloat
+    p60: WireFloat
+    p70: WireFloat
+    p80: WireFloat
+    p90: WireFloat
+    p100: WireFloat
 
 
 class RangeAggregate(Record):
-    """Statistics of the finite values among `count + nan_count` (null when none is finite)."""
+    """Statistics of the finite values among `count + nan_count` (null when none is finite).
+    They are finite, except where the arithmetic overflows (SEMANTICS.md section 4): a sum
+    past the largest double is "Infinity", and what follows from it is IEEE's ("NaN" for
+    Infinity - Infinity)."""
 
     name: str
     score_type: Literal["range"]
     count: int
     nan_count: int
-    sum: float | None
-    mean: float | None
+    sum: WireFloat | None
+    mean: WireFloat | None
     min: float | None
     max: float | None
-    variance: float | None
-    std_dev: float | None
-    sample_variance: float | None
-    sample_std_dev: float | None
+    variance: WireFloat | None
+    std_dev: WireFloat | None
+    sample_variance: WireFloat | None
+    sample_std_dev: WireFloat | None
     percentiles: Percentiles | None
-    median: float | None
+    median: WireFloat | None
 
 
 class Coverage(Record):

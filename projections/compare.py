@@ -12,8 +12,10 @@ The statistics, per key, over the tasks both runs have and both measured (a pair
 - the mean difference and its standard error sd(d) / sqrt(n), sd the sample standard deviation
   (n - 1), both from the range aggregate of the differences (SEMANTICS.md section 4's compensated
   sums, `projections.aggregates`);
-- the 95% interval mean +- 1.96 SE: the normal critical value Miller uses. With fewer than 30
-  tasks Student's t would be wider (2.26 at n = 10); the interval is the paper's, not a small-sample one.
+- the 95% interval mean +- t x SE, t the 0.975 quantile of Student's t with n - 1 degrees of
+  freedom (`projections.t975`, SEMANTICS.md section 8): with few tasks the normal 1.96 is too
+  narrow (t is 2.26 at n = 10). The interval is not clipped: a difference of pass rates lies in
+  [-1, 1], and an interval reaching past that says the data are too few;
 - with one paired task there is a mean and no standard error, so no interval; with none, neither.
 
 Also per key: pass@1 .. pass@k of both runs as their summaries state them (over each run's own
@@ -32,14 +34,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from events.nonfinite import NONFINITE_STRINGS
+from events.nonfinite import read_float
 from events.outputs import Attempt, RunSummary
 from projections.aggregates import range_aggregate
 from projections.passk import passes
+from projections.t975 import t975
 from projections.verdicts import FAILED, FLAKY, SOLVED, verdict_of
-
-CRITICAL_VALUE = 1.96
-"""Two-sided 95% normal critical value of the interval."""
 
 _WORSE = {(SOLVED, FLAKY), (SOLVED, FAILED), (FLAKY, FAILED)}
 
@@ -91,9 +91,13 @@ class KeyComparison:
     tasks: tuple[TaskDelta, ...]
     """The paired tasks, in the baseline's task order."""
     mean_difference: float | None
+    sample_std_dev: float | None
+    """Of the paired differences (n - 1); None below two paired tasks."""
     standard_error: float | None
+    critical_value: float | None
+    """t975(n - 1) for n paired tasks; None below two."""
     interval: tuple[float, float] | None
-    """mean +- CRITICAL_VALUE x standard error; None below two paired tasks."""
+    """mean +- critical_value x standard error; None below two paired tasks."""
     baseline_pass_at: tuple[PassAt, ...]
     candidate_pass_at: tuple[PassAt, ...]
     regressions: tuple[VerdictChange, ...]
@@ -115,7 +119,6 @@ class Comparison:
     only_candidate_keys: tuple[str, ...]
     only_baseline_tasks: tuple[str, ...]
     only_candidate_tasks: tuple[str, ...]
-    critical_value: float = CRITICAL_VALUE
 
 
 def passk_keys(summary: RunSummary) -> list[str]:
@@ -152,7 +155,7 @@ def compare(baseline: RunSummary, candidate: RunSummary, keys: Iterable[str] | N
 
 
 def _compare_key(baseline: RunSummary, candidate: RunSummary, key: str) -> KeyComparison:
-    base, cand = _attempts(baseline, key), _attempts(candidate, key)
+    base, cand = key_attempts(baseline, key), key_attempts(candidate, key)
     paired: list[TaskDelta] = []
     regressions: list[VerdictChange] = []
     fixes: list[VerdictChange] = []
@@ -171,15 +174,20 @@ def _compare_key(baseline: RunSummary, candidate: RunSummary, key: str) -> KeyCo
             regressions.append(VerdictChange(task_id, base_verdict, cand_verdict))
         elif (cand_verdict, base_verdict) in _WORSE:
             fixes.append(VerdictChange(task_id, base_verdict, cand_verdict))
-    mean, error = _mean_and_error([task.difference for task in paired])
+    figures = range_aggregate("difference", [task.difference for task in paired], len(paired))
+    mean, sd = figures["mean"], figures["sample_std_dev"]
+    error = None if sd is None else sd / math.sqrt(len(paired))
+    critical = None if error is None else t975(len(paired) - 1)
     return KeyComparison(
         key=key,
         tasks=tuple(paired),
         mean_difference=mean,
+        sample_std_dev=sd,
         standard_error=error,
+        critical_value=critical,
         interval=None
-        if mean is None or error is None
-        else (mean - CRITICAL_VALUE * error, mean + CRITICAL_VALUE * error),
+        if mean is None or error is None or critical is None
+        else (mean - critical * error, mean + critical * error),
         baseline_pass_at=_pass_at(baseline, key),
         candidate_pass_at=_pass_at(candidate, key),
         regressions=tuple(regressions),
@@ -190,10 +198,15 @@ def _compare_key(baseline: RunSummary, candidate: RunSummary, key: str) -> KeyCo
     )
 
 
-def _attempts(summary: RunSummary, key: str) -> dict[str, Sequence[Attempt]]:
+def key_attempts(summary: RunSummary, key: str) -> dict[str, Sequence[Attempt]]:
     """task_id -> the key's attempts, for every task the key is a pass@k key of, in task order."""
     lists = summary.summary.task_metric_attempts
     return {task: lists.get(task, {}).get(key, []) for task, keys in summary.verdicts.items() if key in keys}
+
+
+def pass_rate(attempts: Sequence[Attempt]) -> float:
+    """The pass rate of a non-empty attempt list."""
+    return _rate(attempts)[0]
 
 
 def _rate(attempts: Sequence[Attempt]) -> tuple[float, str]:
@@ -203,14 +216,7 @@ def _rate(attempts: Sequence[Attempt]) -> tuple[float, str]:
 
 
 def _value(attempt: Attempt) -> float | None:
-    value = attempt.value
-    return NONFINITE_STRINGS[value] if isinstance(value, str) else value
-
-
-def _mean_and_error(differences: list[float]) -> tuple[float | None, float | None]:
-    figures = range_aggregate("difference", differences, len(differences))
-    sd = figures["sample_std_dev"]
-    return figures["mean"], None if sd is None else sd / math.sqrt(len(differences))
+    return read_float(attempt.value)
 
 
 def _pass_at(summary: RunSummary, key: str) -> tuple[PassAt, ...]:
@@ -218,7 +224,7 @@ def _pass_at(summary: RunSummary, key: str) -> tuple[PassAt, ...]:
     for score in summary.summary.scores:
         head, sep, k = score.name.rpartition(".pass@")
         if sep and head == key and k.isdigit():
-            found.append(PassAt(int(k), score.mean, score.count, score.nan_count))
+            found.append(PassAt(int(k), read_float(score.mean), score.count, score.nan_count))
     return tuple(sorted(found, key=lambda figure: figure.k))
 
 

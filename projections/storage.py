@@ -8,8 +8,8 @@ an event is in the state entirely or not at all.
 - the run header: the applied run.started (declarations are rebuilt from it), the close,
   and the fingerprints of those run-level events; written by run.started and run.closed.
 Everything else (the event count, keys per task, pass@k tallies, the redelivery index) is
-derived on restore, by the same code that maintains it live; trial and score counts are
-always summed from the tasks.
+derived on restore (`run.rederive`), by the same code that maintains it live; trial and
+score counts are always summed from the tasks.
 
 Format: orjson objects, version field "v" (2, which added the log positions of trial and
 run-level events); arrays are base64 of their bytes in little-endian order.
@@ -39,10 +39,9 @@ import orjson
 
 from events.codec import decode
 from events.models import RunStarted
-from projections.applied import AppliedEvents
 from projections.columns import MetricColumns, OutputColumn
 from projections.declarations import Declarations
-from projections.run import RunState, rekey_run
+from projections.run import RunState, rederive
 from projections.task import TaskState
 
 VERSION = 2
@@ -169,19 +168,7 @@ def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> Ru
     if run.declarations is not None:
         for task_id in run.declarations.tasks:  # a declared task nothing arrived for has no record
             run.tasks.setdefault(task_id, TaskState(task_id))
-    for task in run.tasks.values():
-        run.trials_completed += task.trials_completed
-        run.trials_failed += task.trials_failed
-        run.score_count += sum(len(columns.statuses) for columns in task.metrics.values())
-    fingerprints = [run.run_events, *(task.events for task in run.tasks.values())]
-    run.event_count = sum(len(pairs) // 2 for pairs in fingerprints)
-    run.applied = AppliedEvents(run.event_count)
-    for pairs in fingerprints:
-        for at in range(0, len(pairs), 2):
-            run.applied.add_fingerprint(pairs[at], pairs[at + 1])
-    rekey_run(run)
-    if run.closed:
-        run.after_close = run.applied_after(run.closed_position)
+    rederive(run)
     return run
 
 

@@ -186,6 +186,11 @@ def test_the_two_run_view_shows_a_planted_regression(
     expect(regressions).to_contain_text("1.000 → 0.000")
     assert page.locator("table.changes.regressions tbody tr").count() == 1
     expect(page.locator("table.keys tr[data-key='reward.score']")).to_contain_text("0.833 → 0.583")
+    # One regression of four tasks is not beyond chance: the page says so, and what would resolve it.
+    expect(page.locator(".key[data-key='reward.score'] p.resolution")).to_have_text(
+        "Not resolved: the 95% interval [-1.0456, +0.5456] holds 0. About 28 more paired tasks (32 in all) "
+        "would resolve a difference of this size (0.2500) at 80% power."
+    )
     page.screenshot(path=shots / "compare.png", full_page=True)
     with urllib.request.urlopen(
         urllib.request.Request(

@@ -9,9 +9,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from events.models import InputEvent
-from tests.builders import closed, dead, score, started, task_spec, trial
+from projections.compare import KeyComparison, compare
+from tests.builders import closed, dead, score, scored_run, started, summary_of, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
-from worker.dashboard.compare_page import compare_page
+from tests.projections.examples import BASELINE, CANDIDATE
+from worker.dashboard.compare_page import compare_page, resolution
 from worker.dashboard.markup import Html, href, html, text
 from worker.dashboard.pages import dom_id, run_fragments, run_page, runs_page
 from worker.dashboard.views import RunRecords, compare_view, run_row, run_view
@@ -136,3 +138,37 @@ def test_a_progress_event_resends_only_the_progress_sections() -> None:
     moved_on = run_view(replace(RunRecords("r", progress=progress[-1], summary=summaries[-1]), progress_at=6.0))
     # The summary's figures stand: a later progress event changes only the head.
     assert {f.id for f in run_fragments(summarized, moved_on, 7.0)} == {"run-head"}
+
+
+def test_the_two_run_view_says_whether_the_difference_is_resolved() -> None:
+    def key_of(baseline: dict[str, list[object]], candidate: dict[str, list[object]]) -> KeyComparison:
+        (key,) = compare(
+            summary_of(scored_run("base", baseline), "base"), summary_of(scored_run("cand", candidate), "cand")
+        ).keys
+        return key
+
+    # The example of tests/projections/test_compare.py: t interval [-0.8514, +0.5181]; sd sqrt(5/27), size 1/6.
+    assert resolution(key_of(BASELINE, CANDIDATE)) == (
+        "Not resolved: the 95% interval [-0.8514, +0.5181] holds 0. About 49 more paired tasks (53 in all) "
+        "would resolve a difference of this size (0.1667) at 80% power."
+    )
+    worse = key_of({"a": [1, 1], "b": [1, 1], "c": [1, 0]}, {"a": [1, 0], "b": [0, 1], "c": [0, 0]})
+    assert resolution(worse) == (
+        "Resolved: the 95% interval [-0.5000, -0.5000] excludes 0, "
+        "so the candidate did worse on this key beyond chance."
+    )
+    better = key_of({"a": [1, 0], "b": [0, 1], "c": [0, 0]}, {"a": [1, 1], "b": [1, 1], "c": [1, 0]})
+    assert resolution(better).startswith(
+        "Resolved: the 95% interval [+0.5000, +0.5000] excludes 0, so the candidate did better"
+    )
+    same = key_of({"a": [1], "b": [0]}, {"a": [1], "b": [0]})
+    assert (
+        resolution(same)
+        == "Not resolved: the 95% interval [+0.0000, +0.0000] holds 0, and the two runs do not differ on these tasks."
+    )
+    assert resolution(key_of({"a": [1]}, {"a": [0]})) == "Not resolved: 1 paired task, too few for an interval."
+    base, cand = (
+        latest(scored_run(run_id, attempts)) for run_id, attempts in (("base", BASELINE), ("cand", CANDIDATE))
+    )
+    page = compare_page(compare_view("base", base, "cand", cand), now=2_000.0, version=1, footer=html(""))
+    assert html("{}", resolution(key_of(BASELINE, CANDIDATE))) in page

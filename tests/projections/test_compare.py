@@ -10,9 +10,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from events.models import InputEvent
+from events.nonfinite import read_float
 from events.outputs import RunSummary
 from projections.compare import (
-    CRITICAL_VALUE,
     NotComparable,
     PassAt,
     TaskDelta,
@@ -33,7 +33,7 @@ def summaries(
 
 
 def figure(summary: RunSummary, name: str) -> float | None:
-    return next(score.mean for score in summary.summary.scores if score.name == name)
+    return next(read_float(score.mean) for score in summary.summary.scores if score.name == name)
 
 
 def test_the_hand_computed_example() -> None:
@@ -54,10 +54,15 @@ def test_the_hand_computed_example() -> None:
     # d = (-1/3, -2/3, 1/3, 0): mean -1/6; deviations -1/6, -1/2, 1/2, 1/6 square to 5/9 in all,
     # so the sample variance is 5/27 and the standard error sqrt(5/27) / sqrt(4) = sqrt(5/108).
     assert key.mean_difference == pytest.approx(-1 / 6, abs=1e-15)
+    assert key.sample_std_dev == pytest.approx(math.sqrt(5 / 27), abs=1e-15)
     assert key.standard_error == pytest.approx(math.sqrt(5 / 108), abs=1e-15)
-    assert CRITICAL_VALUE == 1.96
-    assert key.interval == pytest.approx((-1 / 6 - 1.96 * math.sqrt(5 / 108), -1 / 6 + 1.96 * math.sqrt(5 / 108)))
-    assert key.interval == pytest.approx((-0.588392, 0.255058), abs=1e-6)
+    # Student's t with 4 - 1 = 3 degrees of freedom (SEMANTICS.md section 8's t975.json), not 1.96:
+    # -1/6 -+ 3.1824463052837078 x 0.2151657414559676.
+    assert key.critical_value == 3.1824463052837078
+    assert key.interval == pytest.approx(
+        (-1 / 6 - 3.1824463052837078 * math.sqrt(5 / 108), -1 / 6 + 3.1824463052837078 * math.sqrt(5 / 108))
+    )
+    assert key.interval == pytest.approx((-0.851420, 0.518087), abs=1e-6)
     assert key.regressions == (VerdictChange("a", "solved", "flaky"), VerdictChange("b", "flaky", "failed"))
     assert key.fixes == (VerdictChange("c", "failed", "flaky"),)
     assert key.only_baseline == ("e",)
@@ -85,6 +90,7 @@ def test_a_drop_beyond_chance_fails_and_a_threshold_tolerates_it() -> None:
     (key,) = comparison.keys
     assert [task.difference for task in key.tasks] == [-0.5, -0.5, -0.5]
     assert key.standard_error == 0.0
+    assert key.critical_value == 4.302652729749462  # t with 2 degrees of freedom
     assert key.interval == (-0.5, -0.5)
     (failure,) = gate_failures(comparison)
     assert str(failure) == "reward.score: mean difference -0.5000, 95% interval [-0.5000, -0.5000] lies below 0"
@@ -97,7 +103,7 @@ def test_below_two_paired_tasks_there_is_no_interval_and_only_regressions_can_fa
     comparison = compare(baseline, candidate)
     (key,) = comparison.keys
     assert key.mean_difference == -1.0
-    assert (key.standard_error, key.interval) == (None, None)
+    assert (key.sample_std_dev, key.standard_error, key.critical_value, key.interval) == (None, None, None, None)
     assert gate_failures(comparison) == []
     assert len(gate_failures(comparison, max_regressions=0)) == 1
     none_shared = compare(*summaries({"a": [1]}, {"b": [1]}))

@@ -82,3 +82,23 @@ def test_gate_reads_the_latest_summaries_from_the_topic(worker: WorkerProcess, t
     missing = evalstream(settings.with_overrides(summaries_topic="no-such-topic"), "gate", "gate-base", "gate-cand")
     assert missing.returncode == 1
     assert b"no topic 'no-such-topic' at " in missing.stderr
+
+
+def test_retry_reads_the_summary_and_attempts_per_task_from_the_topics(worker: WorkerProcess, tmp_path: Path) -> None:
+    settings = worker.settings
+    events = scored_run("retry-run", {"a": [1, 1], "b": [None, 1], "c": []})
+    events[0] = events[0].model_copy(update={"attempts_per_task": 2})
+    log = tmp_path / "retry.jsonl"
+    log.write_bytes(b"".join(encode(event) + b"\n" for event in events))
+    assert evalstream(settings, "publish", str(log)).returncode == 0
+    deadline = time.monotonic() + 60
+    while (listed := evalstream(settings, "retry", "retry-run")).returncode == 1:
+        assert b"no summary of run 'retry-run'" in listed.stderr  # until the worker has summarized it
+        assert time.monotonic() < deadline, listed.stderr
+        time.sleep(0.5)
+    assert listed.returncode == 0, listed.stderr
+    assert [(line["task_id"], line["lacks"]) for line in map(orjson.loads, listed.stdout.splitlines())] == [
+        ("b", 1),
+        ("c", 2),
+    ]
+    assert b"(attempts_per_task 2, from its run.progress in topic " in listed.stderr

@@ -52,7 +52,9 @@ def test_a_gate_that_passes_prints_the_table_and_exits_0(summaries: Path) -> Non
     assert "candidate cand (rev 1) vs baseline base (rev 1)" in table
     assert "reward.score" in table
     assert "0.722 -> 0.667" in table  # pass@1 of each run, as its summary has it
-    assert "[-0.5884, +0.2551]" in table
+    assert "[-0.8514, +0.5181]" in table  # Student's t with 3 degrees of freedom
+    assert "+49 of 53" in table
+    assert "note: reward.score: 53 paired tasks would resolve a difference of 0.1667 at 80% power" in table
     assert "solved -> flaky" in table
     assert "flaky -> failed" in table
     assert "failed -> flaky" in table
@@ -69,8 +71,12 @@ def test_too_many_regressions_fail_with_exit_3(summaries: Path) -> None:
 
 def test_a_significant_drop_fails_unless_tolerated(summaries: Path) -> None:
     assert evalstream("gate", "worse", "much-worse", "--from-file", str(summaries)).returncode == 3
-    tolerated = evalstream("gate", "worse", "much-worse", "--from-file", str(summaries), "--threshold", "0.5")
+    tolerated = evalstream("gate", "worse", "much-worse", "--from-file", str(summaries), "--threshold", "0.5", "--json")
     assert tolerated.returncode == 0, tolerated.stdout
+    # Power for a drop of the threshold's size: sd 0 (every difference -0.5), so two tasks would do.
+    assert orjson.loads(tolerated.stdout)["power"] == {
+        "reward.score": {"effect": 0.5, "tasks_needed": 2, "more_tasks": 0}
+    }
 
 
 def test_the_latest_revision_of_each_run_is_gated(summaries: Path) -> None:
@@ -86,16 +92,17 @@ def test_json_for_machines(summaries: Path) -> None:
     done = evalstream("gate", "base", "cand", "--from-file", "-", "--json", stdin=summaries.read_bytes())
     assert done.returncode == 0, done.stderr
     report = orjson.loads(done.stdout)
-    assert set(report) == {"passed", "failures", "notes", "threshold", "max_regressions", "comparison"}
+    assert set(report) == {"passed", "failures", "notes", "threshold", "max_regressions", "power", "comparison"}
     assert (report["passed"], report["failures"], report["threshold"]) == (True, [], 0.0)
     comparison = report["comparison"]
-    assert comparison["critical_value"] == 1.96
+    assert report["power"] == {"reward.score": {"effect": pytest.approx(1 / 6), "tasks_needed": 53, "more_tasks": 49}}
     assert (comparison["only_baseline_tasks"], comparison["only_candidate_tasks"]) == (["e"], ["f"])
     (key,) = comparison["keys"]
     assert key["key"] == "reward.score"
     assert [task["task_id"] for task in key["tasks"]] == ["a", "b", "c", "d"]
     assert key["mean_difference"] == pytest.approx(-1 / 6)
-    assert key["interval"] == pytest.approx([-0.588392, 0.255058], abs=1e-6)
+    assert key["critical_value"] == 3.1824463052837078
+    assert key["interval"] == pytest.approx([-0.851420, 0.518087], abs=1e-6)
     assert key["regressions"] == [
         {"task_id": "a", "baseline": "solved", "candidate": "flaky"},
         {"task_id": "b", "baseline": "flaky", "candidate": "failed"},
@@ -118,6 +125,10 @@ def test_json_for_machines(summaries: Path) -> None:
         (["base", "cand", "--threshold", "-0.1"], "--threshold is the drop tolerated, >= 0"),
         (["base", "cand", "--max-regressions", "-1"], "--max-regressions is a count"),
         (["base", "other"], "have no task measured in both on reward.score; nothing to gate on"),
+        (
+            ["base", "cand", "--timeout", "5"],
+            "--timeout bounds the wait of --live; without --live the gate does not wait",
+        ),
     ],
 )
 def test_bad_input_is_named_and_exits_2(summaries: Path, args: list[str], message: str) -> None:

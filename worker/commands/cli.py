@@ -188,7 +188,28 @@ def _gate(args: argparse.Namespace) -> int:
     from worker.commands.gate import Options, run
 
     options = Options(keys=args.key, threshold=args.threshold, max_regressions=args.max_regressions, as_json=args.json)
+    if args.live:
+        from worker.commands.gate_live import run_live
+
+        return run_live(
+            args.baseline,
+            args.candidate,
+            from_file=args.from_file,
+            settings=_settings(args),
+            options=options,
+            timeout=args.timeout,
+        )
+    if args.timeout is not None:
+        raise CommandError("--timeout bounds the wait of --live; without --live the gate does not wait")
     return run(args.baseline, args.candidate, from_file=args.from_file, settings=_settings(args), options=options)
+
+
+def _retry(args: argparse.Namespace) -> int:
+    from worker.commands.retry import run
+
+    return run(
+        args.run_id, from_file=args.from_file, attempts_per_task=args.attempts_per_task, settings=_settings(args)
+    )
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -368,7 +389,10 @@ def _gate_parser(commands: Commands) -> None:
         f"{command.description}\nPer pass@k key, on the tasks both runs have: per-task pass rates, their paired\n"
         "difference with a 95% interval (tasks as the unit), pass@1 and pass@k of both, verdicts that changed.\n\n"
         "exit codes: 0 passed; 1 no broker, no summaries topic, or no summary of a run in it yet;\n"
-        "2 bad usage or input; 3 the gate failed"
+        "2 bad usage or input; 3 the gate failed\n\n"
+        "--live: fold the candidate from the events topic as it runs and decide as soon as an anytime-valid\n"
+        "95% confidence sequence of the paired difference lies wholly below -THRESHOLD (exit 3) or above it\n"
+        "(exit 0), or the candidate closes (exit 0): evalstream gate --live run-main run-pr-42"
     )
     command.add_argument("baseline", help="run id of the baseline (e.g. the main branch's run)")
     command.add_argument("candidate", help="run id of the candidate (the change under test)")
@@ -388,6 +412,35 @@ def _gate_parser(commands: Commands) -> None:
         "--max-regressions", type=int, metavar="N", help="fail when a key has more than N tasks that got worse"
     )
     command.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
+    command.add_argument(
+        "--live", action="store_true", help="decide while the candidate runs, from the events topic (see above)"
+    )
+    command.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="with --live: give up (exit 1) if nothing is decided by then"
+    )
+    _connection_flags(command)
+
+
+def _retry_parser(commands: Commands) -> None:
+    command = _command(
+        commands,
+        "retry",
+        "list, as JSON lines, the tasks of a run whose attempts are dead or missing, and how many each lacks",
+        "evalstream retry run-7 --attempts-per-task 5",
+        _retry,
+    )
+    command.description = (
+        f"{command.description}\nOne line per task: {{run_id, task_id, lacks, attempts_per_task, dead_trials, keys}};\n"
+        "a harness runs `lacks` more trials of the task. attempts_per_task: --attempts-per-task, else the run's\n"
+        "latest run.progress (expected trials / declared tasks), else exit 2."
+    )
+    command.add_argument("run_id", help="the run whose tasks to list")
+    command.add_argument(
+        "--from-file", metavar="PATH", help="read summaries JSONL (as `evalstream replay` prints; - for stdin)"
+    )
+    command.add_argument(
+        "--attempts-per-task", type=int, metavar="N", help="the attempts each task should have (default: the run's)"
+    )
     _connection_flags(command)
 
 
@@ -500,6 +553,7 @@ def parser() -> argparse.ArgumentParser:
     _follow_parser(commands)
     _client_parsers(commands)
     _gate_parser(commands)
+    _retry_parser(commands)
     schema_cmd = _command(
         commands, "schema", "write a JSON Schema per event type into DIR", "evalstream schema schemas/", _schema
     )

@@ -9,7 +9,7 @@ from typing import Any, BinaryIO, TextIO
 from aiokafka import AIOKafkaProducer
 
 from events.clients.kafka import TopicMissing, running
-from events.clients.subscriber import AsyncSummarySubscriber
+from events.clients.subscriber import AsyncProgressSubscriber, AsyncSummarySubscriber
 from events.codec import MAX_EVENT_BYTES
 from worker.commands.replay import Replayer, ReplayStats, route_key, write
 from worker.settings import Settings
@@ -58,6 +58,14 @@ def summary_subscriber(settings: Settings, **filters: Any) -> AsyncSummarySubscr
     options = settings.client_options()
     return AsyncSummarySubscriber(
         bootstrap=options.pop("bootstrap_servers"), topic=settings.summaries_topic, **filters, **options
+    )
+
+
+def progress_subscriber(settings: Settings, **filters: Any) -> AsyncProgressSubscriber:
+    """A typed subscriber to these settings' progress topic; `filters` as it takes them."""
+    options = settings.client_options()
+    return AsyncProgressSubscriber(
+        bootstrap=options.pop("bootstrap_servers"), topic=settings.progress_topic, **filters, **options
     )
 
 

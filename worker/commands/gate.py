@@ -14,6 +14,12 @@ job can tell "the candidate is worse" from "the gate could not run":
   `--key` the runs do not share, no pass@k key or no measured task in common (nothing to gate on);
 - 3: the gate failed: some compared key's 95% interval lies wholly below -threshold, or has
   more regressions than `--max-regressions`.
+
+Beside each key's interval, its power figure (`projections.power`): how many paired tasks
+would resolve a difference of `--threshold` (when above 0), else of the observed difference's
+size, at 80% power, and how many more than those compared that is.
+
+`--live` (`worker.commands.gate_live`) decides while the candidate runs instead.
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ from rich.table import Table
 
 from events.clients.kafka import TopicMissing
 from events.codec import decode_output, output_problem
-from events.latest import Latest, revision
-from events.outputs import RunSummary
+from events.latest import Latest, revision, seq
+from events.outputs import RunProgress, RunSummary
 from projections.compare import (
     Comparison,
     GateFailure,
@@ -43,6 +49,7 @@ from projections.compare import (
     compare,
     gate_failures,
 )
+from projections.power import Power, power
 from worker.commands.clients import summary_subscriber
 from worker.commands.replay import route_key
 from worker.failure import ENVIRONMENT, USAGE, CommandError, opened
@@ -60,6 +67,12 @@ class Options:
     max_regressions: int | None = None
     as_json: bool = False
 
+    @property
+    def effect(self) -> float | None:
+        """The size of difference power is figured for: the threshold when above 0, else None
+        (the observed size)."""
+        return self.threshold if self.threshold > 0 else None
+
     def check(self) -> None:
         if not self.threshold >= 0:  # NaN too: it would never fail
             raise CommandError(f"--threshold is the drop tolerated, >= 0; got {self.threshold:g}")
@@ -70,9 +83,19 @@ class Options:
 def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> dict[str, RunSummary]:
     """The highest revision of each of `run_ids` among the summaries in `stream`; lines of
     other runs are skipped unread, `run.progress` lines too."""
+    return outputs_from_file(stream, name, run_ids)[0]
+
+
+def outputs_from_file(
+    stream: BinaryIO, name: str, run_ids: Sequence[str]
+) -> tuple[dict[str, RunSummary], dict[str, RunProgress]]:
+    """The highest revision of each of `run_ids` among the summaries in `stream` (each must
+    have one), and the latest progress of those that have one; lines of other runs are
+    skipped unread."""
     wanted = {run_id.encode() for run_id in run_ids}
     others: set[str] = set()
     latest: Latest[RunSummary] = Latest(revision)
+    progress: Latest[RunProgress] = Latest(seq)
     for number, line in enumerate(stream, 1):
         if not line.strip():
             continue
@@ -89,8 +112,10 @@ def summaries_from_file(stream: BinaryIO, name: str, run_ids: Sequence[str]) -> 
             ) from None
         if isinstance(record, RunSummary):
             latest.offer(record)
+        else:
+            progress.offer(record)
     _all_found(latest, run_ids, f"{name} (runs it names: {_some(others - {''})})", USAGE)
-    return dict(latest)
+    return dict(latest), dict(progress)
 
 
 async def summaries_from_topic(settings: Settings, run_ids: Sequence[str]) -> dict[str, RunSummary]:
@@ -157,11 +182,12 @@ def judge(baseline: RunSummary, candidate: RunSummary, options: Options, out: Te
             "notes": remarks,
             "threshold": options.threshold,
             "max_regressions": options.max_regressions,
+            "power": {key.key: power(key, options.effect) for key in comparison.keys},
             "comparison": comparison,
         }
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        render(comparison, failures, remarks, out)
+        render(comparison, failures, remarks + power_notes(comparison, options.effect), out, options.effect)
     return FAILED if failures else PASSED
 
 
@@ -188,19 +214,35 @@ def notes(comparison: Comparison) -> list[str]:
     return said
 
 
+def power_notes(comparison: Comparison, effect: float | None) -> list[str]:
+    """Each key's power figure in a sentence."""
+    said = []
+    for key in comparison.keys:
+        figures = power(key, effect)
+        if figures is not None:
+            said.append(
+                f"{key.key}: {figures.tasks_needed} paired tasks would resolve a difference of {figures.effect:.4f} "
+                f"at 80% power ({figures.more_tasks} more than the {len(key.tasks)} compared)"
+            )
+    return said
+
+
 def _count(items: Sequence[object], noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
-def render(comparison: Comparison, failures: list[GateFailure], remarks: list[str], out: TextIO) -> None:
-    console = Console(file=out, width=None if out.isatty() else 120, highlight=False)
+def render(
+    comparison: Comparison, failures: list[GateFailure], remarks: list[str], out: TextIO, effect: float | None
+) -> None:
+    console = Console(file=out, width=None if out.isatty() else 140, highlight=False)
     table = Table(
         title=escape(
             f"candidate {comparison.candidate} (rev {comparison.candidate_revision}) "
             f"vs baseline {comparison.baseline} (rev {comparison.baseline_revision})"
         )
     )
-    for column in ("key", "tasks", "pass@1", "pass@k", "mean diff", "95% interval", "regr.", "fixes", "gate"):
+    columns = ("key", "tasks", "pass@1", "pass@k", "mean diff", "95% interval", "80% power", "regr.", "fixes", "gate")
+    for column in columns:
         table.add_column(column, justify="left" if column in {"key", "pass@k"} else "right", no_wrap=True)
     failed = {failure.key for failure in failures}
     for key in comparison.keys:
@@ -211,6 +253,7 @@ def render(comparison: Comparison, failures: list[GateFailure], remarks: list[st
             _pass_at(key, None),
             "" if key.mean_difference is None else f"{key.mean_difference:+.4f}",
             "" if key.interval is None else escape(f"[{key.interval[0]:+.4f}, {key.interval[1]:+.4f}]"),
+            _power(power(key, effect)),
             str(len(key.regressions)),
             str(len(key.fixes)),
             "FAIL" if key.key in failed else "ok",
@@ -225,6 +268,11 @@ def render(comparison: Comparison, failures: list[GateFailure], remarks: list[st
         console.print(escape("gate FAILED: " + "; ".join(map(str, failures))))
     else:
         console.print("gate passed")
+
+
+def _power(figures: Power | None) -> str:
+    """`+M of N` (M more paired tasks, N in all, would resolve the difference at 80% power)."""
+    return "" if figures is None else f"+{figures.more_tasks} of {figures.tasks_needed}"
 
 
 def _pass_at(key: KeyComparison, k: int | None) -> str:
@@ -278,13 +326,17 @@ def run(
 ) -> int:
     """The command: load both summaries, judge, and return the exit code (CommandError raised)."""
     options.check()  # before any reading: a typo in a flag is said at once
-    if from_file is None:
-        found = asyncio.run(summaries_from_topic(settings, [baseline, candidate]))
-    else:
-        name = "stdin" if from_file == "-" else from_file
-        with opened(from_file, "a summaries JSONL file (what `evalstream replay` prints)") as stream:
-            try:
-                found = summaries_from_file(stream, name, [baseline, candidate])
-            except OSError as error:
-                raise CommandError(f"reading {name} failed: {error}") from None
+    found = load_summaries([baseline, candidate], from_file=from_file, settings=settings)
     return judge(found[baseline], found[candidate], options, out)
+
+
+def load_summaries(run_ids: Sequence[str], *, from_file: str | None, settings: Settings) -> dict[str, RunSummary]:
+    """Each of `run_ids`' latest summary, from the summaries topic or `from_file` (- for stdin)."""
+    if from_file is None:
+        return asyncio.run(summaries_from_topic(settings, run_ids))
+    name = "stdin" if from_file == "-" else from_file
+    with opened(from_file, "a summaries JSONL file (what `evalstream replay` prints)") as stream:
+        try:
+            return summaries_from_file(stream, name, run_ids)
+        except OSError as error:
+            raise CommandError(f"reading {name} failed: {error}") from None

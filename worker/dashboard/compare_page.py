@@ -2,8 +2,10 @@
 
 The body shows `projections.compare`'s record as it is: per pass@k key, pass@k of both runs
 (as their summaries state them, each over its own tasks), the paired mean difference of the
-per-task pass rates with its 95% interval, the verdicts that got worse (regressions) or better
-(fixes), and the tasks and keys only one of the runs has.
+per-task pass rates with its 95% interval (Student's t over the paired tasks), whether that
+difference is resolved (the interval excludes 0) in words, and how many more paired tasks would
+resolve a difference of the observed size at 80% power (`projections.power`), the verdicts that
+got worse (regressions) or better (fixes), and the tasks and keys only one of the runs has.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from projections.compare import Comparison, KeyComparison, PassAt, VerdictChange
+from projections.power import power
 from worker.dashboard.charts import Point, Series, passk_chart
 from worker.dashboard.formats import figure
 from worker.dashboard.markup import Html, href, html, join
@@ -116,6 +119,32 @@ def key_table(comparison: Comparison) -> Html:
     )
 
 
+def resolution(key: KeyComparison) -> str:
+    """Whether the paired difference is resolved (its interval excludes 0), and how many more
+    paired tasks would resolve one of the observed size at 80% power, in words."""
+    if key.interval is None or key.mean_difference is None:
+        return (
+            f"Not resolved: {len(key.tasks)} paired task{'' if len(key.tasks) == 1 else 's'}, too few for an interval."
+        )
+    low, high = key.interval
+    shown = f"the 95% interval [{low:+.4f}, {high:+.4f}]"
+    if high < 0.0 or low > 0.0:
+        side = "worse" if high < 0.0 else "better"
+        return f"Resolved: {shown} excludes 0, so the candidate did {side} on this key beyond chance."
+    figures = power(key)
+    if figures is None:
+        return f"Not resolved: {shown} holds 0, and the two runs do not differ on these tasks."
+    more = (
+        f"About {figures.more_tasks} more paired tasks ({figures.tasks_needed} in all)"
+        if figures.more_tasks
+        else f"{figures.tasks_needed} paired tasks, no more than compared here,"
+    )
+    return (
+        f"Not resolved: {shown} holds 0. {more} would resolve a difference of this size "
+        f"({figures.effect:.4f}) at 80% power."
+    )
+
+
 def _mean(figures: Sequence[PassAt], k: int) -> str:
     return figure(next((each.mean for each in figures if each.k == k), None))
 
@@ -141,11 +170,12 @@ def key_section(key: KeyComparison) -> Html:
         for task in key.unmeasured[:SHOWN_TASKS]
     )
     return html(
-        '<div class="key" data-key="{}"><h3>{}</h3><div class="pair">{}'
+        '<div class="key" data-key="{}"><h3>{}</h3><p class="resolution">{}</p><div class="pair">{}'
         '<table class="figures"><thead><tr><th></th><th>baseline</th><th>candidate</th></tr></thead>'
         "<tbody>{}</tbody></table></div>{}{}{}{}{}</div>",
         key.key,
         key.key,
+        resolution(key),
         passk_chart(series, f"pass@k of {key.key}, baseline and candidate"),
         passk,
         _changes("regression", "regressions", "got worse", key.regressions, key),

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from events.nonfinite import NONFINITE_STRINGS
+from events.nonfinite import NONFINITE_STRINGS, read_float
 from events.outputs import Attempt, PassAtK, RunProgress, RunSummary
 from projections.compare import Comparison, PassAt, compare
 from projections.passk import passes
@@ -200,7 +200,7 @@ def summary_figures(summary: RunSummary) -> tuple[KeyFigures, ...]:
     for score in summary.summary.scores:
         key, marker, k = score.name.rpartition(".pass@")
         if marker and k.isdigit():
-            pass_at.setdefault(key, []).append(PassAt(int(k), score.mean, score.count, score.nan_count))
+            pass_at.setdefault(key, []).append(PassAt(int(k), read_float(score.mean), score.count, score.nan_count))
     counted: dict[str, Counter[str]] = {}
     for by_key in summary.verdicts.values():
         for key, verdict in by_key.items():

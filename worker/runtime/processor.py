@@ -34,7 +34,7 @@ from typing import NamedTuple, Protocol
 from events.codec import encode_payload
 from projections.progress import progress
 from projections.run import Outcome, RunState
-from projections.step import step
+from projections.step import Rejected, step
 from projections.storage import (
     NewerStore,
     checkpoint_from_bytes,
@@ -219,14 +219,13 @@ class Processor:
             source = Source(self.topic, partition, offset)
             try:
                 stepped = step(value, lookup, position=offset, keyed=True, key=key)
-            except Exception as error:  # a bug must not stop the run: dead-letter the message, go on
+            except Exception as error:  # outside the step's rollback (restoring the run failed): nothing applied
                 if self.refused is not None:
                     raise  # not the event's fault: a newer version stored its run; the worker stops
-                out.append(self._internal_error(key, value, error, source))
+                out.append(self._dead_letter(key, value, Rejected("internal-error", repr(error)), source, error))
                 continue
             if stepped.rejected is not None:
-                counts.dead_letter(stepped.rejected.code)
-                out.append(dead_letter(key, value, stepped.rejected.code, stepped.rejected.detail, source))
+                out.append(self._dead_letter(key, value, stepped.rejected, source, stepped.failure))
                 continue
             if not stepped.applied or stepped.run is None:
                 if stepped.outcome is Outcome.REDELIVERY:
@@ -297,10 +296,15 @@ class Processor:
             entry.unwritten -= 1
         self.cache.evict()
 
-    def _internal_error(self, key: bytes | None, value: bytes, error: Exception, source: Source) -> Publish:
-        log.exception("internal error on %s", source)
-        self.counts.dead_letter("internal-error")
-        return dead_letter(key, value, "internal-error", repr(error), source)
+    def _dead_letter(
+        self, key: bytes | None, value: bytes, rejected: Rejected, source: Source, failure: Exception | None
+    ) -> Publish:
+        """A message not applied: counted, and its dead letter; a failure (a bug) is logged
+        with its traceback."""
+        if failure is not None:
+            log.error("internal error on %s: %s", source, rejected.detail, exc_info=failure)
+        self.counts.dead_letter(rejected.code)
+        return dead_letter(key, value, rejected.code, rejected.detail, source)
 
     def _window(self) -> float:
         return self.progress_interval * max(1.0, self._pending_tasks / PROGRESS_TASKS)

@@ -1,0 +1,57 @@
+"""The retry list (projections.retry): what each task lacks against attempts_per_task."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from projections.retry import KeyShortfall, Retry, retries
+from tests.builders import broken, closed, dead, score, scored_run, started, summary_of, task_spec
+
+
+def test_dead_and_missing_attempts_are_listed_with_what_each_task_lacks() -> None:
+    events = scored_run("r", {"a": [1, 1, 1], "b": [1, None, 0], "c": [1], "d": [], "e": [None, 0, 1, 1, None, 1]})
+    events.insert(-1, broken("c", "c-9", "reward", run_id="r"))  # a metric failure: no attempt
+    assert retries(summary_of(events, "r"), 3) == [
+        Retry("b", 1, ("b-1",), {"reward.score": KeyShortfall(measured=2, dead=1, lacks=1)}),
+        Retry("c", 2, (), {"reward.score": KeyShortfall(1, 0, 2)}),
+        Retry("d", 3, (), {"reward.score": KeyShortfall(0, 0, 3)}),
+        # e has two dead attempts but four measured ones: nothing to run again.
+    ]
+    assert retries(summary_of(events, "r"), 1) == [Retry("d", 1, (), {"reward.score": KeyShortfall(0, 0, 1)})]
+    with pytest.raises(ValueError, match="attempts_per_task is at least 1, got 0"):
+        retries(summary_of(events, "r"), 0)
+
+
+def test_a_task_lacks_what_its_most_lacking_key_lacks() -> None:
+    spec = task_spec("t", {"reward.score": "continuous", "judge.pass": "boolean", "steps.count": "discrete"})
+    events = [
+        started("r", [spec]),
+        score("t", "t-0", "reward", {"score": 1}, run_id="r"),
+        score("t", "t-0", "judge", {"pass": True}, run_id="r"),
+        score("t", "t-1", "reward", {"score": 0}, run_id="r"),
+        dead("t", "t-1", "judge", run_id="r"),
+        closed("r"),
+    ]
+    (retry,) = retries(summary_of(events, "r"), 2)
+    assert retry == Retry(  # steps.count is no pass@k key: not counted
+        "t", 1, ("t-1",), {"judge.pass": KeyShortfall(1, 1, 1), "reward.score": KeyShortfall(2, 0, 0)}
+    )
+
+
+attempt_lists = st.dictionaries(
+    st.sampled_from([f"t{i}" for i in range(6)]),
+    st.lists(st.sampled_from([0, 1, 0.5, None, "NaN"]), max_size=6),
+    min_size=1,
+)
+
+
+@given(attempt_lists, st.integers(1, 6))
+def test_running_what_is_listed_completes_every_task(attempts: dict[str, list[object]], per_task: int) -> None:
+    summary = summary_of(scored_run("r", attempts), "r")
+    listed = {retry.task_id: retry.lacks for retry in retries(summary, per_task)}
+    topped_up = {task: [*values, *[1] * listed.get(task, 0)] for task, values in attempts.items()}
+    assert retries(summary_of(scored_run("r", topped_up), "r"), per_task) == []
+    for task, values in attempts.items():
+        assert listed.get(task, 0) == max(0, per_task - sum(value is not None for value in values))

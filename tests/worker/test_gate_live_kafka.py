@@ -1,0 +1,133 @@
+"""`evalstream gate --live` against a real broker and worker: its exit codes, as CI sees them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events.codec import encode
+from events.models import InputEvent
+from tests.builders import scored_run
+from worker.local.processes import WorkerProcess, topic_flags
+from worker.settings import Settings
+
+pytestmark = pytest.mark.kafka
+
+
+def command(settings: Settings, *args: str) -> list[str]:
+    return [sys.executable, "-m", "worker.commands.cli", *args, *topic_flags(settings)]
+
+
+def evalstream(settings: Settings, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(command(settings, *args), capture_output=True, check=False, timeout=120)
+
+
+def run_of(run_id: str, values: Sequence[int], tasks: int, *, close: bool = True) -> list[InputEvent]:
+    """`tasks` tasks with the attempts `values` each, declaring attempts_per_task; closed or not."""
+    events = scored_run(run_id, {f"t{i}": list(values) for i in range(tasks)})
+    events[0] = events[0].model_copy(update={"attempts_per_task": len(values)})
+    return events if close else events[:-1]
+
+
+def publish(settings: Settings, folder: Path, name: str, events: list[InputEvent]) -> None:
+    log = folder / f"{name}.jsonl"
+    log.write_bytes(b"".join(encode(event) + b"\n" for event in events))
+    published = evalstream(settings, "publish", str(log))
+    assert published.returncode == 0, published.stderr
+
+
+@pytest.fixture(scope="module")
+def baseline(worker: WorkerProcess, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A closed baseline of 100 tasks passing 2 of 2, once the worker has its summary."""
+    settings = worker.settings
+    publish(settings, tmp_path_factory.mktemp("live"), "base", run_of("live-base", [1, 1], 100))
+    deadline = time.monotonic() + 60
+    while not evalstream(settings, "summaries", "--run", "live-base").stdout:
+        assert time.monotonic() < deadline, "the worker published no summary of the baseline"
+        time.sleep(0.5)
+    return "live-base"
+
+
+def test_a_regression_is_established_while_the_candidate_runs(
+    worker: WorkerProcess, baseline: str, tmp_path: Path
+) -> None:
+    settings = worker.settings
+    gate = subprocess.Popen(
+        command(settings, "gate", "--live", baseline, "live-worse", "--timeout", "90"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        publish(settings, tmp_path, "worse", run_of("live-worse", [0, 0], 100, close=False))  # never closes
+        out, err = gate.communicate(timeout=120)
+    finally:
+        gate.kill()
+    assert gate.returncode == 3, err
+    last = out.decode().splitlines()[-1]
+    assert last.startswith("gate FAILED: regression beyond 0 established on reward.score at ")
+    assert "candidate trials" in last
+    assert "paired tasks, 95% CS [" in last
+    paired = int(last.split("reward.score: ")[1].split(" paired")[0])
+    assert 2 <= paired < 100  # decided before the candidate's last task
+
+
+def test_a_regression_ruled_out_passes_before_the_close(worker: WorkerProcess, baseline: str, tmp_path: Path) -> None:
+    settings = worker.settings
+    publish(settings, tmp_path, "same", run_of("live-same", [1, 1], 100, close=False))
+    done = evalstream(settings, "gate", "--live", baseline, "live-same", "--threshold", "0.5", "--json")
+    assert done.returncode == 0, done.stderr
+    decision = orjson.loads(done.stdout.splitlines()[-1])
+    assert (decision["type"], decision["decision"], decision["closed"]) == ("decision", "no regression", False)
+    assert decision["reason"] == "regression beyond -0.5 ruled out"
+    (key,) = decision["keys"]
+    assert key["interval"][0] > -0.5
+    assert key["paired"] < 100
+
+
+def test_a_close_without_a_regression_passes(worker: WorkerProcess, baseline: str, tmp_path: Path) -> None:
+    settings = worker.settings
+    publish(settings, tmp_path, "few", run_of("live-few", [1, 0], 4))
+    done = evalstream(settings, "gate", "--live", baseline, "live-few")
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.decode().splitlines()[-1]
+    assert last.startswith("gate passed: candidate closed (completed) without a regression beyond 0 established at ")
+    assert "after 8 of 8 candidate trials (100%): reward.score: 4 paired tasks" in last
+    # The baseline from a file instead of the summaries topic: the same decision.
+    base_log = tmp_path / "base.jsonl"
+    base_log.write_bytes(b"".join(encode(event) + b"\n" for event in run_of("live-base", [1, 1], 100)))
+    summaries = tmp_path / "summaries.jsonl"
+    replayed = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "replay", str(base_log)], capture_output=True, check=True
+    )
+    summaries.write_bytes(replayed.stdout)
+    from_file = evalstream(settings, "gate", "--live", baseline, "live-few", "--from-file", str(summaries))
+    assert from_file.returncode == 0, from_file.stderr
+    assert from_file.stdout.decode().splitlines()[-1].split(" at ")[0] == last.split(" at ")[0]
+
+
+def test_what_cannot_run_exits_1_or_2(worker: WorkerProcess, baseline: str, tmp_path: Path) -> None:
+    settings = worker.settings
+    waited = evalstream(settings, "gate", "--live", baseline, "live-nothing", "--timeout", "2")
+    assert waited.returncode == 1
+    assert b"no decision on 'live-nothing' after 2 s (0 candidate trials, 0 paired tasks)" in waited.stderr
+    no_topic = evalstream(settings.with_overrides(events_topic="no-such-events"), "gate", "--live", baseline, "x")
+    assert no_topic.returncode == 1
+    assert b"no topic 'no-such-events' at " in no_topic.stderr
+    no_baseline = evalstream(settings, "gate", "--live", "no-such-run", "x")
+    assert no_baseline.returncode == 1
+    assert b"no summary of run 'no-such-run' in topic" in no_baseline.stderr
+    for args, message in (
+        (["--key", "judge.pass"], b"'judge.pass' is not a pass@k key of the baseline 'live-base'"),
+        (["--max-regressions", "1"], b"--max-regressions counts verdicts at the close: use it without --live"),
+        (["--timeout", "0"], b"--timeout is in seconds, > 0; got 0"),
+    ):
+        done = evalstream(settings, "gate", "--live", baseline, "x", *args)
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr
+        assert b"Traceback" not in done.stderr
