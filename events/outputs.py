@@ -88,6 +88,30 @@ class HarborStats(Record):
 Verdict = Literal["solved", "flaky", "failed", "unmeasured"]
 
 
+class Interval(Record):
+    """One k of pass@k or pass^k (SEMANTICS.md section 8): the per-task figures' count,
+    nan_count and mean, their standard error clustered by task, and the 95% interval."""
+
+    k: int = Field(ge=1)
+    count: int
+    nan_count: int
+    mean: float | None
+    stderr: float | None
+    """Null below two tasks."""
+    ci95_low: float | None
+    """mean - t * stderr clipped to [0, 1], t from Student's t with count - 1 degrees of freedom."""
+    ci95_high: float | None
+
+
+class KeyStatistics(Record):
+    tasks: int
+    """Measured tasks."""
+    pass_at_k: list[Interval]
+    """k = 1..largest n; count, nan_count and mean are the summary's `<key>.pass@<k>`'s."""
+    pass_hat_k: list[Interval]
+    """pass^k: the chance that k attempts drawn from a task's n all pass, k = 1..largest n."""
+
+
 class RunSummary(Record):
     schema_version: Literal[1]
     type: Literal["run.summary"]
@@ -99,6 +123,7 @@ class RunSummary(Record):
     summary: AgentEvalSummary
     harbor: HarborStats
     verdicts: dict[str, dict[str, Verdict]]
+    statistics: dict[str, KeyStatistics]
 
 
 class TaskCounts(Record):
@@ -143,6 +168,8 @@ class RunProgress(Record):
     scores_applied: int
     pass_at_k: dict[str, dict[str, PassAtK]]
     """key -> k -> figures; exactly the summary's `<key>.pass@<k>` mean, count and nan_count."""
+    statistics: dict[str, KeyStatistics]
+    """What the summary's `statistics` would say for the events applied so far."""
     verdicts: dict[str, VerdictCounts]
     eta_seconds: float | None
     """From the span of the events' `occurred_at` (or the caller's clock) and the trials left."""

@@ -101,3 +101,15 @@ def run_logs(
         events.insert(draw(st.integers(0, len(events))), start)
     events.append(builders.closed(run_id))
     return events
+
+
+@st.composite
+def graded_runs(draw: st.DrawFn, equal_attempts: bool = False) -> list[InputEvent]:
+    """A closed run of up to 12 tasks declaring `reward.score`, each with up to 8 attempts
+    (passes, fails, partial credit, dead trials, NaN): many attempts per task, where pass@k
+    and pass^k reach large k. With `equal_attempts`, every task has the same number."""
+    attempt = st.sampled_from([1.0, 1.0, 0.0, 0.5, None, math.nan])
+    size = draw(st.integers(1, 8))
+    lists = st.lists(attempt, min_size=size, max_size=size) if equal_attempts else st.lists(attempt, max_size=8)
+    tasks = draw(st.lists(lists, min_size=1, max_size=12))
+    return builders.scored_run("run", {f"t{i}": values for i, values in enumerate(tasks)})
