@@ -2,7 +2,10 @@
 
 `Broker` keeps every write in the order issued (outputs and changelog records alike) and
 acknowledges them in an order the test picks; what it acknowledged, in that order, is
-what survives a crash. `drive` runs an engine over a log in batches, letting the broker
+what survives a crash. Its `Store` is the worker's local copy, which gets a changelog
+record when it is acknowledged: after a crash it is exactly the durable changelog, so a
+restart from it (on the same machine) and one from the changelog (`Store.of`, on another)
+are the same. `drive` runs an engine over a log in batches, letting the broker
 acknowledge some writes between steps, as a broker does while the worker goes on.
 """
 
@@ -85,7 +88,6 @@ class Broker:
         return self._issue(Write(item.stream, -1, item.key, item.value, item.headers))
 
     async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
-        self.store.partitions.setdefault(partition, {})[key] = value
         return self._issue(Write("changelog", partition, key, value))
 
     async def commit(self, partition: int, offset: int) -> None:
@@ -115,6 +117,9 @@ class Broker:
             picked = self.choose([self._pending[at][0] for at in candidates])
             write, acknowledged = self._pending.pop(candidates[picked])
             self.durable.append(write)
+            if write.stream == "changelog" and write.key is not None:
+                # The local copy gets a write once acknowledged (`worker.runtime.changelog`).
+                self.store.partitions.setdefault(write.partition, {})[write.key] = write.value
             acknowledged.set_result(None)
 
     @property
