@@ -2,10 +2,13 @@
 
 `Broker` keeps every write in the order issued (outputs and changelog records alike) and
 acknowledges them in an order the test picks; what it acknowledged, in that order, is
-what survives a crash. It refuses the outputs `refuse` names, as a broker refuses a record
-too large for its topic: at once (the producer's own check) or in its answer. `drive`
-runs an engine over a log in batches, letting the broker acknowledge some writes between
-steps, as a broker does while the worker goes on.
+what survives a crash. Its `Store` is the worker's local copy, which gets a changelog
+record when it is acknowledged: after a crash it is exactly the durable changelog, so a
+restart from it (on the same machine) and one from the changelog (`Store.of`, on another)
+are the same. It refuses the outputs `refuse` names, as a broker refuses a record too
+large for its topic: at once (the producer's own check) or in its answer. `drive` runs an
+engine over a log in batches, letting the broker acknowledge some writes between steps, as
+a broker does while the worker goes on.
 """
 
 from __future__ import annotations
@@ -99,7 +102,6 @@ class Broker:
         return self._issue(write)
 
     async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
-        self.store.partitions.setdefault(partition, {})[key] = value
         return self._issue(Write("changelog", partition, key, value))
 
     async def commit(self, partition: int, offset: int) -> bool:
@@ -134,6 +136,9 @@ class Broker:
                 acknowledged.set_exception(too_large(write))
                 continue
             self.durable.append(write)
+            if write.stream == "changelog" and write.key is not None:
+                # The local copy gets a write once acknowledged (`worker.runtime.changelog`).
+                self.store.partitions.setdefault(write.partition, {})[write.key] = write.value
             acknowledged.set_result(None)
 
     @property

@@ -351,3 +351,44 @@ def test_checkpoints_a_stuck_broker_never_answers_are_cancelled_at_a_revocation(
     assert engine.abandoned == 1
     gc.collect()
     assert [held for held in gc.get_objects() if isinstance(held, Snapshot)] == []
+
+
+def test_a_run_leaves_the_cache_only_once_its_writes_are_acknowledged() -> None:
+    """The local copy gets a write when the broker acknowledges it; a run that left the
+    cache is restored from it, so it must not leave while its checkpoint's writes wait."""
+    store = Store()
+    broker = Broker(
+        store,
+        choose=lambda candidates: next((at for at, write in enumerate(candidates) if write.stream != "changelog"), 0),
+    )
+    clock = [0.0]
+    processor = Processor(store, flush_every=100, cache_runs=0)
+    engine = new_engine(broker, processor, lambda: clock[0])
+    events = [builders.started("run-a", [builders.task_spec("t")]), builders.trial("t", "t-1", run_id="run-a")]
+    events.append(builders.closed("run-a"))
+    lines = [Record(offset, b"run-a", encode(event)) for offset, event in enumerate(events)]
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, lines[:1])
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # a checkpoint by time: outputs, then its writes
+        for _ in range(10):
+            if broker.pending and all(write.stream == "changelog" for write, _ in broker._pending):
+                break
+            broker.acknowledge(1)
+            await asyncio.sleep(0)
+        assert engine.checkpointing
+        assert store.partitions == {}  # its writes wait for the broker
+        await engine.handle(0, lines[1:])
+        while engine.checkpointing or broker.pending:
+            broker.acknowledge_all()
+            clock[0] += 1.0
+            await engine.tick(rebalancing=False)
+            await asyncio.sleep(0)
+
+    asyncio.run(go())
+    want, _ = outputs(run_worker([(0, b"run-a", encode(event)) for event in events], Store(), None).durable)
+    got, _ = outputs(broker.durable)
+    assert got == want

@@ -215,9 +215,15 @@ class Group:
         self.workers: list[WorkerProcess] = []
         self.started = 0
 
-    def add(self) -> WorkerProcess:
+    def add(self, in_place_of: WorkerProcess | None = None) -> WorkerProcess:
+        """A new worker; `in_place_of` a stopped one: on its data dir (a container
+        restarted), so that it restarts from its local copy."""
         self.started += 1
-        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), self.root / f"worker-{self.started}")
+        data_dir = self.root / f"worker-{self.started}"
+        if in_place_of is not None:
+            data_dir = in_place_of.log_path.parent
+            in_place_of.log_path.rename(data_dir / f"worker.log.{self.started}")
+        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir)
         self.workers.append(worker)
         return worker
 
@@ -235,7 +241,7 @@ class Group:
             self.stop(worker)
 
     def logs(self) -> str:
-        return "\n".join(path.read_text(errors="replace") for path in sorted(self.root.glob("worker-*/worker.log")))
+        return "\n".join(path.read_text(errors="replace") for path in sorted(self.root.glob("worker-*/worker.log*")))
 
 
 async def _summaries(settings: Settings, want: dict[bytes, bytes], timeout: float) -> dict[bytes, list[bytes]]:

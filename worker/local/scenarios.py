@@ -76,16 +76,19 @@ def _run_with_faults(
 
 
 def _kill_one(group: Group, rng: random.Random, *, replace: bool) -> None:
+    """kill -9 of a worker; `replace`: restarted at once, in place (on its data dir) or as
+    a new worker, at random."""
     victim = rng.choice(group.workers)
     group.kill(victim)
     if replace:
-        group.add()
+        group.add(in_place_of=victim if rng.random() < 0.5 else None)
 
 
 def worker_crashes(
     bootstrap: str, root: Path, *, kills: int, runs: int, tasks: int, seconds: float, seed: int
 ) -> Result:
-    """kill -9 of the only worker at random moments, a new one started at once."""
+    """kill -9 of the only worker at random moments, restarted at once (on its data dir,
+    or as a new worker on an empty one)."""
     settings = _prepared(bootstrap)
     rng = random.Random(seed)
     log = chaos_log("crash", runs=runs, tasks=tasks, attempts=5, seed=seed)

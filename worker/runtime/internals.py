@@ -13,6 +13,7 @@ and they are listed here too. They are pinned to the versions in pyproject.toml 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import faust
@@ -33,6 +34,8 @@ REQUIRED: tuple[tuple[object, str, str], ...] = (
     (faust_aiokafka.Consumer, "_thread", "the consumer's thread (set in __init__)"),
     (faust_consumer.Consumer, "_wait_next_records", "fetches one batch of records for the fetcher"),
     (faust_rocksdb.Store, "_db_for_partition", "the RocksDB of one partition"),
+    (faust_rocksdb.Store, "partition_path", "the directory of one partition's RocksDB"),
+    (faust_rocksdb.Store, "offset_key", "the key of a partition's persisted changelog offset"),
     (faust.Table, "data", "a table's store"),
     (faust.Table, "changelog_topic", "a table's changelog topic"),
     (AIOKafkaConsumer, "_fetch_max_wait_ms", "the fetch wait, set before the consumer starts"),
@@ -117,6 +120,18 @@ async def commit(app: faust.App, offsets: dict[TP, int]) -> bool:
 def partition_db(table: faust.Table[bytes, bytes], partition: int) -> Any:
     """The RocksDB (rocksdict) of one partition of a table."""
     return table.data._db_for_partition(partition)  # type: ignore[attr-defined]
+
+
+def persisted_offset_key() -> bytes:
+    """The key under which faust's RocksDB store keeps a partition's changelog offset."""
+    key: bytes = faust_rocksdb.Store.offset_key
+    return key
+
+
+def partition_path(table: faust.Table[bytes, bytes], partition: int) -> Path:
+    """The directory of one partition's RocksDB (not opened)."""
+    path: Path = table.data.partition_path(partition)  # type: ignore[attr-defined]
+    return path
 
 
 def scan(db: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:

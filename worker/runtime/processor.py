@@ -35,7 +35,15 @@ from events.codec import encode_payload
 from projections.progress import progress
 from projections.run import Outcome, RunState
 from projections.step import Rejected, step
-from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from projections.storage import (
+    NewerStore,
+    checkpoint_from_bytes,
+    checkpoint_to_bytes,
+    header_to_bytes,
+    restore,
+    task_from_bytes,
+    task_to_bytes,
+)
 from worker.runtime.cache import CachedRun, RunCache
 from worker.runtime.keys import checkpoint_key, header_key, task_id_of, task_key, task_prefix
 from worker.runtime.outputs import Publish, Source, dead_letter
@@ -120,7 +128,7 @@ class Snapshot:
 
     @property
     def checkpoint(self) -> tuple[bytes, bytes]:
-        return checkpoint_key(self.partition), str(self.offset).encode()
+        return checkpoint_key(self.partition), checkpoint_to_bytes(self.offset)
 
 
 class Processor:
@@ -146,18 +154,26 @@ class Processor:
         self._progress_pending: dict[str, CachedRun] = {}
         self._pending_tasks = 0
         """Tasks of the runs in `_progress_pending`, as counted when each joined."""
+        self.refused: NewerStore | None = None
+        """Set when a run's stored state was written by a newer version: nothing more is
+        checkpointed (the event it was read for is not in the state), the worker must stop."""
 
     def assign(self, partitions: Iterable[int]) -> dict[int, int]:
         """Forget what the worker held (partitions may have moved), and say where each of
         `partitions` must be read again from for the state to be complete: one past its
-        checkpoint, or its start."""
+        checkpoint, or its start. Raises `NewerStore` if a newer version wrote one of them:
+        the worker must stop before it consumes."""
         self.forget()
         if self.store is None:
             return {}
         resume = {}
         for partition in partitions:
             stored = self.store.get(partition, checkpoint_key(partition))
-            resume[partition] = int(stored) + 1 if stored is not None else 0
+            try:
+                resume[partition] = checkpoint_from_bytes(stored) + 1 if stored is not None else 0
+            except NewerStore as error:
+                self.refused = error
+                raise
             self.partitions[partition] = PartitionState(next_offset=resume[partition])
         return resume
 
@@ -209,6 +225,8 @@ class Processor:
             try:
                 stepped = step(value, lookup, position=offset, keyed=True, key=key)
             except Exception as error:  # outside the step's rollback (restoring the run failed): nothing applied
+                if self.refused is not None:
+                    raise  # not the event's fault: a newer version stored its run; the worker stops
                 out.append(self._dead_letter(key, value, Rejected("internal-error", repr(error)), source, error))
                 continue
             if stepped.rejected is not None:
@@ -262,7 +280,7 @@ class Processor:
         Taken synchronously, it is the state as of the last event handled; later events
         gather for the next snapshot."""
         state = self.partitions.get(partition)
-        if self.store is None or state is None or not state.handled or state.next_offset is None:
+        if self.store is None or state is None or not state.handled or state.next_offset is None or self.refused:
             return None
         records = []
         for run_id, task_id in state.changed:
@@ -317,9 +335,11 @@ class Processor:
         if self.store is None:
             return None
         header = self.store.get(partition, header_key(run_id))
-        tasks = [
-            task_from_bytes(task_id_of(key), blob) for key, blob in self.store.scan(partition, task_prefix(run_id))
-        ]
-        if header is None and not tasks:
-            return None
-        return restore(run_id, header, tasks)
+        try:
+            tasks = [
+                task_from_bytes(task_id_of(key), blob) for key, blob in self.store.scan(partition, task_prefix(run_id))
+            ]
+            return restore(run_id, header, tasks) if header is not None or tasks else None
+        except NewerStore as error:
+            self.refused = error
+            raise
