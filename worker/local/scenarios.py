@@ -22,8 +22,7 @@ from worker.local.chaos import (
     Result,
     chaos_log,
     mismatches,
-    topic_contents,
-    worker_outputs,
+    replayed,
 )
 from worker.local.clusters import local_broker
 from worker.local.poison import STATEFUL, poisons
@@ -172,11 +171,7 @@ def bad_input(
         log.insert(at, (key, bad.value.replace(b"dirty-0", run.decode().encode())))
     result = _run_with_faults(settings, root, log, name="bad input", workers=1, seconds=seconds, faults=[], seed=seed)
     problems = []
-    want = set()
-    for item in worker_outputs(topic_contents(settings, len(log)), settings.events_topic):
-        if item.stream == "deadletter":
-            headers = dict(item.headers)
-            want.add((headers["evalstream.source.offset"], headers["evalstream.reason"]))
+    want = {(str(offset).encode(), reason.encode()) for _, offset, reason in replayed(settings).rejected}
     dead = read_topic(settings, settings.deadletter_topic, until=len(want), timeout=60)
     got = {(r.headers["evalstream.source.offset"], r.headers["evalstream.reason"]) for r in dead}
     if got != want:

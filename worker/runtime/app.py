@@ -229,7 +229,7 @@ def build_app(settings: Settings, refused: list[NewerStore] | None = None) -> fa
             return
         # faust seeks to the committed offsets right after this callback; committing the
         # checkpoints (backwards is allowed) makes that seek agree with the engine's.
-        if resume and not await internals.commit(app, {TP(settings.events_topic, p): o for p, o in resume.items()}):
+        if resume and not await engine.commit_checkpoints(resume):
             log.warning("could not commit the checkpoints %s (a new rebalance is under way)", resume)
 
     table.on_recover(rewind)

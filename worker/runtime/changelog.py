@@ -72,8 +72,8 @@ class TableState:
             self.table.data.set_persisted_offset(tp, metadata.offset)
         return metadata
 
-    async def commit(self, partition: int, offset: int) -> None:
-        await internals.commit(self.app, {TP(self.events_topic, partition): offset})
+    async def commit(self, partition: int, offset: int) -> bool:
+        return await internals.commit(self.app, {TP(self.events_topic, partition): offset})
 
 
 async def verify_local_copies(settings: Settings, changelog_topic: str, paths: Mapping[int, Path]) -> list[int]:

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
+from worker.runtime.outputs import Publish
 from worker.runtime.processor import Processor, Snapshot
+
+Sent = tuple[Publish, Awaitable[Any]]
+"""An output and its acknowledgement by the broker."""
 
 
 class Changelog(Protocol):
@@ -20,26 +24,29 @@ class Changelog(Protocol):
         (`worker.runtime.changelog`)."""
         ...
 
-    async def commit(self, partition: int, offset: int) -> None:
+    async def commit(self, partition: int, offset: int) -> bool:
         """Commit `offset` as the consumer group's position of the events partition
-        (`worker.runtime.commits` makes them one at a time)."""
+        (`worker.runtime.commits` makes them one at a time); whether the coordinator took it."""
         ...
 
 
 async def checkpoint(
     snapshot: Snapshot,
-    outputs: Sequence[Awaitable[Any]],
+    outputs: Sequence[Sent],
     processor: Processor,
     changelog: Changelog,
     *,
     still_owner: Callable[[], bool],
     commit: Callable[[int, int], None],
+    refused: Callable[[Publish, Exception], Awaitable[Sent | None]],
 ) -> bool:
     """Make `snapshot` durable: the events partition's state as of `snapshot.offset`.
 
     The order, each step begun only when the one before it is done:
     1. every output of the events the checkpoint covers (`outputs`: their summaries,
-       progress and dead letters) is acknowledged by the broker;
+       progress and dead letters) is acknowledged by the broker; one the broker refused
+       for good is handed to `refused`, which dead-letters it (returning the dead letter,
+       acknowledged in turn here) or raises when the error was no refusal;
     2. the records of the parts those events changed are written;
     3. the checkpoint record, naming the last offset covered, is written;
     4. every changelog write of steps 2 and 3 is acknowledged by the broker (each reaches
@@ -63,10 +70,20 @@ async def checkpoint(
     `still_owner` is asked before every write: once the partition may belong to another
     worker (a rebalance or a stop has begun), nothing more is written (what was is still
     waited for), and the next owner redoes these events from the last durable checkpoint.
-    Returns whether it got as far as the commit. An output or a write the broker refused raises, and the worker must
-    stop rather than go on past an output it lost."""
-    for sent in outputs:
-        await sent
+    An output refused for good (too large, not authorised: `worker.runtime.refusals`) is
+    covered once its dead letter is durable: reading it again would be refused again, so
+    the refusal, made visible, is its outcome. Returns whether it got as far as the
+    commit. Any other failure of an output or a write raises, and the worker must stop
+    rather than go on past an output it lost."""
+    waiting = list(outputs)
+    while waiting:
+        item, sent = waiting.pop(0)
+        try:
+            await sent
+        except Exception as error:
+            replaced = await refused(item, error)
+            if replaced is not None:
+                waiting.append(replaced)
     acknowledgements = []
     for key, value in (*snapshot.records, snapshot.checkpoint):
         if not still_owner():

@@ -86,9 +86,14 @@ class Counts:
     """Valid events that change nothing (a second run.closed)."""
     dead_lettered: dict[str, int] = field(default_factory=dict)
     """Reason code -> messages dead-lettered for it."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """Output stream -> outputs the broker refused (counted by the engine, which sends them)."""
 
     def dead_letter(self, reason: str) -> None:
         self.dead_lettered[reason] = self.dead_lettered.get(reason, 0) + 1
+
+    def refuse(self, stream: str) -> None:
+        self.refused[stream] = self.refused.get(stream, 0) + 1
 
 
 class Admission(Enum):
@@ -242,7 +247,7 @@ class Processor:
                 state.changed_runs[run.run_id] = entry
                 entry.unwritten += 1
             if stepped.summary is not None:
-                out.append(Publish("summary", key, stepped.summary))
+                out.append(Publish("summary", key, stepped.summary, source=source))
         for entry in touched.values():
             self.cache.refile(entry)
             if not entry.progress_pending:
