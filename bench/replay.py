@@ -7,7 +7,8 @@ ratios against baselines measured in the same run:
 2. resident memory per stored attempt of a fully applied log;
 3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
 4. the naive alternative (rebuild the summary from all stored scores after every event)
-   against incremental apply, on a log small enough to finish.
+   against incremental apply, on a log small enough to finish;
+5. the cost of a step's savepoint (what a failed step rolls back to) against the whole step.
 The log is `events.synthetic` (seeded, documented there).
 """
 
@@ -34,6 +35,8 @@ from events.codec import decode
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
 from projections.run import RunState, apply
+from projections.savepoint import Savepoint
+from projections.step import step
 from projections.summary import summary
 from worker.commands.replay import replay
 
@@ -181,6 +184,37 @@ def naive_ratio(seed: int, events: int = 3000) -> tuple[float, float]:
     return incremental, naive
 
 
+def savepoint_share(seed: int, tasks: int = 500) -> tuple[float, float]:
+    """(us per savepoint, us per step) over one synthetic run's events, CPU time, best of
+    several rounds: the savepoints taken on the applied run, the steps from the wire."""
+    wires = [orjson.dumps(event) for event in synthetic_run("s", tasks=tasks, attempts=ATTEMPTS, seed=seed)]
+    events = [decode(wire) for wire in wires]
+
+    def steps() -> None:
+        run = RunState("s")
+        for wire in wires:
+            step(wire, lambda _: run)
+
+    run = RunState("s")
+    for event in events:
+        apply(run, event)
+
+    def savepoints() -> None:
+        for event in events:
+            Savepoint(run, event)
+
+    rounds = 7
+    stepping = min(_cpu(steps) for _ in range(rounds)) / len(wires) * 1e6
+    saving = min(_cpu(savepoints) for _ in range(rounds)) / len(events) * 1e6
+    return saving, stepping
+
+
+def _cpu(function: Callable[[], None]) -> float:
+    began = time.process_time()
+    function()
+    return time.process_time() - began
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -215,6 +249,8 @@ def main() -> None:
     print(
         f"3k-event run: incremental {incremental:.1f} us/event, naive rebuild {naive:.0f} us/event, ratio {ratio:,.0f}x"
     )
+    saving, stepping = savepoint_share(args.seed)
+    print(f"step: {stepping:.1f} us/event, of which its savepoint {saving:.2f} us ({saving / stepping:.1%})")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ aiokafka keeps one batch a partition in flight and its 16 KB batches carried eig
 and each checkpoint then waited ~1 s for its commit. With 1 MiB batches, commits that do not
 hold the next checkpoint (`worker.runtime.commits`) and the fetcher held back when a due
 checkpoint finds the one before it still being written (`worker.runtime.engine`), the peak
-heap is 123 MB (42 MB of it encoded records). A restart reads the whole changelog partition
-(one record per task and run header, compacted), so its time grows with the tasks stored.
+heap is 123 MB (42 MB of it encoded records). A restart on a fresh data dir reads the whole
+changelog partition (one record per task and run header, compacted), so its time grows with
+the tasks stored; one on the same data dir reads only its tail (`python -m bench.restart`).
 RocksDB's memory is capped per partition (worker.runtime.app.ROCKSDB_OPTIONS).
 """
 

@@ -13,3 +13,8 @@ def wire_float(value: float) -> float | str:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+
+
+def read_float(value: float | str | None) -> float | None:
+    """A wire number (a float, or one of the non-finite strings) as a float; None stays None."""
+    return NONFINITE_STRINGS[value] if isinstance(value, str) else value

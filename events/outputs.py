@@ -20,35 +20,38 @@ WireFloat = float | Literal["NaN", "Infinity", "-Infinity"]
 
 
 class Percentiles(Record):
-    p10: float
-    p20: float
-    p30: float
-    p40: float
-    p50: float
-    p60: float
-    p70: float
-    p80: float
-    p90: float
-    p100: float
+    p10: WireFloat
+    p20: WireFloat
+    p30: WireFloat
+    p40: WireFloat
+    p50: WireFloat
+    p60: WireFloat
+    p70: WireFloat
+    p80: WireFloat
+    p90: WireFloat
+    p100: WireFloat
 
 
 class RangeAggregate(Record):
-    """Statistics of the finite values among `count + nan_count` (null when none is finite)."""
+    """Statistics of the finite values among `count + nan_count` (null when none is finite).
+    They are finite, except where the arithmetic overflows (SEMANTICS.md section 4): a sum
+    past the largest double is "Infinity", and what follows from it is IEEE's ("NaN" for
+    Infinity - Infinity)."""
 
     name: str
     score_type: Literal["range"]
     count: int
     nan_count: int
-    sum: float | None
-    mean: float | None
+    sum: WireFloat | None
+    mean: WireFloat | None
     min: float | None
     max: float | None
-    variance: float | None
-    std_dev: float | None
-    sample_variance: float | None
-    sample_std_dev: float | None
+    variance: WireFloat | None
+    std_dev: WireFloat | None
+    sample_variance: WireFloat | None
+    sample_std_dev: WireFloat | None
     percentiles: Percentiles | None
-    median: float | None
+    median: WireFloat | None
 
 
 class Coverage(Record):
@@ -85,6 +88,30 @@ class HarborStats(Record):
 Verdict = Literal["solved", "flaky", "failed", "unmeasured"]
 
 
+class Interval(Record):
+    """One k of pass@k or pass^k (SEMANTICS.md section 8): the per-task figures' count,
+    nan_count and mean, their standard error clustered by task, and the 95% interval."""
+
+    k: int = Field(ge=1)
+    count: int
+    nan_count: int
+    mean: float | None
+    stderr: float | None
+    """Null below two tasks."""
+    ci95_low: float | None
+    """mean - t * stderr clipped to [0, 1], t from Student's t with count - 1 degrees of freedom."""
+    ci95_high: float | None
+
+
+class KeyStatistics(Record):
+    tasks: int
+    """Measured tasks."""
+    pass_at_k: list[Interval]
+    """k = 1..largest n; count, nan_count and mean are the summary's `<key>.pass@<k>`'s."""
+    pass_hat_k: list[Interval]
+    """pass^k: the chance that k attempts drawn from a task's n all pass, k = 1..largest n."""
+
+
 class RunSummary(Record):
     schema_version: Literal[1]
     type: Literal["run.summary"]
@@ -96,6 +123,7 @@ class RunSummary(Record):
     summary: AgentEvalSummary
     harbor: HarborStats
     verdicts: dict[str, dict[str, Verdict]]
+    statistics: dict[str, KeyStatistics]
 
 
 class TaskCounts(Record):
@@ -140,6 +168,8 @@ class RunProgress(Record):
     scores_applied: int
     pass_at_k: dict[str, dict[str, PassAtK]]
     """key -> k -> figures; exactly the summary's `<key>.pass@<k>` mean, count and nan_count."""
+    statistics: dict[str, KeyStatistics]
+    """What the summary's `statistics` would say for the events applied so far."""
     verdicts: dict[str, VerdictCounts]
     eta_seconds: float | None
     """From the span of the events' `occurred_at` (or the caller's clock) and the trials left."""

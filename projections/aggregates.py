@@ -7,6 +7,10 @@ that algorithm (we run on 3.11, whose `sum()` is plain, and `math.fsum` is exact
 other last bits). Population variance comes from the mean, percentiles by the SDK's rule.
 The order of `values` matters to the last bit: metric outputs come in run log order, views
 and pass@k in summary task order.
+
+The arithmetic is IEEE 754 double and never raises (section 4, "Overflow"): a sum or a
+difference past the largest double is already Infinity in Python, a square is made so
+(`square`), and the records spell non-finite statistics as the wire strings.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from events.nonfinite import wire_float
 
 PERCENTILES = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 
@@ -47,6 +53,15 @@ def compensated_sum(values: Iterable[float]) -> float:
     if compensation and math.isfinite(compensation):
         total += compensation
     return total
+
+
+def square(value: float) -> float:
+    """`value ** 2` as Python computes it, and +Infinity where Python raises OverflowError
+    (a finite square past the largest double): IEEE's result, which section 4 asks for."""
+    try:
+        return value**2
+    except OverflowError:
+        return math.inf
 
 
 def percentile(ordered: list[float], p: int) -> float:
@@ -84,6 +99,19 @@ def center(values: Iterable[float], total: int) -> Center:
     return Center(finite, count, nan_count, total_sum, total_sum / count)
 
 
+def spread(middle: Center, mean: float) -> tuple[float, float | None]:
+    """The population and sample variance (None below two values) of `middle`'s finite
+    values around their `mean`: the compensated sum of the squared deviations over count
+    (sample: count - 1)."""
+    squares = compensated_sum(square(value - mean) for value in middle.finite)
+    count = middle.count
+    return squares / count, squares / (count - 1) if count > 1 else None
+
+
+def _wire(value: float | None) -> float | str | None:
+    return None if value is None else wire_float(value)
+
+
 def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
     """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
     middle = center(values, total)
@@ -95,20 +123,18 @@ def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate
         record["percentiles"] = None
         record["median"] = None
         return record
-    squares = compensated_sum((value - mean) ** 2 for value in finite)
-    variance = squares / count
-    sample_variance = squares / (count - 1) if count > 1 else None
+    variance, sample_variance = spread(middle, mean)
     ordered = sorted(finite)
-    percentiles = {f"p{p}": percentile(ordered, p) for p in PERCENTILES}
+    percentiles = {f"p{p}": _wire(percentile(ordered, p)) for p in PERCENTILES}
     record.update(
-        sum=middle.sum,
-        mean=mean,
+        sum=_wire(middle.sum),
+        mean=_wire(mean),
         min=ordered[0],
         max=ordered[-1],
-        variance=variance,
-        std_dev=math.sqrt(variance),
-        sample_variance=sample_variance,
-        sample_std_dev=None if sample_variance is None else math.sqrt(sample_variance),
+        variance=_wire(variance),
+        std_dev=_wire(math.sqrt(variance)),
+        sample_variance=_wire(sample_variance),
+        sample_std_dev=None if sample_variance is None else _wire(math.sqrt(sample_variance)),
         percentiles=percentiles,
         median=percentiles["p50"],
     )

@@ -1,8 +1,12 @@
-"""Attempt lists (SEMANTICS.md section 1) and the task order of the summary."""
+"""Attempt lists (SEMANTICS.md section 1), the task order of the summary, and the (n, c)
+of every pass@k-eligible key's measured tasks in that order (sections 2 and 8)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from projections.declarations import key_name
+from projections.passk import Tally
 from projections.run import RunState
 from projections.task import TaskState
 
@@ -20,6 +24,16 @@ def summary_tasks(run: RunState) -> list[TaskState]:
         key=lambda task: task.first_score,
     )
     return [run.tasks[task_id] for task_id in declared] + others
+
+
+def key_tallies(run: RunState) -> Iterator[tuple[str, list[Tally], int]]:
+    """(key name, (n, c) of each measured task in summary task order, unmeasured tasks)
+    for every eligible key, by key name. O(tasks): the tallies are kept as attempts land."""
+    tasks = summary_tasks(run)
+    for key in sorted(run.passk, key=key_name):
+        tallies = [tally for task in tasks if (tally := task.tally(key)) is not None]
+        measured = [(n, c) for n, c in tallies if n]
+        yield key_name(key), measured, len(tallies) - len(measured)
 
 
 def task_attempts(task: TaskState) -> dict[str, AttemptList]:

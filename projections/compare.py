@@ -34,7 +34,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from events.nonfinite import NONFINITE_STRINGS
+from events.nonfinite import read_float
 from events.outputs import Attempt, RunSummary
 from projections.aggregates import range_aggregate
 from projections.passk import passes
@@ -216,8 +216,7 @@ def _rate(attempts: Sequence[Attempt]) -> tuple[float, str]:
 
 
 def _value(attempt: Attempt) -> float | None:
-    value = attempt.value
-    return NONFINITE_STRINGS[value] if isinstance(value, str) else value
+    return read_float(attempt.value)
 
 
 def _pass_at(summary: RunSummary, key: str) -> tuple[PassAt, ...]:
@@ -225,7 +224,7 @@ def _pass_at(summary: RunSummary, key: str) -> tuple[PassAt, ...]:
     for score in summary.summary.scores:
         head, sep, k = score.name.rpartition(".pass@")
         if sep and head == key and k.isdigit():
-            found.append(PassAt(int(k), score.mean, score.count, score.nan_count))
+            found.append(PassAt(int(k), read_float(score.mean), score.count, score.nan_count))
     return tuple(sorted(found, key=lambda figure: figure.k))
 
 

@@ -1,6 +1,6 @@
-"""pass@k: the per-task estimator and the run-wide tally of one eligible key.
+"""pass@k and pass^k: the per-task estimators, and the run-wide tally of one eligible key.
 
-SEMANTICS.md section 2. Each task keeps its own (n, c) per key, updated in O(1) as
+SEMANTICS.md sections 2 and 8. Each task keeps its own (n, c) per key, updated in O(1) as
 attempts land; a task's per-k figures depend on (n, c) alone and are cached. The
 run-wide means are summed from those figures, in summary task order, when a summary or
 progress event is built: a running float total would drift from that sum by an ulp, and
@@ -39,6 +39,24 @@ def estimates(n: int, c: int) -> tuple[float, ...]:
         for i in range(n - c + 1, n + 1):
             product *= 1.0 - k / i
         figures.append(1.0 - product)
+    return tuple(figures)
+
+
+@lru_cache(maxsize=65_536)
+def hat_estimates(n: int, c: int) -> tuple[float, ...]:
+    """Per-task pass^k for k = 1..n (SEMANTICS.md section 8): prod_{i=0..k-1} (c-i)/(n-i).
+
+    Multiplied in that order, each k's product extending the one before (the same floats as
+    computing each k afresh); 0.0 when c < k, where the product would reach -0.0.
+    """
+    figures: list[float] = []
+    product = 1.0
+    for i in range(n):
+        if c <= i:
+            figures.extend([0.0] * (n - i))
+            break
+        product *= (c - i) / (n - i)
+        figures.append(product)
     return tuple(figures)
 
 

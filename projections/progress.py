@@ -1,8 +1,9 @@
 """`run.progress`: live figures of a run (EVENTS.md, "run.progress"; SEMANTICS.md 7).
 
-pass@k figures come from the same functions as the summary's (`passk_values`, and
-`center`, the part of `range_aggregate` they show), so a progress event says
-exactly what `summary.scores` would for the events applied so far (declared tasks that
+pass@k figures and `statistics` come from the summary's own `statistics` (section 8),
+whose pass@k count, nan_count and mean are `center`'s, the part of `range_aggregate` they
+show, over the same per-task figures, so a progress event says exactly what
+`summary.scores` and `statistics` would for the events applied so far (declared tasks that
 nothing has arrived for count as unmeasured there, and as `pending` in the verdicts).
 """
 
@@ -10,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.aggregates import center
 from projections.attempts import summary_tasks
 from projections.declarations import key_name
 from projections.run import RunState
-from projections.summary import passk_values
+from projections.statistics import statistics
 
 Progress = dict[str, Any]
 
@@ -28,14 +28,14 @@ def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
     declared = run.declarations.tasks if run.declarations else {}
     open_ = not run.closed
     pending = sum(1 for task_id in declared if not run.tasks[task_id].touched) if open_ else 0
-    pass_at_k: dict[str, dict[str, dict[str, Any]]] = {}
-    for name, k, values, total in passk_values(run):
-        figures = center(values, total)
-        pass_at_k.setdefault(name, {})[str(k)] = {
-            "mean": figures.mean,
-            "count": figures.count,
-            "nan_count": figures.nan_count,
+    figures = statistics(run)
+    pass_at_k = {
+        name: {
+            str(entry["k"]): {"mean": entry["mean"], "count": entry["count"], "nan_count": entry["nan_count"]}
+            for entry in key["pass_at_k"]
         }
+        for name, key in figures.items()
+    }
     verdicts = {}
     for key, tally in sorted(run.passk.items(), key=lambda item: key_name(item[0])):
         waiting = tally.pending if open_ else 0
@@ -66,6 +66,7 @@ def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
         },
         "scores_applied": run.score_count,
         "pass_at_k": pass_at_k,
+        "statistics": figures,
         "verdicts": verdicts,
         "eta_seconds": _eta(finished, expected, elapsed, open_),
     }

@@ -3,6 +3,10 @@
 `apply` is the only way state changes. It is deterministic and does no I/O; it costs
 O(size of the task the event names) (plus O(run) once, for a `run.started` that arrives
 after other events of its run, since declarations change which keys every task has).
+
+A run's state is its parts (the run header and one record per task, `projections.storage`)
+and what `rederive` derives from them; an event changes the header or one task, and the
+derived state with them.
 """
 
 from __future__ import annotations
@@ -222,3 +226,21 @@ def rekey_run(run: RunState) -> None:
                 if tally is not None:
                     tally.add((n, c))
                     tally.pending += not task.touched
+
+
+def rederive(run: RunState) -> None:
+    """Derive from the run's parts (header fields, tasks' columns and fingerprints) all the
+    rest: the run-wide counts, the redelivery index, every task's keys and the pass@k
+    tallies, the revision. O(run): when a run is restored, and when a failed step is undone."""
+    tasks = run.tasks.values()
+    run.trials_completed = sum(task.trials_completed for task in tasks)
+    run.trials_failed = sum(task.trials_failed for task in tasks)
+    run.score_count = sum(len(columns.statuses) for task in tasks for columns in task.metrics.values())
+    fingerprints = [run.run_events, *(task.events for task in tasks)]
+    run.event_count = sum(len(pairs) // 2 for pairs in fingerprints)
+    run.applied = AppliedEvents(run.event_count)
+    for pairs in fingerprints:
+        for at in range(0, len(pairs), 2):
+            run.applied.add_fingerprint(pairs[at], pairs[at + 1])
+    rekey_run(run)
+    run.after_close = run.applied_after(run.closed_position) if run.closed else 0

@@ -6,6 +6,11 @@ where its outputs go: whether it is a valid v1 event (else why not), whether a k
 source keyed it by its run_id, what applying it did, and the summary revision it makes
 due, already encoded. The callers differ only in I/O, and in when they publish progress
 (replay every N events, the worker on a clock).
+
+A step fails closed: if applying the event or building the summary it makes due raises,
+the run is rolled back to what it was before the event (`projections.savepoint`) and the
+message is rejected with the code "internal-error", so that the worker dead-letters it,
+replay reports it and goes on, and both fold the rest of the log from the same state.
 """
 
 from __future__ import annotations
@@ -14,14 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from events.codec import DecodeError, decode, encode_payload
+from events.models import InputEvent
 from projections.run import Outcome, RunState, apply, summary_due
+from projections.savepoint import Savepoint
 from projections.summary import summary
 
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
     """Why a message is not applied: a stable `code` and a sentence saying what to fix.
-    Codes: those of `events.codec.DecodeError`, "key-mismatch", "refused"."""
+    Codes: those of `events.codec.DecodeError`, "key-mismatch", "refused", and
+    "internal-error" (a valid event whose step raised: a bug; the run is as before it)."""
 
     code: str
     detail: str
@@ -40,6 +48,8 @@ class Stepped:
     """The task whose state the event changed (None: the run header, or nothing)."""
     summary: bytes | None = None
     """The encoded `run.summary` revision this event made due, if any."""
+    failure: Exception | None = None
+    """What the step raised, for an "internal-error" (the caller may log its traceback)."""
 
     @property
     def applied(self) -> bool:
@@ -67,8 +77,24 @@ def step(
         reason = f"message key {key!r} is not the event's run_id {event.run_id!r}; key each event by its run_id"
         return Stepped(None, None, Rejected("key-mismatch", reason))
     run = runs(event.run_id)
-    applied = apply(run, event, position)
-    if applied.outcome is Outcome.REFUSED:
-        return Stepped(run, None, Rejected("refused", applied.reason))
-    due = summary_due(run, applied)
-    return Stepped(run, applied.outcome, None, applied.task_id, encode_payload(summary(run)) if due else None)
+    saved = Savepoint(run, event)
+    try:
+        applied = apply(run, event, position)
+        if applied.outcome is Outcome.REFUSED:
+            return Stepped(run, None, Rejected("refused", applied.reason))
+        due = encode_payload(summary(run)) if summary_due(run, applied) else None
+        return Stepped(run, applied.outcome, None, applied.task_id, due)
+    except Exception as error:
+        saved.rollback(run)
+        return Stepped(run, None, Rejected("internal-error", _failed(event, error)), failure=error)
+    except BaseException:  # an interrupt: the run stays consistent for whoever goes on with it
+        saved.rollback(run)
+        raise
+
+
+def _failed(event: InputEvent, error: Exception) -> str:
+    return (
+        f"{event.type} {event.event_id!r} of run {event.run_id!r} could not be applied: "
+        f"{type(error).__name__}: {error}. The run is as it was before this event. This is a bug in "
+        "evalstream: report it with this event"
+    )

@@ -8,11 +8,23 @@ an event is in the state entirely or not at all.
 - the run header: the applied run.started (declarations are rebuilt from it), the close,
   and the fingerprints of those run-level events; written by run.started and run.closed.
 Everything else (the event count, keys per task, pass@k tallies, the redelivery index) is
-derived on restore, by the same code that maintains it live; trial and score counts are
-always summed from the tasks.
+derived on restore (`run.rederive`), by the same code that maintains it live; trial and
+score counts are always summed from the tasks.
 
 Format: orjson objects, version field "v" (2, which added the log positions of trial and
 run-level events); arrays are base64 of their bytes in little-endian order.
+
+Versions. A part of an older version than `VERSION` (down to `OLDEST`) is read through
+`UPGRADES`, one step per version, as it is read: the run is then written back in the new
+form with its next change, and nothing stored is ever refused for being old. A part of a
+newer version than this code knows raises `NewerStore`, which stops the worker (going on
+would fold events into a state it cannot read, or dead-letter them). The checkpoint record
+carries the version too (`checkpoint_to_bytes`), so that a worker meets a newer store when
+its partitions are assigned, before it consumes, and stops there: in a rolling upgrade an
+old worker given a partition the new one has written stops instead of folding it, and the
+group moves the partition on to a new worker. A version bump adds its step to `UPGRADES`;
+`tests/worker/test_storage_versions.py` restores a store written by version 2's code
+(`tests/fixtures/storage/`) with every later version.
 """
 
 from __future__ import annotations
@@ -20,20 +32,37 @@ from __future__ import annotations
 import base64
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
 
 from events.codec import decode
 from events.models import RunStarted
-from projections.applied import AppliedEvents
 from projections.columns import MetricColumns, OutputColumn
 from projections.declarations import Declarations
-from projections.run import RunState, rekey_run
+from projections.run import RunState, rederive
 from projections.task import TaskState
 
 VERSION = 2
+"""The version this code writes."""
+OLDEST = 2
+"""The oldest version it reads (version 1 had no log positions, which revisions need)."""
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+"""Version n -> the step that turns a stored part (header or task) of version n into n + 1."""
+
+
+class NewerStore(ValueError):
+    """The store was written by a newer version of evalstream than this one."""
+
+    def __init__(self, stored: int) -> None:
+        super().__init__(
+            f"the worker's state is stored in version {stored}, and this evalstream reads versions "
+            f"{OLDEST} to {VERSION}: a newer evalstream wrote it; run that version (or newer) instead"
+        )
+        self.stored = stored
+
+
 _HEADER_FIELDS = ("started_event_id", "closed_reason", "closed_position", "first_at", "last_at")
 _TASK_FIELDS = ("first_score", "touched", "trials_completed", "trials_failed", "first_at", "last_at")
 
@@ -139,23 +168,45 @@ def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> Ru
     if run.declarations is not None:
         for task_id in run.declarations.tasks:  # a declared task nothing arrived for has no record
             run.tasks.setdefault(task_id, TaskState(task_id))
-    for task in run.tasks.values():
-        run.trials_completed += task.trials_completed
-        run.trials_failed += task.trials_failed
-        run.score_count += sum(len(columns.statuses) for columns in task.metrics.values())
-    fingerprints = [run.run_events, *(task.events for task in run.tasks.values())]
-    run.event_count = sum(len(pairs) // 2 for pairs in fingerprints)
-    run.applied = AppliedEvents(run.event_count)
-    for pairs in fingerprints:
-        for at in range(0, len(pairs), 2):
-            run.applied.add_fingerprint(pairs[at], pairs[at + 1])
-    rekey_run(run)
-    if run.closed:
-        run.after_close = run.applied_after(run.closed_position)
+    rederive(run)
     return run
 
 
+def checkpoint_to_bytes(offset: int) -> bytes:
+    """A partition's checkpoint record: the offset of the last event it covers. Version 2's
+    form is the offset's ASCII digits, which the workers before versioned checkpoints read;
+    later versions write {"v": version, "offset": offset}, which a worker of version 2 or
+    later refuses by its version (and one before it cannot parse), so that it stops."""
+    if VERSION == 2:
+        return str(offset).encode()
+    return orjson.dumps({"v": VERSION, "offset": offset})
+
+
+def checkpoint_from_bytes(data: bytes) -> int:
+    """The offset a checkpoint record names; `NewerStore` if a newer version wrote it."""
+    if data.isdigit():
+        return int(data)
+    stored = orjson.loads(data)
+    version = stored.get("v") if isinstance(stored, dict) else None
+    if isinstance(version, int) and version > VERSION:
+        raise NewerStore(version)
+    offset = stored.get("offset") if isinstance(stored, dict) else None
+    if not isinstance(offset, int):
+        raise ValueError(f"stored checkpoint {data!r} names no offset; wipe the store and replay the topic")
+    return offset
+
+
 def _checked(stored: Any, what: str) -> dict[str, Any]:
-    if not isinstance(stored, dict) or stored.get("v") != VERSION:
-        raise ValueError(f"stored {what} is not version {VERSION} state; wipe the store and replay the topic")
-    return stored
+    """`stored` in this version's form, upgraded step by step from an older one."""
+    version = stored.get("v") if isinstance(stored, dict) else None
+    if not isinstance(version, int) or version < OLDEST:
+        raise ValueError(
+            f"stored {what} is not state of versions {OLDEST} to {VERSION}; wipe the store and replay the topic"
+        )
+    if version > VERSION:
+        raise NewerStore(version)
+    upgraded: dict[str, Any] = stored
+    while version < VERSION:
+        upgraded = UPGRADES[version](upgraded)
+        version += 1
+    return upgraded

@@ -1,4 +1,4 @@
-"""`run.summary`: the summary, harbor and verdicts objects of a run (SEMANTICS.md 1-6).
+"""`run.summary`: the summary, harbor, verdicts and statistics objects of a run (SEMANTICS.md 1-6, 8).
 
 Built as JSON-ready plain data (non-finite floats already in their wire strings) in the
 exact key order of the contract, so that encoding it is one `orjson.dumps` and the same
@@ -7,17 +7,17 @@ state always gives the same bytes. `events.outputs.RunSummary` is the model of t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
 from events.nonfinite import wire_float
 from projections.aggregates import Aggregate, range_aggregate
-from projections.attempts import TaskAttempts, run_attempts, summary_tasks
+from projections.attempts import TaskAttempts, key_tallies, run_attempts, summary_tasks
 from projections.declarations import key_name
 from projections.harbor import harbor_stats
 from projections.passk import estimates
 from projections.run import RunState
+from projections.statistics import by_k, statistics
 from projections.verdicts import verdict_of
 from projections.views import view_values
 
@@ -36,7 +36,7 @@ def summary(run: RunState) -> Summary:
         "labels": dict(run.declarations.labels) if run.declarations else {},
         "event_count": run.event_count,
         "summary": {
-            "scores": metric_aggregates(run) + view_aggregates(run) + [record for _, _, record in passk_figures(run)],
+            "scores": metric_aggregates(run) + view_aggregates(run) + passk_aggregates(run),
             "metric_coverage": metric_coverage(run),
             "task_metric_attempts": {
                 task_id: {
@@ -51,6 +51,7 @@ def summary(run: RunState) -> Summary:
         },
         "harbor": harbor_stats(run, attempts),
         "verdicts": verdicts(run, attempts),
+        "statistics": statistics(run),
     }
 
 
@@ -113,24 +114,13 @@ def view_aggregates(run: RunState) -> list[Aggregate]:
     return [range_aggregate(f"view.{name}", values.get(name, []), totals[name]) for name in sorted(totals)]
 
 
-def passk_values(run: RunState) -> Iterator[tuple[str, int, list[float], int]]:
-    """(key name, k, per-task estimates in summary task order, total) for every eligible
-    key and k = 1..largest n (section 2): what `passk_figures` and progress aggregate."""
-    tasks = summary_tasks(run)
-    for key in sorted(run.passk, key=key_name):
-        tallies = [tally for task in tasks if (tally := task.tally(key)) is not None]
-        measured = [(n, c) for n, c in tallies if n]
-        unmeasured = len(tallies) - len(measured)
-        name = key_name(key)
-        for k in range(1, max((n for n, _ in measured), default=0) + 1):
-            values = [estimates(n, c)[k - 1] for n, c in measured if n >= k]
-            yield name, k, values, len(values) + unmeasured
-
-
-def passk_figures(run: RunState) -> list[tuple[str, int, Aggregate]]:
-    """(key name, k, aggregate) for every eligible key and k = 1..largest n (section 2)."""
+def passk_aggregates(run: RunState) -> list[Aggregate]:
+    """`<key>.pass@<k>` for every eligible key and k = 1..largest n (section 2), over the
+    per-task figures `statistics` takes its pass@k from."""
     return [
-        (name, k, range_aggregate(f"{name}.pass@{k}", values, total)) for name, k, values, total in passk_values(run)
+        range_aggregate(f"{name}.pass@{k}", values, len(values) + unmeasured)
+        for name, measured, unmeasured in key_tallies(run)
+        for k, values in enumerate(by_k(measured, estimates), start=1)
     ]
 
 

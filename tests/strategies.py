@@ -1,42 +1,66 @@
 """Hypothesis strategies: whole run logs with declarations, dead trials, failed metrics,
-labels, booleans, NaN, undeclared outputs, late run.started and closes."""
+labels, booleans, numbers over the whole double range (subnormals, -0.0, the extremes, the
+non-finite strings), undeclared outputs, late run.started and closes."""
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from hypothesis import strategies as st
 
-from events.models import InputEvent
+from events.models import INT_LIMIT, InputEvent
 from tests import builders
 
 METRICS = {"reward": ("score", "extra"), "judge": ("pass",), "usage": ("tokens",)}
 KINDS = ("continuous", "discrete", "boolean", "label", "model")
 
-values = st.one_of(
+LARGEST = sys.float_info.max
+EXTREMES = (LARGEST, -LARGEST, 1e308, -1e308, 1e155, -1e155, 5e-324, -5e-324, sys.float_info.min, -0.0)
+"""Doubles where arithmetic overflows (squares from 1.35e154 on, sums near the largest
+double), underflows (subnormals) or keeps a sign (-0.0)."""
+NONFINITE = ("NaN", "Infinity", "-Infinity", math.nan, math.inf, -math.inf)
+"""As the wire spells them, and as a harness's Python floats."""
+
+moderate_values = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, 0.25, 1, 0, True, False, None, "yes", math.nan, math.inf]),
     st.floats(min_value=-2, max_value=3, allow_nan=False),
+)
+"""Values whose sums round alike in any order: for laws about order, which the whole double
+range breaks (1e308 + 1e308 - 1e308 is Infinity, 1e308 - 1e308 + 1e308 is 1e308)."""
+values = st.one_of(
+    moderate_values,
+    st.sampled_from((*EXTREMES, *NONFINITE)),
+    st.floats(allow_subnormal=True),
+    st.integers(-INT_LIMIT, INT_LIMIT - 1),
+)
+weights = st.one_of(
+    st.sampled_from([1.0, 2.0, 0.5, 0.0, -0.0, 1e308, 5e-324]), st.floats(allow_nan=False, allow_infinity=False)
 )
 
 
 @st.composite
-def view_specs(draw: st.DrawFn) -> list[dict[str, Any]]:
+def view_specs(draw: st.DrawFn, weight_values: st.SearchStrategy[float] = weights) -> list[dict[str, Any]]:
     keys = [(metric, output) for metric, outputs in METRICS.items() for output in outputs]
     signals = draw(st.lists(st.sampled_from(keys), min_size=1, max_size=3))
     return [
         {
             "name": draw(st.sampled_from(["quality", "overall"])),
             "reducer": draw(st.sampled_from(["single", "all", "any", "mean", "weighted"])),
-            "signals": [
-                {"metric": m, "output": o, "weight": draw(st.sampled_from([1.0, 2.0, 0.5, 0.0]))} for m, o in signals
-            ],
+            "signals": [{"metric": m, "output": o, "weight": draw(weight_values)} for m, o in signals],
         }
     ]
 
 
 @st.composite
-def run_logs(draw: st.DrawFn, unique_scores: bool = False, run_id: str = "run") -> list[InputEvent]:
+def run_logs(
+    draw: st.DrawFn,
+    unique_scores: bool = False,
+    run_id: str = "run",
+    output_values: st.SearchStrategy[Any] = values,
+    weight_values: st.SearchStrategy[float] = weights,
+) -> list[InputEvent]:
     """A run's log in order, ending with run.closed. With `unique_scores`, no two scores
     share (task, trial, metric), so that no figure depends on which of them is later."""
     tasks = [f"t{i}" for i in range(draw(st.integers(1, 4)))]
@@ -59,7 +83,7 @@ def run_logs(draw: st.DrawFn, unique_scores: bool = False, run_id: str = "run") 
             events.append(builders.score(task, trial, metric, status="failed", failure=status, run_id=run_id))
         else:
             names = draw(st.lists(st.sampled_from(METRICS[metric]), unique=True))
-            outputs = {name: draw(values) for name in names}
+            outputs = {name: draw(output_values) for name in names}
             events.append(builders.score(task, trial, metric, outputs, status=status, run_id=run_id))
     if draw(st.booleans()):
         declared = draw(st.lists(st.sampled_from([*tasks, "never-ran"]), unique=True, min_size=1))
@@ -71,9 +95,21 @@ def run_logs(draw: st.DrawFn, unique_scores: bool = False, run_id: str = "run") 
                 for output in outputs
                 if draw(st.booleans())
             }
-            views = draw(view_specs()) if draw(st.booleans()) else []
+            views = draw(view_specs(weight_values)) if draw(st.booleans()) else []
             specs.append(builders.task_spec(task, kinds, views))
         start = builders.started(run_id, specs, attempts_per_task=draw(st.integers(1, 4)))
         events.insert(draw(st.integers(0, len(events))), start)
     events.append(builders.closed(run_id))
     return events
+
+
+@st.composite
+def graded_runs(draw: st.DrawFn, equal_attempts: bool = False) -> list[InputEvent]:
+    """A closed run of up to 12 tasks declaring `reward.score`, each with up to 8 attempts
+    (passes, fails, partial credit, dead trials, NaN): many attempts per task, where pass@k
+    and pass^k reach large k. With `equal_attempts`, every task has the same number."""
+    attempt = st.sampled_from([1.0, 1.0, 0.0, 0.5, None, math.nan])
+    size = draw(st.integers(1, 8))
+    lists = st.lists(attempt, min_size=size, max_size=size) if equal_attempts else st.lists(attempt, max_size=8)
+    tasks = draw(st.lists(lists, min_size=1, max_size=12))
+    return builders.scored_run("run", {f"t{i}": values for i, values in enumerate(tasks)})

@@ -46,6 +46,9 @@ class Settings:
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
     cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "100")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
+    instance_id: str | None = field(default_factory=lambda: _env("INSTANCE_ID", "") or None)
+    """The worker's stable name in its group (KIP-345 static membership): a worker restarted
+    under the same name takes its partitions back at once; unset, every start is a new member."""
     security: Security = field(default_factory=Security.from_env)
     """TLS and SASL (EVALSTREAM_SECURITY_PROTOCOL, _SASL_*, _SSL_*: `events.clients.security`)."""
 

@@ -12,7 +12,8 @@ scores when it ends, run.closed when the task ends. The events are those that
 conversion), with the same ids, so importing that log afterwards is a redelivery. Their
 order is the order Inspect reports samples ending; the importer orders by each sample's
 `completed_at`, which is the same order unless samples end within the same instant.
-A broker that cannot be reached costs a warning, never the eval. An eval that ends without
+A broker that cannot be reached costs a warning, never the eval; a sample only some of
+whose events went out is named in it, with how many did. An eval that ends without
 telling its hooks how (a ^C, a killed process) leaves its run open: importing its log
 afterwards (`evalstream import inspect LOG --publish`) closes it, and changes nothing else.
 """
@@ -24,7 +25,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,7 +86,8 @@ class EvalstreamHook(Hooks):
         run = self._runs.get(data.eval_id)
         if run is not None:
             sample = json.loads(data.sample.model_dump_json(include=set(inspect_events.SAMPLE_FIELDS)))
-            await self._publish(run, inspect_events.sample_events(run.spec, sample))
+            events = list(inspect_events.sample_events(run.spec, sample))
+            await self._publish(run, events, f"sample {sample.get('id')!r} epoch {sample.get('epoch')}")
 
     async def on_task_end(self, data: TaskEnd) -> None:
         await self._close(data.eval_id, data.log.status)
@@ -108,13 +110,23 @@ class EvalstreamHook(Hooks):
         finally:
             await run.recorder.__aexit__(None, None, None)
 
-    async def _publish(self, run: _Run, events: Iterable[InputEvent]) -> None:
+    async def _publish(self, run: _Run, events: Sequence[InputEvent], sample: str | None = None) -> None:
+        """Send `events` in order; a failure costs a warning, which names the sample (when
+        given) and how many of its events went out before it: its run lacks the rest."""
         async with run.lock:
+            sent = 0
             try:
                 for event in events:
                     await run.recorder.send(event)
+                    sent += 1
             except Exception as error:
-                logger.warning(f"evalstream: cannot publish to {run.where} ({error}); {_afterwards()}")
+                if sample is not None:
+                    logger.warning(
+                        f"evalstream: run {run.recorder.run_id}: {sent} of the {len(events)} events of {sample} "
+                        f"were published when sending to {run.where} failed ({error}); {_afterwards()}"
+                    )
+                else:
+                    logger.warning(f"evalstream: cannot publish to {run.where} ({error}); {_afterwards()}")
 
 
 def _afterwards() -> str:

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Sequence
@@ -144,6 +145,67 @@ def shows_summary_figures(tab: Page, summary: dict[str, Any]) -> None:
             assert cell.inner_text() == str(verdicts[verdict])
     flaky_or_failed = sum(verdicts["flaky"] + verdicts["failed"] for verdicts in counted.values())
     assert tab.locator("#run-details table.attempts tr").count() == flaky_or_failed
+
+
+def known(dashboard: DashboardProcess, run_id: str) -> bool:
+    """Whether the dashboard has a record of the run (its JSON view answers 200)."""
+    try:
+        with urllib.request.urlopen(url(dashboard, "/run", id=run_id, format="json")):
+            return True
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return False
+        raise
+
+
+def test_the_error_bars_narrow_on_a_live_run_and_end_on_the_summarys_interval(
+    worker: WorkerProcess, dashboard: DashboardProcess, page: Page, shots: Path
+) -> None:
+    """The pass@1 bar of reward.score while a simulated run streams, as drawn (its height on
+    screen) and as said (data-low, data-high): it moves with progress events, is narrower at
+    the close than it was while few tasks were measured, and ends on the summary's interval."""
+    worker.wait_ready()
+    run_id = "sim-bars"
+    command = [*SIMULATE, "--run-id", run_id, "--tasks", "30", "--attempts", "3", "--pace", "120", "--seed", "3"]
+    simulate = subprocess.Popen([*command, *topic_flags(worker.settings)], stderr=subprocess.PIPE)
+    heard_by = time.monotonic() + LIVE
+    while not known(dashboard, run_id):  # a page for a run not seen yet answers 404
+        assert time.monotonic() < heard_by, f"the dashboard never heard of {run_id!r}"
+        time.sleep(0.05)
+    page.goto(url(dashboard, "/run", id=run_id))
+    figures = page.locator("#run-figures")
+    bar = page.locator('figure.passk g.interval[data-series="reward.score"][data-k="1"]')
+    hat_bar = page.locator('figure.passhatk g.interval[data-series="reward.score"][data-k="1"]')
+    live: list[tuple[str, str, float]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while figures.get_attribute("data-from") != "summary":
+            assert time.monotonic() < deadline, "the run's page never showed its summary"
+            if bar.count() and figures.get_attribute("data-from") == "progress":
+                box = bar.bounding_box()
+                said = (bar.get_attribute("data-low") or "", bar.get_attribute("data-high") or "")
+                if box is not None and (not live or live[-1][:2] != said):
+                    live.append((*said, box["height"]))
+                    if len(live) == 2:
+                        page.screenshot(path=shots / "run-bars-live.png", full_page=True)
+            time.sleep(0.05)
+    finally:
+        assert simulate.wait(timeout=60) == 0, simulate.stderr.read().decode() if simulate.stderr else ""
+    assert len(live) >= 3, f"the bar moved {len(live)} times while the run streamed"
+    summary = summary_of(worker.settings, run_id)
+    expect(page.locator("#run-head")).to_have_attribute("data-revision", str(summary["revision"]))
+    [final] = [entry for entry in summary["statistics"]["reward.score"]["pass_at_k"] if entry["k"] == 1]
+    assert (bar.get_attribute("data-low"), bar.get_attribute("data-high")) == (
+        repr(final["ci95_low"]),
+        repr(final["ci95_high"]),
+    )
+    closing = bar.bounding_box()
+    assert closing is not None
+    widest = max(height for _, _, height in live)
+    assert closing["height"] < widest, (closing["height"], live)
+    print(f"pass@1 bar of reward.score, live (low, high, px): {live}; at close {closing['height']:.1f} px")
+    assert hat_bar.count() == 1
+    page.screenshot(path=shots / "run-bars.png", full_page=True)
 
 
 def regression_runs() -> tuple[list[InputEvent], list[InputEvent]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import replace
 from html.parser import HTMLParser
 
@@ -14,6 +16,7 @@ from projections.history import history, run_tasks
 from tests.builders import closed, dead, score, scored_run, started, summary_of, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
 from tests.projections.examples import BASELINE, CANDIDATE
+from worker.dashboard.charts import BOTTOM, HEIGHT, TOP
 from worker.dashboard.compare_page import compare_page, resolution
 from worker.dashboard.listing import RunsQuery, listing
 from worker.dashboard.markup import Html, href, html, text
@@ -156,6 +159,50 @@ def test_a_progress_event_resends_only_the_progress_sections() -> None:
     moved_on = run_view(replace(RunRecords("r", progress=progress[-1], summary=summaries[-1]), progress_at=6.0))
     # The summary's figures stand: a later progress event changes only the head.
     assert {f.id for f in run_fragments(summarized, moved_on, 7.0)} == {"run-head"}
+
+
+PLOT_HEIGHT = HEIGHT - TOP - BOTTOM
+
+
+def bars(page: str) -> dict[tuple[str, str], tuple[str, str, float]]:
+    """Each error bar of the run page by (chart class, k): its data-low, data-high and the
+    drawn bar's length in pixels."""
+    found = {}
+    for chart, svg in re.findall(r'<figure class="(\w+)">(.*?)</figure>', page):
+        for k, low, high, y1, y2 in re.findall(
+            r'<g class="interval" data-series="[^"]*" data-k="(\d+)" data-low="([^"]*)" data-high="([^"]*)"'
+            r' stroke="[^"]*"><line x1="[^"]*" x2="[^"]*" y1="([^"]*)" y2="([^"]*)"/>',
+            svg,
+        ):
+            found[chart, k] = (low, high, float(y1) - float(y2))
+    return found
+
+
+def test_the_run_page_draws_each_interval_of_pass_at_k_and_pass_hat_k_as_an_error_bar() -> None:
+    values = {"t1": (1, 1, 0), "t2": (1, 0, 0), "t3": (0, 0, 0), "t4": (1, 1, 1), "t5": (1,)}
+    events: Log = [started(tasks=[task_spec(t, {"reward.score": "continuous"}) for t in values])]
+    events += [score(t, f"{t}-{n}", "reward", {"score": v}) for t, vs in values.items() for n, v in enumerate(vs)]
+    records = latest([*events, closed()])
+    assert records.summary is not None
+    page = run_page(run_view(records), now=0.0, version=1, footer=html(""))
+    drawn = bars(page)
+    statistics = records.summary.statistics["reward.score"]
+    for chart, entries in (("passk", statistics.pass_at_k), ("passhatk", statistics.pass_hat_k)):
+        for entry in entries:
+            assert entry.ci95_low is not None
+            assert entry.ci95_high is not None
+            low, high, length = drawn[chart, str(entry.k)]
+            assert (low, high) == (repr(entry.ci95_low), repr(entry.ci95_high))
+            # The plot's height spans 0..1; each end is rounded to tenths of a pixel.
+            assert math.isclose(length, (entry.ci95_high - entry.ci95_low) * PLOT_HEIGHT, abs_tol=0.11)
+    assert len(drawn) == 6
+
+
+def test_no_error_bar_below_two_tasks() -> None:
+    page = run_page(run_view(latest(closed_run("r", "t", "reward", "m", "E"))), now=0.0, version=1, footer=html(""))
+    assert 'class="interval"' not in page
+    assert "no interval (fewer than two tasks)" in page
+    assert '<figure class="passhatk">' in page
 
 
 def test_the_two_run_view_says_whether_the_difference_is_resolved() -> None:

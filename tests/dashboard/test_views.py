@@ -64,6 +64,28 @@ def test_an_open_run_shows_its_progress_event() -> None:
     assert view.errors == {}
 
 
+def test_a_runs_figures_carry_its_records_intervals_and_pass_hat_k() -> None:
+    """From the progress event while open, from the summary once closed: section 8 as said."""
+    events = [
+        started(tasks=[task_spec(t, REWARD) for t in ("t1", "t2", "t3")], attempts_per_task=2),
+        *(reward(t, f"{t}-{n}", value) for t, values in {"t1": (1, 1), "t2": (1, 0), "t3": (0, 0)}.items()
+          for n, value in enumerate(values)),
+    ]  # fmt: skip
+    for records in (latest(events), latest([*events, closed()])):
+        record = records.summary or records.progress
+        assert record is not None
+        said = record.statistics
+        [key] = key_figures(records)
+        for estimates, entries in ((key.intervals, said["reward.score"].pass_at_k),
+                                   (key.pass_hat, said["reward.score"].pass_hat_k)):  # fmt: skip
+            assert [(e.k, e.mean, e.count, e.stderr, e.low, e.high) for e in estimates] == [
+                (e.k, e.mean, e.count, e.stderr, e.ci95_low, e.ci95_high) for e in entries
+            ]
+        assert [e.mean for e in key.pass_hat] == [0.5, 1 / 3]
+        assert key.interval_at(1) == key.intervals[0]
+        assert key.intervals[0].low is not None
+
+
 def test_a_closed_run_shows_its_summary_figures_and_detail() -> None:
     events = [
         *open_run(),

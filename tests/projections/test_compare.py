@@ -10,6 +10,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from events.models import InputEvent
+from events.nonfinite import read_float
 from events.outputs import RunSummary
 from projections.compare import (
     NotComparable,
@@ -32,7 +33,7 @@ def summaries(
 
 
 def figure(summary: RunSummary, name: str) -> float | None:
-    return next(score.mean for score in summary.summary.scores if score.name == name)
+    return next(read_float(score.mean) for score in summary.summary.scores if score.name == name)
 
 
 def test_the_hand_computed_example() -> None:

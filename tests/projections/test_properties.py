@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from fractions import Fraction
 from typing import Any
 
 import orjson
@@ -17,7 +19,7 @@ from projections.progress import progress
 from projections.run import RunState, apply
 from projections.summary import summary
 from tests.builders import fold
-from tests.strategies import run_logs
+from tests.strategies import graded_runs, moderate_values, run_logs
 
 settings.register_profile("ci", max_examples=150, deadline=None)
 settings.load_profile("ci")
@@ -65,6 +67,8 @@ def test_incremental_passk_equals_a_from_scratch_computation_after_every_event(l
                     record["count"],
                     record["nan_count"],
                 )
+        # Section 8 for progress too: the summary's statistics, byte for byte.
+        assert orjson.dumps(live["statistics"]) == orjson.dumps(whole["statistics"])
         for key, counts in live["verdicts"].items():
             verdicts = [keys[key] for keys in whole["verdicts"].values() if key in keys]
             for verdict in ("solved", "flaky", "failed"):
@@ -83,7 +87,7 @@ def _canonical(payload: dict[str, Any]) -> dict[str, Any]:
                 (walk(item) for item in node), key=lambda item: orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
             )
         if isinstance(node, float):
-            return round(node, 9)
+            return round(node, 9) + 0.0  # + 0.0: -0.0 and 0.0 are one value, whichever sorted first
         return node
 
     canonical: dict[str, Any] = walk(orjson.loads(encode_payload(payload)))
@@ -91,11 +95,37 @@ def _canonical(payload: dict[str, Any]) -> dict[str, Any]:
     return canonical
 
 
-@given(run_logs(unique_scores=True), st.randoms(use_true_random=False))
+MODERATE_WEIGHTS = st.sampled_from([1.0, 2.0, 0.5, 0.0])
+
+
+@given(
+    run_logs(unique_scores=True, output_values=moderate_values, weight_values=MODERATE_WEIGHTS),
+    st.randoms(use_true_random=False),
+)
 def test_permuting_a_runs_events_changes_no_aggregate(log: list[InputEvent], random: Any) -> None:
     shuffled = list(log)
     random.shuffle(shuffled)
     assert _canonical(summary(fold(shuffled))) == _canonical(summary(fold(log)))
+
+
+ORDER_FREE = ("name", "score_type", "count", "nan_count", "min", "max", "percentiles", "median")
+"""What a range aggregate says whatever order its values come in: over the whole double
+range a sum does depend on it (overflow, cancellation), so sum, mean and spread do too."""
+
+
+def _order_free(payload: dict[str, Any]) -> dict[str, Any]:
+    scores = payload["summary"]["scores"]
+    payload["summary"]["scores"] = [{stat: record[stat] for stat in ORDER_FREE} for record in scores]
+    return _canonical(payload)
+
+
+@given(run_logs(unique_scores=True), st.randoms(use_true_random=False))
+def test_permuting_a_runs_events_over_the_whole_double_range_changes_no_order_statistic(
+    log: list[InputEvent], random: Any
+) -> None:
+    shuffled = list(log)
+    random.shuffle(shuffled)
+    assert _order_free(summary(fold(shuffled))) == _order_free(summary(fold(log)))
 
 
 @given(run_logs(), st.data())
@@ -136,3 +166,66 @@ def test_passk_is_a_probability_and_never_falls_as_k_grows(log: list[InputEvent]
                 for k in range(1, n + 1)
             ]
             assert figures == sorted(figures)
+
+
+def reference_statistics(attempts: dict[str, dict[str, list[dict[str, Any]]]], key: str) -> dict[str, Any]:
+    """Section 8 of `key` from the summary's attempt lists with exact rationals: per k,
+    (count, mean, stderr) of pass@k and of pass^k (C(c, k) / C(n, k))."""
+    lists = [[a["value"] for a in keys[key]] for keys in attempts.values() if key in keys]
+    measured = [(len(v), passing(v)) for v in lists if v]
+
+    def figures(per_task: list[Fraction]) -> tuple[int, float, float | None]:
+        count = len(per_task)
+        mean = sum(per_task, Fraction(0)) / count
+        if count < 2:
+            return count, float(mean), None
+        variance = sum(((f - mean) ** 2 for f in per_task), Fraction(0)) / (count - 1)
+        return count, float(mean), math.sqrt(variance / count)
+
+    ks = range(1, max(n for n, _ in measured) + 1)
+    return {
+        "tasks": len(measured),
+        "pass_at_k": [
+            figures([1 - Fraction(math.comb(n - c, k), math.comb(n, k)) for n, c in measured if n >= k]) for k in ks
+        ],
+        "pass_hat_k": [
+            figures([Fraction(math.comb(c, k), math.comb(n, k)) for n, c in measured if n >= k]) for k in ks
+        ],
+    }
+
+
+@given(st.one_of(run_logs(), graded_runs()))
+def test_statistics_agree_with_exact_rationals_and_their_intervals_hold_the_mean(log: list[InputEvent]) -> None:
+    whole = summary(fold(log))
+    attempts = whole["summary"]["task_metric_attempts"]
+    eligible = {key for by_key in whole["verdicts"].values() for key in by_key}
+    measured_keys = {key for key in eligible if any(keys.get(key) for keys in attempts.values())}
+    assert list(whole["statistics"]) == sorted(measured_keys)
+    for key, figures in whole["statistics"].items():
+        reference = reference_statistics(attempts, key)
+        assert figures["tasks"] == reference["tasks"]
+        for name in ("pass_at_k", "pass_hat_k"):
+            assert len(figures[name]) == len(reference[name])
+            for entry, (count, mean, stderr) in zip(figures[name], reference[name], strict=True):
+                assert entry["count"] == count
+                assert math.isclose(entry["mean"], mean, rel_tol=1e-12, abs_tol=1e-12)
+                assert 0.0 <= entry["mean"] <= 1.0
+                if stderr is None:
+                    assert (entry["stderr"], entry["ci95_low"], entry["ci95_high"]) == (None, None, None)
+                    continue
+                assert math.isclose(entry["stderr"], stderr, rel_tol=1e-9, abs_tol=1e-12)
+                assert 0.0 <= entry["ci95_low"] <= entry["mean"] <= entry["ci95_high"] <= 1.0
+        # pass^1 is pass@1 (c / n per task) up to the product forms' last bits.
+        assert math.isclose(figures["pass_hat_k"][0]["mean"], figures["pass_at_k"][0]["mean"], rel_tol=1e-12)
+
+
+@given(graded_runs(equal_attempts=True))
+def test_pass_hat_k_never_rises_with_k_over_the_same_tasks(log: list[InputEvent]) -> None:
+    """Per task each k multiplies by (c - k + 1) / (n - k + 1) <= 1, so over one task set
+    (every task with the same n: none leaves as k grows) the mean never rises."""
+    for figures in summary(fold(log))["statistics"].values():
+        entries = figures["pass_hat_k"]
+        assert len({entry["count"] for entry in entries}) == 1
+        means = [entry["mean"] for entry in entries]
+        # Up to the last bit of the compensated sum, which need not round monotonically.
+        assert all(later <= earlier + 1e-15 for earlier, later in itertools.pairwise(means))

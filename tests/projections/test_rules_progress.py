@@ -137,6 +137,25 @@ def test_live_pass_at_k_equals_summary_after_every_event(log: list[InputEvent]) 
 
 
 @pytest.mark.parametrize("log", [section_2_example(), mixed_log()], ids=["section-2", "mixed"])
+def test_live_statistics_are_the_summarys_to_the_byte_after_every_event(log: list[InputEvent]) -> None:
+    """Section 8 holds for progress as section 7 says: pending tasks count as unmeasured."""
+    run = RunState("run")
+    for seq, event in enumerate(log, 1):
+        apply(run, event)
+        live = progress(run, seq)
+        assert orjson.dumps(live["statistics"]) == orjson.dumps(summary(run)["statistics"])
+    assert live["statistics"]["reward.score"]["pass_at_k"]
+
+
+def test_live_statistics_of_section_2_example_count_a_pending_task_as_unmeasured() -> None:
+    live = progress(fold(section_2_example()), seq=1)
+    assert live["tasks"]["pending"] == 1
+    entries = live["statistics"]["reward.score"]["pass_at_k"]
+    assert [(entry["count"], entry["nan_count"]) for entry in entries] == [(3, 2), (2, 2), (2, 2)]
+    assert list(live)[list(live).index("pass_at_k") + 1] == "statistics"
+
+
+@pytest.mark.parametrize("log", [section_2_example(), mixed_log()], ids=["section-2", "mixed"])
 def test_live_verdict_counts_count_the_summary_verdicts_after_every_event(log: list[InputEvent]) -> None:
     """Pending tasks are among the summary's unmeasured ones."""
     run = RunState("run")

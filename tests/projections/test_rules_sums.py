@@ -3,40 +3,15 @@
 from __future__ import annotations
 
 import math
-import struct
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.aggregates import compensated_sum
+from tests.projections.reference import bits, cpython_312_sum
 
 INF = math.inf
-
-
-def cpython_312_sum(values: list[float]) -> float:
-    """Python/bltinmodule.c builtin_sum_impl for a list of floats, step by step: the int
-    start 0 meets the first float on the generic path (`0 + x`), the float loop takes over
-    from that result, and the compensation is added at the end only when nonzero and finite."""
-    if not values:
-        return 0.0
-    f_result = 0 + values[0]
-    c = 0.0
-    for x in values[1:]:
-        t = f_result + x
-        if math.fabs(f_result) >= math.fabs(x):
-            c += (f_result - t) + x
-        else:
-            c += (x - t) + f_result
-        f_result = t
-    if c and math.isfinite(c):
-        f_result += c
-    return f_result
-
-
-def bits(value: float) -> bytes:
-    """The float's bytes: tells -0.0 from 0.0; every NaN alike (NaN payloads do not matter)."""
-    return b"nan" if math.isnan(value) else struct.pack("<d", value)
 
 
 def plain(values: list[float]) -> float:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,7 +11,7 @@ from projections.progress import progress
 from projections.run import RunState, apply
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 from projections.summary import summary
-from tests.builders import closed, fold
+from tests.builders import fold
 from tests.strategies import run_logs
 
 
@@ -32,9 +31,3 @@ def test_a_restored_run_continues_exactly_like_the_original(log: list[InputEvent
         assert apply(restored, event).outcome == apply(original, event).outcome  # redeliveries included
     assert encode_payload(summary(restored)) == encode_payload(summary(original))
     assert progress(restored, 2) == progress(original, 2)
-
-
-def test_a_stored_part_of_another_version_is_refused_with_the_fix() -> None:
-    run = fold([closed()])
-    with pytest.raises(ValueError, match="wipe the store and replay the topic"):
-        restore("run", header_to_bytes(run).replace(b'"v":2', b'"v":9'), [])

@@ -2,8 +2,13 @@
 
 `Broker` keeps every write in the order issued (outputs and changelog records alike) and
 acknowledges them in an order the test picks; what it acknowledged, in that order, is
-what survives a crash. `drive` runs an engine over a log in batches, letting the broker
-acknowledge some writes between steps, as a broker does while the worker goes on.
+what survives a crash. Its `Store` is the worker's local copy, which gets a changelog
+record when it is acknowledged: after a crash it is exactly the durable changelog, so a
+restart from it (on the same machine) and one from the changelog (`Store.of`, on another)
+are the same. It refuses the outputs `refuse` names, as a broker refuses a record too
+large for its topic: at once (the producer's own check) or in its answer. `drive` runs an
+engine over a log in batches, letting the broker acknowledge some writes between steps, as
+a broker does while the worker goes on.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from aiokafka.errors import MessageSizeTooLargeError
 
 from worker.runtime.engine import Engine
 from worker.runtime.outputs import Publish
@@ -79,20 +86,30 @@ class Broker:
     commits_wait: asyncio.Event | None = None
     """Set: commits finish only once it is set (a slow group coordinator)."""
     seeks: list[tuple[int, int]] = field(default_factory=list)
+    refuse: Callable[[Write], str | None] = lambda write: None
+    """Outputs refused: None (taken), "at once" (`send` raises) or "answered" (the
+    acknowledgement fails). A function of the write, so every worker is refused the same."""
+    refused: list[Write] = field(default_factory=list)
+    gave_up: list[BaseException] = field(default_factory=list)
+    """What the engine stopped on (its `on_failure`)."""
     _pending: list[tuple[Write, asyncio.Future[None]]] = field(default_factory=list)
 
     async def send(self, item: Publish) -> Awaitable[Any]:
-        return self._issue(Write(item.stream, -1, item.key, item.value, item.headers))
+        write = Write(item.stream, -1, item.key, item.value, item.headers)
+        if self.refuse(write) == "at once":
+            self.refused.append(write)
+            raise RuntimeError("Error while sending") from too_large(write)
+        return self._issue(write)
 
     async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
-        self.store.partitions.setdefault(partition, {})[key] = value
         return self._issue(Write("changelog", partition, key, value))
 
-    async def commit(self, partition: int, offset: int) -> None:
+    async def commit(self, partition: int, offset: int) -> bool:
         self.commit_calls += 1
         if self.commits_wait is not None:
             await self.commits_wait.wait()
         self.commits[partition] = offset
+        return True
 
     async def seek(self, partition: int, offset: int) -> None:
         self.seeks.append((partition, offset))
@@ -114,7 +131,14 @@ class Broker:
             candidates = sorted(heads.values())
             picked = self.choose([self._pending[at][0] for at in candidates])
             write, acknowledged = self._pending.pop(candidates[picked])
+            if self.refuse(write) == "answered":
+                self.refused.append(write)
+                acknowledged.set_exception(too_large(write))
+                continue
             self.durable.append(write)
+            if write.stream == "changelog" and write.key is not None:
+                # The local copy gets a write once acknowledged (`worker.runtime.changelog`).
+                self.store.partitions.setdefault(write.partition, {})[write.key] = write.value
             acknowledged.set_result(None)
 
     @property
@@ -126,6 +150,10 @@ class Broker:
         self.acknowledge(len(self._pending))
 
 
+def too_large(write: Write) -> MessageSizeTooLargeError:
+    return MessageSizeTooLargeError(f"{len(write.value)} bytes")
+
+
 def new_engine(
     broker: Broker,
     processor: Processor,
@@ -133,6 +161,7 @@ def new_engine(
     on_checkpoint: Callable[[float], None] = lambda seconds: None,
 ) -> Engine:
     async def fail(error: BaseException) -> None:
+        broker.gave_up.append(error)
         raise AssertionError(f"the engine gave up: {error!r}")
 
     return Engine(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from events.codec import encode
 from events.models import InputEvent
 from tests.strategies import run_logs
 from tests.worker.engine_harness import Broker, Message, Store, Write, drive, handled, new_engine
-from worker.runtime.processor import Processor, Record
+from worker.runtime.processor import Processor, Record, Snapshot
 
 RUNS = ("run-a", "run-b", "run-c")
 PARTITION_OF = {"run-a": 0, "run-b": 1, "run-c": 0}
@@ -43,10 +44,19 @@ def topic_logs(draw: st.DrawFn) -> list[Message]:
 
 
 def outputs(writes: list[Write]) -> tuple[dict[bytes | None, bytes], set[tuple[bytes, ...]]]:
-    """Each run's latest summary (a compacted topic keeps the last), and the dead letters."""
+    """Each run's latest summary (a compacted topic keeps the last), and the dead letters.
+    Progress is coalesced by time, so which progress events a worker publishes depends on
+    its batches: neither progress nor the dead letters of refused progress are compared."""
     latest = {write.key: write.value for write in writes if write.stream == "summary"}
-    dead = {(write.value, *(value for _, value in write.headers)) for write in writes if write.stream == "deadletter"}
+    dead = {
+        (write.value, *(value for _, value in write.headers))
+        for write in writes
+        if write.stream == "deadletter" and not dict(write.headers)["evalstream.detail"].startswith(REFUSED_PROGRESS)
+    }
     return latest, dead
+
+
+REFUSED_PROGRESS = b"the broker refused the progress"
 
 
 def acknowledgement_order(data: st.DataObject) -> Callable[[list[Write]], int]:
@@ -65,9 +75,39 @@ def acknowledgement_order(data: st.DataObject) -> Callable[[list[Write]], int]:
     return choose
 
 
-def run_worker(messages: list[Message], store: Store, data: st.DataObject | None) -> Broker:
+Refusal = Callable[[Write], str | None]
+
+
+def never(write: Write) -> str | None:
+    return None
+
+
+def refusals(data: st.DataObject) -> Refusal:
+    """Outputs the broker refuses, the same for every worker: every summary (and maybe
+    progress) of some runs, at once or in its answer; maybe their dead letters too."""
+    runs = data.draw(st.sets(st.sampled_from([run.encode() for run in RUNS])), label="refused runs")
+    streams = data.draw(st.sampled_from([{"summary"}, {"summary", "progress"}]), label="refused streams")
+    how = data.draw(st.sampled_from(["at once", "answered"]), label="refused how")
+    letters = data.draw(st.booleans(), label="their dead letters refused too")
+
+    def refuse(write: Write) -> str | None:
+        if write.key not in runs:
+            return None
+        if write.stream in streams or (letters and write.stream == "deadletter" and is_refusal_letter(write)):
+            return how
+        return None
+
+    return refuse
+
+
+def is_refusal_letter(write: Write) -> bool:
+    return (("evalstream.reason", b"output-refused")) in write.headers
+
+
+def run_worker(messages: list[Message], store: Store, data: st.DataObject | None, refuse: Refusal = never) -> Broker:
     """A worker over `messages`, restored from `store`: from each partition's checkpoint on."""
     broker = Broker(store, choose=acknowledgement_order(data) if data is not None else lambda candidates: 0)
+    broker.refuse = refuse
     clock = [0.0]
     processor = Processor(store, progress_interval=0.2, flush_every=data.draw(st.integers(1, 8)) if data else 1000)
     engine = new_engine(broker, processor, lambda: clock[0])
@@ -101,11 +141,18 @@ def test_a_crash_after_any_prefix_of_the_acknowledged_writes_loses_no_output(
     writes acknowledged so far (in the changelog and in the output topics alike). A worker
     restarted on that changelog, reading from its checkpoints, ends with every output a
     crash-free worker publishes: each run's latest summary byte for byte, every dead letter
-    at least once."""
-    want_latest, want_dead = outputs(run_worker(messages, Store(), None).durable)
-    first = run_worker(messages, Store(), data)
+    at least once. The broker may refuse some outputs for good: each is dead-lettered once,
+    the worker never gives up (`new_engine`), and the law still holds."""
+    refuse = refusals(data)
+    crash_free = run_worker(messages, Store(), None, refuse)
+    want_latest, want_dead = outputs(crash_free.durable)
+    refused = sorted(write.value for write in crash_free.refused if write.stream != "deadletter")
+    letters = sorted(write.value for write in crash_free.durable + crash_free.refused if is_refusal_letter(write))
+    assert letters == refused
+    assert crash_free.gave_up == []
+    first = run_worker(messages, Store(), data, refuse)
     kept = first.durable[: data.draw(st.integers(0, len(first.durable)), label="crash after")]
-    restarted = run_worker(messages, Store.of(kept), None)
+    restarted = run_worker(messages, Store.of(kept), None, refuse)
     got_latest, got_dead = outputs(kept + restarted.durable)
     assert got_latest == want_latest
     assert want_dead <= got_dead
@@ -280,3 +327,68 @@ def test_a_checkpoint_is_done_when_durable_and_its_commit_does_not_hold_the_next
     assert [write.value for write in broker.durable if write.key == b"o0"] == [b"0", b"1", b"2", b"3"]
     assert broker.commits == {0: 4}  # the newest, after the one under way; those between were overtaken
     assert broker.commit_calls == 2
+
+
+def test_checkpoints_a_stuck_broker_never_answers_are_cancelled_at_a_revocation() -> None:
+    """A broker that never acknowledges: the revocation waits its timeout, then cancels the
+    checkpoint, counts it, and nothing is left holding its snapshot."""
+    store = Store()
+    broker = Broker(store)
+    engine = new_engine(broker, Processor(store, flush_every=1), lambda: 0.0)
+    line = encode(builders.closed("run-a"))
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, [Record(0, b"run-a", line)])
+        assert engine.checkpointing
+        await engine.revoked(timeout=0.01)
+        assert not engine.checkpointing
+        await asyncio.sleep(0)
+        assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
+
+    asyncio.run(go())
+    assert engine.abandoned == 1
+    gc.collect()
+    assert [held for held in gc.get_objects() if isinstance(held, Snapshot)] == []
+
+
+def test_a_run_leaves_the_cache_only_once_its_writes_are_acknowledged() -> None:
+    """The local copy gets a write when the broker acknowledges it; a run that left the
+    cache is restored from it, so it must not leave while its checkpoint's writes wait."""
+    store = Store()
+    broker = Broker(
+        store,
+        choose=lambda candidates: next((at for at, write in enumerate(candidates) if write.stream != "changelog"), 0),
+    )
+    clock = [0.0]
+    processor = Processor(store, flush_every=100, cache_runs=0)
+    engine = new_engine(broker, processor, lambda: clock[0])
+    events = [builders.started("run-a", [builders.task_spec("t")]), builders.trial("t", "t-1", run_id="run-a")]
+    events.append(builders.closed("run-a"))
+    lines = [Record(offset, b"run-a", encode(event)) for offset, event in enumerate(events)]
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, lines[:1])
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # a checkpoint by time: outputs, then its writes
+        for _ in range(10):
+            if broker.pending and all(write.stream == "changelog" for write, _ in broker._pending):
+                break
+            broker.acknowledge(1)
+            await asyncio.sleep(0)
+        assert engine.checkpointing
+        assert store.partitions == {}  # its writes wait for the broker
+        await engine.handle(0, lines[1:])
+        while engine.checkpointing or broker.pending:
+            broker.acknowledge_all()
+            clock[0] += 1.0
+            await engine.tick(rebalancing=False)
+            await asyncio.sleep(0)
+
+    asyncio.run(go())
+    want, _ = outputs(run_worker([(0, b"run-a", encode(event)) for event in events], Store(), None).durable)
+    got, _ = outputs(broker.durable)
+    assert got == want

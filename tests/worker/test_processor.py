@@ -3,15 +3,22 @@ cache and progress windows (the crash law over all of it: `test_engine.py`)."""
 
 from __future__ import annotations
 
+import io
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import orjson
+import pytest
 
+import projections.step
 from events import builders
-from events.codec import encode
+from events.codec import encode, encode_payload
 from events.models import InputEvent
+from projections.run import RunState
+from projections.summary import Summary, summary
+from tests.builders import fold
 from tests.worker.engine_harness import Store
+from worker.commands.replay import replay
 from worker.runtime.keys import checkpoint_key
 from worker.runtime.processor import PROGRESS_TASKS, Admission, Processor, Record
 
@@ -216,3 +223,39 @@ def test_counts_say_what_became_of_every_record() -> None:
     assert counts.dead_lettered == {"not-json": 1, "key-mismatch": 1}
     processor.forget()  # a revocation drops the state, not what was counted
     assert processor.counts.applied == len(run)
+
+
+def test_a_step_that_raises_is_dead_lettered_and_leaves_its_run_as_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The close's summary raises once (after apply closed the run): the close is
+    dead-lettered as internal-error, the run is open again, and the same close sent again
+    gives revision 1, the bytes replay gives for the same log and the same failure."""
+    events = small_run("run")
+    log = [*events, events[-1]]
+    monkeypatch.setattr(projections.step, "summary", failing_once(summary))
+    processor = Processor()
+    published = processor.handle(0, records(log), 0.0)
+    [dead] = [item for item in published if item.stream == "deadletter"]
+    headers = dict(dead.headers)
+    assert (headers["evalstream.reason"], headers["evalstream.source.offset"]) == (b"internal-error", b"3")
+    assert b"RuntimeError: injected" in headers["evalstream.detail"]
+    assert b"The run is as it was before this event" in headers["evalstream.detail"]
+    assert processor.counts.dead_lettered == {"internal-error": 1}
+    assert processor.counts.applied == len(events)
+    sent = [item.value for item in published if item.stream == "summary"]
+    assert sent == [encode_payload(summary(fold(events)))]
+    monkeypatch.setattr(projections.step, "summary", failing_once(summary))
+    out, err = io.BytesIO(), io.StringIO()
+    replay([encode(event) for event in log], out, err)
+    assert out.getvalue().splitlines() == sent
+    assert err.getvalue().startswith(f"line {len(events)}: internal-error: run.closed")
+
+
+def failing_once(function: Callable[[RunState], Summary]) -> Callable[[RunState], Summary]:
+    calls = itertools.count()
+
+    def failing(run: RunState) -> Summary:
+        if next(calls) == 0:
+            raise RuntimeError("injected")
+        return function(run)
+
+    return failing

@@ -17,7 +17,7 @@ from tests import builders
 from tests.projections.examples import EXAMPLE_LOG, EXPECTED
 from worker.commands.replay import replay, route_key
 
-COMPARED = ("summary", "harbor", "verdicts", "event_count", "closed_reason", "labels")
+COMPARED = ("summary", "harbor", "verdicts", "statistics", "event_count", "closed_reason", "labels")
 
 
 def run_replay(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:

@@ -199,7 +199,7 @@ def test_a_clean_restart_resumes_from_the_tables_without_reprocessing(bootstrap:
         time.sleep(4 * settings.flush_interval)  # the flush timer has written the state and its checkpoint
     finally:
         first.stop()
-    # The state comes back from the changelog (the local copy is wiped at start), and the
+    # The state comes back from the changelog (a data dir of its own: no local copy), and the
     # topic is read again from the state's checkpoint, not from zero.
     second = WorkerProcess(settings, tmp_path / "second")
     try:

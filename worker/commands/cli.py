@@ -89,7 +89,8 @@ def _digest(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     import faust
 
-    from worker.runtime.app import build_app, wipe_local_state
+    from projections.storage import NewerStore
+    from worker.runtime.app import build_app, keep_local_state
     from worker.runtime.collector import quiet_collector
     from worker.runtime.topics import ensure_topics
 
@@ -102,10 +103,16 @@ def _worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=level, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
     redact.install(settings.secrets())  # aiokafka's debug log holds the SASL handshake's bytes
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
-    app = build_app(settings)
-    wipe_local_state(app)
+    refused: list[NewerStore] = []
+    app = build_app(settings, refused)
+    keep_local_state(app, settings)
     quiet_collector()
-    faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
+    try:
+        faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
+    except SystemExit:
+        if refused:
+            raise CommandError(str(refused[0]), ENVIRONMENT) from None
+        raise
     return 0
 
 
@@ -457,6 +464,9 @@ def _client_parsers(commands: Commands) -> None:
     )
     worker.add_argument("--web-port", type=int, help="env EVALSTREAM_WEB_PORT (default 6066)")
     worker.add_argument("--data-dir", type=Path, help="env EVALSTREAM_DATA_DIR")
+    worker.add_argument(
+        "--instance-id", help="the worker's stable name in its group, e.g. its pod's (env EVALSTREAM_INSTANCE_ID)"
+    )
     worker.add_argument("--loglevel", default="info", choices=("debug", "info", "warn", "error", "crit"))
 
     publish = _command(

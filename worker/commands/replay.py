@@ -2,7 +2,8 @@
 
 Reads JSON Lines, takes each through the same step as the worker (`projections.step`), and
 writes each output event as one JSON line, in the order the worker would publish them.
-Invalid lines are reported on stderr (line number, reason) and skipped.
+Invalid lines are reported on stderr (line number, reason) and skipped, and so is a line
+whose step failed ("internal-error": its run is left as before it, as in the worker).
 
 With `jobs > 1` the runs are split across worker processes (a run's events all go to
 one process, so each run still sees its log order); every output is tagged with its
@@ -99,7 +100,8 @@ class Replayer:
         return run
 
     def finish(self) -> ReplayStats:
-        self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed)
+        # A run whose only events failed (and were rolled back) has nothing applied: not a run.
+        self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed and run.event_count)
         return self.stats
 
 

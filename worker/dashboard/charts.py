@@ -1,8 +1,10 @@
-"""pass@k against k as inline SVG: no script, no library, nothing fetched.
+"""pass@k (or pass^k) against k as inline SVG: no script, no library, nothing fetched.
 
-The y axis is always 0..1 (pass@k is a probability), so that two charts read alike; the x axis
+The y axis is always 0..1 (both are probabilities), so that two charts read alike; the x axis
 runs over k = 1..the largest k any series has. Each point carries its exact figures as a
-tooltip (`<title>`), and the legend names the series as text.
+tooltip (`<title>`), and the legend names the series as text. A point with a 95% interval
+gets an error bar from its low to its high end (capped), drawn under the line, the interval's
+ends in `data-low` and `data-high` as the record says them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ class Point:
     value: float
     detail: str
     """The tooltip: the figure's own numbers."""
+    low: float | None = None
+    high: float | None = None
+    """The 95% interval (None: none, below two tasks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +38,9 @@ class Series:
     points: tuple[Point, ...]
 
 
-def passk_chart(series: Sequence[Series], caption: str) -> Html:
-    """One line per series; an empty chart says there is nothing to draw yet."""
+def passk_chart(series: Sequence[Series], caption: str, figure: str = "pass@") -> Html:
+    """One line per series; an empty chart says there is nothing to draw yet. `figure` names
+    a point in its tooltip (`pass@` or `pass^`, then k)."""
     ks = [point.k for line in series for point in line.points]
     legend_height = LEGEND_LINE * len(series)
     height = HEIGHT + legend_height
@@ -69,7 +75,9 @@ def passk_chart(series: Sequence[Series], caption: str) -> Html:
         for k in range(1, top_k + 1)
         if (k - 1) % step == 0 or k == top_k
     )
-    lines = join(_line(line, COLOURS[index % len(COLOURS)], x, y) for index, line in enumerate(series))
+    colours = [COLOURS[index % len(COLOURS)] for index in range(len(series))]
+    bars = join(_bars(line, colour, x, y) for line, colour in zip(series, colours, strict=True))
+    lines = join(_line(line, colour, x, y, figure) for line, colour in zip(series, colours, strict=True))
     legend = join(
         html(
             '<rect x="{}" y="{}" width="12" height="12" fill="{}"/><text x="{}" y="{}" class="legend">{}</text>',
@@ -85,7 +93,7 @@ def passk_chart(series: Sequence[Series], caption: str) -> Html:
     empty = html("") if ks else html('<text x="{}" y="{}" class="empty">no figures yet</text>', LEFT + 10, TOP + 40)
     return html(
         '<svg class="chart" viewBox="0 0 {} {}" width="{}" height="{}" role="img" aria-label="{}">'
-        '<title>{}</title>{}{}{}{}<text x="{}" y="{}" class="axis" text-anchor="middle">k</text>{}</svg>',
+        '<title>{}</title>{}{}{}{}{}<text x="{}" y="{}" class="axis" text-anchor="middle">k</text>{}</svg>',
         WIDTH,
         height,
         WIDTH,
@@ -94,6 +102,7 @@ def passk_chart(series: Sequence[Series], caption: str) -> Html:
         caption,
         grid,
         ticks,
+        bars,
         lines,
         empty,
         LEFT + plot_width / 2,
@@ -102,7 +111,7 @@ def passk_chart(series: Sequence[Series], caption: str) -> Html:
     )
 
 
-def _line(line: Series, colour: str, x: Callable[[int], float], y: Callable[[float], float]) -> Html:
+def _line(line: Series, colour: str, x: Callable[[int], float], y: Callable[[float], float], figure: str) -> Html:
     path = " ".join(f"{x(point.k):.1f},{y(point.value):.1f}" for point in line.points)
     dots = join(
         html(
@@ -110,8 +119,32 @@ def _line(line: Series, colour: str, x: Callable[[int], float], y: Callable[[flo
             f"{x(point.k):.1f}",
             f"{y(point.value):.1f}",
             colour,
-            f"{line.label} pass@{point.k} = {point.detail}",
+            f"{line.label} {figure}{point.k} = {point.detail}",
         )
         for point in line.points
     )
     return html('<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>{}', path, colour, dots)
+
+
+CAP = 4
+"""Half the width of an error bar's caps, in pixels."""
+
+
+def _bars(line: Series, colour: str, x: Callable[[int], float], y: Callable[[float], float]) -> Html:
+    return join(
+        html(
+            '<g class="interval" data-series="{}" data-k="{}" data-low="{}" data-high="{}" stroke="{}">'
+            '<line x1="{}" x2="{}" y1="{}" y2="{}"/><line x1="{}" x2="{}" y1="{}" y2="{}"/>'
+            '<line x1="{}" x2="{}" y1="{}" y2="{}"/></g>',
+            line.label,
+            point.k,
+            repr(point.low),
+            repr(point.high),
+            colour,
+            *(f"{x(point.k):.1f}", f"{x(point.k):.1f}", f"{y(point.low):.1f}", f"{y(point.high):.1f}"),
+            *(f"{x(point.k) - CAP:.1f}", f"{x(point.k) + CAP:.1f}", f"{y(point.low):.1f}", f"{y(point.low):.1f}"),
+            *(f"{x(point.k) - CAP:.1f}", f"{x(point.k) + CAP:.1f}", f"{y(point.high):.1f}", f"{y(point.high):.1f}"),
+        )
+        for point in line.points
+        if point.low is not None and point.high is not None
+    )

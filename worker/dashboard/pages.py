@@ -318,24 +318,53 @@ def run_figures(view: RunView) -> Html:
         "nothing": "no figures yet",
     }[view.figures_from]
     return html(
-        '<section id="run-figures" data-from="{}"><h2>pass@k <small>{}</small></h2>{}{}<h2>verdicts</h2>{}</section>',
+        '<section id="run-figures" data-from="{}"><h2>pass@k and pass^k <small>{}</small></h2>'
+        '<p class="legend">Bars: the 95% interval (Student\'s t, clustered by task), none below two tasks. '
+        "pass^k: the chance that k attempts of a task all pass.</p>"
+        '<div class="charts"><figure class="passk"><figcaption>pass@k</figcaption>{}</figure>'
+        '<figure class="passhatk"><figcaption>pass^k</figcaption>{}</figure></div>'
+        "{}<h2>verdicts</h2>{}</section>",
         view.figures_from,
         source,
-        passk_chart([key_series(key.key, key) for key in view.keys], "pass@k against k, per key"),
+        passk_chart([key_series(key) for key in view.keys], "pass@k against k, per key, with 95% intervals"),
+        passk_chart(
+            [hat_series(key) for key in view.keys], "pass^k against k, per key, with 95% intervals", figure="pass^"
+        ),
         passk_table(view.keys),
         verdict_table(view.keys),
     )
 
 
-def key_series(label: str, key: KeyFigures) -> Series:
+def key_series(key: KeyFigures) -> Series:
+    """pass@k of one key, each point with its interval from the same record's statistics."""
+    points = []
+    for figure_ in key.pass_at:
+        if figure_.mean is None:
+            continue
+        interval = key.interval_at(figure_.k)
+        low, high = (interval.low, interval.high) if interval is not None else (None, None)
+        detail = f"{figure_.mean:.4f} over {figure_.count} tasks, {figure_.nan_count} NaN{_within(low, high)}"
+        points.append(Point(figure_.k, figure_.mean, detail, low, high))
+    return Series(key.key, tuple(points))
+
+
+def hat_series(key: KeyFigures) -> Series:
     return Series(
-        label,
+        key.key,
         tuple(
-            Point(figure_.k, figure_.mean, f"{figure_.mean:.4f} over {figure_.count} tasks, {figure_.nan_count} NaN")
-            for figure_ in key.pass_at
-            if figure_.mean is not None
+            Point(
+                hat.k, hat.mean, f"{hat.mean:.4f} over {hat.count} tasks{_within(hat.low, hat.high)}", hat.low, hat.high
+            )
+            for hat in key.pass_hat
+            if hat.mean is not None
         ),
     )
+
+
+def _within(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return ", no interval (fewer than two tasks)"
+    return f", 95% interval [{low:.4f}, {high:.4f}]"
 
 
 def shown_ks(top: int) -> list[int]:
@@ -360,12 +389,14 @@ def _figure_cell(key: KeyFigures, k: int) -> Html:
     found = next((figure_ for figure_ in key.pass_at if figure_.k == k), None)
     if found is None:
         return html('<td class="num">–</td>')
+    interval = key.interval_at(k)
+    within = _within(interval.low, interval.high) if interval is not None else ""
     return html(
         '<td class="num" data-key="{}" data-k="{}" data-value="{}" title="{}">{}</td>',
         key.key,
         k,
         repr(found.mean),
-        f"over {found.count} tasks, {found.nan_count} NaN (unmeasured)",
+        f"over {found.count} tasks, {found.nan_count} NaN (unmeasured){within}",
         figure(found.mean),
     )
 

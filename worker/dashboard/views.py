@@ -2,9 +2,10 @@
 
 No figure is computed here: pass@k, verdict counts, trial counts and the ETA are the
 events' own. What this module decides is which record a figure is taken from:
-- a run's figures (pass@k, verdict counts) come from its summary once it has one (the run's
-  truth, EVENTS.md), else from its latest progress event; SEMANTICS.md section 7 says the two
-  agree for the same events. Verdict counts of a summary are its `verdicts` counted per key;
+- a run's figures (pass@k, pass^k and their 95% intervals, verdict counts) come from its
+  summary once it has one (the run's truth, EVENTS.md), else from its latest progress event;
+  SEMANTICS.md sections 7 and 8 say the two agree for the same events. Verdict counts of a
+  summary are its `verdicts` counted per key;
 - trial counts, pending tasks and the ETA exist only in progress events. A run known only by
   its summary (its progress aged out of the progress topic) shows the summary's `trial_count`
   (distinct trials scored) as trials done and no expected count or ETA;
@@ -24,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from events.nonfinite import NONFINITE_STRINGS
-from events.outputs import Attempt, PassAtK, RunProgress, RunSummary
+from events.nonfinite import NONFINITE_STRINGS, read_float
+from events.outputs import Attempt, Interval, KeyStatistics, PassAtK, RunProgress, RunSummary
 from projections.compare import Comparison, PassAt, compare
 from projections.passk import passes
 from projections.verdicts import FAILED, FLAKY, PENDING, SOLVED, UNMEASURED
@@ -55,14 +56,34 @@ class RunRecords:
 
 
 @dataclass(frozen=True, slots=True)
+class Estimate:
+    """One k of pass@k or pass^k with its 95% interval (SEMANTICS.md section 8), as the record
+    says it: no interval (None) below two tasks."""
+
+    k: int
+    mean: float | None
+    count: int
+    stderr: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class KeyFigures:
-    """One pass@k key: pass@1..K and the count of tasks of each verdict."""
+    """One pass@k key: pass@1..K, their intervals, pass^1..K and the count of tasks of each verdict."""
 
     key: str
     pass_at: tuple[PassAt, ...]
     """By k, ascending."""
     verdicts: dict[str, int]
     """solved, flaky, failed, unmeasured, pending (0 once closed)."""
+    intervals: tuple[Estimate, ...] = ()
+    """pass@k's by k, ascending, from the same record's `statistics` (none: no measured task)."""
+    pass_hat: tuple[Estimate, ...] = ()
+    """pass^k by k, ascending, with its intervals."""
+
+    def interval_at(self, k: int) -> Estimate | None:
+        return next((estimate for estimate in self.intervals if estimate.k == k), None)
 
     def mean_at(self, k: int) -> float | None:
         return next((figure.mean for figure in self.pass_at if figure.k == k), None)
@@ -184,9 +205,22 @@ def progress_figures(progress: RunProgress) -> tuple[KeyFigures, ...]:
             key,
             _by_k(progress.pass_at_k.get(key, {})),
             progress.verdicts[key].model_dump() if key in progress.verdicts else dict.fromkeys(VERDICTS, 0),
+            *_estimates(progress.statistics.get(key)),
         )
         for key in sorted({*progress.verdicts, *progress.pass_at_k})
     )
+
+
+def _estimates(statistics: KeyStatistics | None) -> tuple[tuple[Estimate, ...], tuple[Estimate, ...]]:
+    """(pass@k, pass^k) of one key's `statistics`, each by k."""
+    if statistics is None:
+        return (), ()
+    return _by_k_estimates(statistics.pass_at_k), _by_k_estimates(statistics.pass_hat_k)
+
+
+def _by_k_estimates(entries: Iterable[Interval]) -> tuple[Estimate, ...]:
+    found = (Estimate(e.k, e.mean, e.count, e.stderr, e.ci95_low, e.ci95_high) for e in entries)
+    return tuple(sorted(found, key=lambda estimate: estimate.k))
 
 
 def _by_k(figures: Mapping[str, PassAtK]) -> tuple[PassAt, ...]:
@@ -195,12 +229,12 @@ def _by_k(figures: Mapping[str, PassAtK]) -> tuple[PassAt, ...]:
 
 
 def summary_figures(summary: RunSummary) -> tuple[KeyFigures, ...]:
-    """Each pass@k key's `<key>.pass@<k>` aggregates, and its verdicts counted."""
+    """Each pass@k key's `<key>.pass@<k>` aggregates, its statistics, and its verdicts counted."""
     pass_at: dict[str, list[PassAt]] = {}
     for score in summary.summary.scores:
         key, marker, k = score.name.rpartition(".pass@")
         if marker and k.isdigit():
-            pass_at.setdefault(key, []).append(PassAt(int(k), score.mean, score.count, score.nan_count))
+            pass_at.setdefault(key, []).append(PassAt(int(k), read_float(score.mean), score.count, score.nan_count))
     counted: dict[str, Counter[str]] = {}
     for by_key in summary.verdicts.values():
         for key, verdict in by_key.items():
@@ -210,6 +244,7 @@ def summary_figures(summary: RunSummary) -> tuple[KeyFigures, ...]:
             key,
             tuple(sorted(pass_at.get(key, ()), key=lambda figure: figure.k)),
             {verdict: counted.get(key, Counter())[verdict] for verdict in VERDICTS},
+            *_estimates(summary.statistics.get(key)),
         )
         for key in sorted({*pass_at, *counted})
     )

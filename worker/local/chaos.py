@@ -1,10 +1,13 @@
 """Fault injection over a real broker, shared by `tests/faults` (reduced) and `bench/chaos.py`
 (the long version).
 
-A scenario publishes a multi-run log at a steady pace while faults happen, then checks that
-every run's latest summary equals what the worker's own rules give for the events topic as
-it ended up (`expected_latest`): the oracle reads the topic back, so a publisher retry that
-duplicated or reordered messages is judged by what the topic holds, as a replay would be.
+A scenario publishes a multi-run log at a steady pace while faults happen, then checks the
+summaries topic against an oracle that shares no code path with the worker's runtime: the
+`evalstream replay --from-topic` command, run in a process of its own over the events topic
+as it ended up (`replayed`), so that a publisher retry that duplicated or reordered
+messages is judged by what the topic holds. Each run's latest summary on the topic must be
+the replay's last, byte for byte, and every revision the replay prints must be on the
+topic; the records replay reports as rejected are the dead letters the worker must write.
 
 The log (`chaos_log`) carries the input faults of every scenario: events published twice (a
 producer retry), an event after each run's close (a new revision) and a second `run.closed`
@@ -16,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import signal
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -30,11 +36,7 @@ from aiokafka import AIOKafkaProducer
 from events import builders
 from events.codec import MAX_EVENT_BYTES, encode
 from events.synthetic import interleave, synthetic_run
-from worker.local.processes import WorkerProcess, free_port
-from worker.local.records import Record, read_topic
-from worker.runtime.outputs import Publish
-from worker.runtime.processor import Processor
-from worker.runtime.processor import Record as ProcessorRecord
+from worker.local.processes import WorkerProcess, free_port, topic_flags
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
 
@@ -89,24 +91,36 @@ def chaos_log(
     return messages
 
 
-def worker_outputs(records: list[Record], topic: str) -> Iterator[Publish]:
-    """What a worker that never crashes publishes for the topic's records (progress aside)."""
-    processor = Processor(topic=topic)
-    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-        yield from processor.handle(record.partition, [ProcessorRecord(record.offset, record.key, record.value)], 0.0)
+REJECTED = re.compile(r"^(?P<topic>.+)\[(?P<partition>\d+)\]@(?P<offset>\d+): (?P<reason>[a-z0-9-]+): ")
+"""How `replay --from-topic` reports a record it rejects, on stderr."""
 
 
-def expected_latest(records: list[Record]) -> dict[bytes, bytes]:
-    """Each run's latest summary under the worker's rules, for the topic's records in order."""
-    latest: dict[bytes, bytes] = {}
-    for item in worker_outputs(records, "events"):
-        if item.stream == "summary" and item.key is not None:
-            latest[item.key] = item.value
-    return latest
+@dataclass
+class Replayed:
+    """What `evalstream replay --from-topic` printed for the events topic."""
+
+    summaries: dict[bytes, list[bytes]]
+    """Run id -> every summary revision, in order."""
+    rejected: set[tuple[int, int, str]]
+    """(partition, offset, reason code) of each record it rejected."""
 
 
-def topic_contents(settings: Settings, published: int) -> list[Record]:
-    return read_topic(settings, settings.events_topic, until=published, timeout=60)
+def replayed(settings: Settings, timeout: float = 600.0) -> Replayed:
+    """Run `evalstream replay --from-topic` over the events topic (once every publish is
+    acknowledged: it folds the topic as it stands when it begins)."""
+    command = [sys.executable, "-m", "worker.commands.cli", "replay", "--from-topic", *topic_flags(settings)]
+    env = {**os.environ, **settings.security.env()}
+    done = subprocess.run(command, capture_output=True, env=env, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"replay --from-topic exited with {done.returncode}: {done.stderr.decode()[-2000:]}")
+    summaries: dict[bytes, list[bytes]] = {}
+    for line in done.stdout.splitlines():
+        summaries.setdefault(str(orjson.loads(line)["run_id"]).encode(), []).append(line)
+    rejected = set()
+    for reported in done.stderr.decode().splitlines():
+        if found := REJECTED.match(reported):
+            rejected.add((int(found["partition"]), int(found["offset"]), found["reason"]))
+    return Replayed(summaries, rejected)
 
 
 class Publisher(threading.Thread):
@@ -201,9 +215,15 @@ class Group:
         self.workers: list[WorkerProcess] = []
         self.started = 0
 
-    def add(self) -> WorkerProcess:
+    def add(self, in_place_of: WorkerProcess | None = None) -> WorkerProcess:
+        """A new worker; `in_place_of` a stopped one: on its data dir (a container
+        restarted), so that it restarts from its local copy."""
         self.started += 1
-        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), self.root / f"worker-{self.started}")
+        data_dir = self.root / f"worker-{self.started}"
+        if in_place_of is not None:
+            data_dir = in_place_of.log_path.parent
+            in_place_of.log_path.rename(data_dir / f"worker.log.{self.started}")
+        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir)
         self.workers.append(worker)
         return worker
 
@@ -221,41 +241,49 @@ class Group:
             self.stop(worker)
 
     def logs(self) -> str:
-        return "\n".join(path.read_text(errors="replace") for path in sorted(self.root.glob("worker-*/worker.log")))
+        return "\n".join(path.read_text(errors="replace") for path in sorted(self.root.glob("worker-*/worker.log*")))
 
 
-async def _latest_summaries(settings: Settings, want: dict[bytes, bytes], timeout: float) -> dict[bytes, bytes]:
+async def _summaries(settings: Settings, want: dict[bytes, bytes], timeout: float) -> dict[bytes, list[bytes]]:
+    """Run id -> its records on the summaries topic, in order, read until each run's latest
+    is `want`'s (or `timeout`)."""
     consumer = await topic_reader(settings, settings.summaries_topic, wait=float("inf"))
     assert consumer is not None, "waits for the topic"
-    latest: dict[bytes, bytes] = {}
+    seen: dict[bytes, list[bytes]] = {}
     try:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(latest.get(key) != value for key, value in want.items()):
+        while time.monotonic() < deadline and any(seen.get(key, [b""])[-1] != value for key, value in want.items()):
             for batch in (await consumer.getmany(timeout_ms=200)).values():
-                latest.update((record.key, record.value) for record in batch if record.key is not None)
-        return latest
+                for record in batch:
+                    if record.key is not None:
+                        seen.setdefault(record.key, []).append(record.value)
+        return seen
     finally:
         await consumer.stop()
 
 
 def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0) -> tuple[int, list[str]]:
-    """How many runs have a summary, and those whose latest summary differs from the
-    oracle's once the worker caught up, each with how (event counts and revisions, got
-    against wanted)."""
+    """How many runs have a summary, and those whose summaries differ from the replay's
+    once the worker caught up: the latest not the replay's last, byte for byte (with the
+    event counts and revisions, got against wanted), or a revision the replay prints
+    missing from the topic."""
     publisher.join()
     if publisher.error is not None:
         raise publisher.error
-    want = expected_latest(topic_contents(settings, publisher.sent))
-    if not want:
+    wanted = replayed(settings).summaries
+    if not wanted:
         return 0, ["no run has a summary: the scenario checked nothing"]
-    got = asyncio.run(_latest_summaries(settings, want, timeout))
+    got = asyncio.run(_summaries(settings, {key: values[-1] for key, values in wanted.items()}, timeout))
     found = []
-    for key, value in want.items():
-        if got.get(key) != value:
-            expected = orjson.loads(value)
-            actual = orjson.loads(got[key]) if key in got else {}
+    for key, values in wanted.items():
+        records = got.get(key, [])
+        if records[-1:] != values[-1:]:
+            expected = orjson.loads(values[-1])
+            actual = orjson.loads(records[-1]) if records else {}
             found.append(
                 f"{key.decode()}: event_count {actual.get('event_count')} (want {expected['event_count']}), "
                 f"revision {actual.get('revision')} (want {expected['revision']})"
             )
-    return len(want), found
+        elif missing := [orjson.loads(value)["revision"] for value in values if value not in set(records)]:
+            found.append(f"{key.decode()}: revisions {missing} are not on the summaries topic")
+    return len(wanted), found

@@ -22,8 +22,7 @@ from worker.local.chaos import (
     Result,
     chaos_log,
     mismatches,
-    topic_contents,
-    worker_outputs,
+    replayed,
 )
 from worker.local.clusters import local_broker
 from worker.local.poison import STATEFUL, poisons
@@ -77,16 +76,19 @@ def _run_with_faults(
 
 
 def _kill_one(group: Group, rng: random.Random, *, replace: bool) -> None:
+    """kill -9 of a worker; `replace`: restarted at once, in place (on its data dir) or as
+    a new worker, at random."""
     victim = rng.choice(group.workers)
     group.kill(victim)
     if replace:
-        group.add()
+        group.add(in_place_of=victim if rng.random() < 0.5 else None)
 
 
 def worker_crashes(
     bootstrap: str, root: Path, *, kills: int, runs: int, tasks: int, seconds: float, seed: int
 ) -> Result:
-    """kill -9 of the only worker at random moments, a new one started at once."""
+    """kill -9 of the only worker at random moments, restarted at once (on its data dir,
+    or as a new worker on an empty one)."""
     settings = _prepared(bootstrap)
     rng = random.Random(seed)
     log = chaos_log("crash", runs=runs, tasks=tasks, attempts=5, seed=seed)
@@ -169,11 +171,7 @@ def bad_input(
         log.insert(at, (key, bad.value.replace(b"dirty-0", run.decode().encode())))
     result = _run_with_faults(settings, root, log, name="bad input", workers=1, seconds=seconds, faults=[], seed=seed)
     problems = []
-    want = set()
-    for item in worker_outputs(topic_contents(settings, len(log)), settings.events_topic):
-        if item.stream == "deadletter":
-            headers = dict(item.headers)
-            want.add((headers["evalstream.source.offset"], headers["evalstream.reason"]))
+    want = {(str(offset).encode(), reason.encode()) for _, offset, reason in replayed(settings).rejected}
     dead = read_topic(settings, settings.deadletter_topic, until=len(want), timeout=60)
     got = {(r.headers["evalstream.source.offset"], r.headers["evalstream.reason"]) for r in dead}
     if got != want:

@@ -7,14 +7,16 @@ the events topic's records reach the engine a batch per partition on faust's fet
 (`worker.runtime.consumer`), never through a faust stream. Traps avoided
 (shared/notes/FAUST.md): raw serializers, keys sent explicitly, errors dead-lettered.
 
-The local RocksDB copy is wiped at start (`wipe_local_state`): after a crash it can hold
-writes the changelog never got, and the changelog is the state every other worker sees.
+The local RocksDB copy is kept across restarts: it is a prefix of the changelog, checked
+against it before the worker starts (`keep_local_state`), so a restart reads only the
+changelog's tail (`worker.runtime.changelog`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import shutil
+import signal
 import time
 from collections.abc import Awaitable
 from typing import Any
@@ -23,12 +25,13 @@ import faust
 from faust.types import TP
 
 from events.codec import MAX_EVENT_BYTES
+from projections.storage import NewerStore
 from worker.runtime import consumer, internals, web
-from worker.runtime.changelog import Table, TableState
+from worker.runtime.changelog import TableState, verify_local_copies
 from worker.runtime.engine import Engine
 from worker.runtime.metrics import WorkerMetrics
 from worker.runtime.outputs import Publish
-from worker.runtime.processor import Processor
+from worker.runtime.processor import Processor, Record
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 log = logging.getLogger("evalstream.worker")
@@ -59,8 +62,11 @@ def _credentials(settings: Settings) -> Any:
     return faust.SSLCredentials(options["ssl_context"])
 
 
-def wipe_local_state(app: faust.App) -> None:
-    shutil.rmtree(app.conf.tabledir, ignore_errors=True)
+def keep_local_state(app: faust.App, settings: Settings) -> None:
+    """Before the worker starts: wipe the local copies the changelog does not vouch for."""
+    table: faust.Table[bytes, bytes] = app.tables["state"]  # type: ignore[assignment]  # the one build_app adds
+    paths = {partition: internals.partition_path(table, partition) for partition in range(settings.partitions)}
+    asyncio.run(verify_local_copies(settings, table.changelog_topic.get_topic_name(), paths))
 
 
 def _faust_app(settings: Settings, hooks: consumer.Hooks) -> faust.App:
@@ -89,6 +95,15 @@ def _faust_app(settings: Settings, hooks: consumer.Hooks) -> faust.App:
         broker_commit_interval=365 * 24 * 3600.0,
         broker_commit_every=2**62,
         broker_heartbeat_interval=settings.session_timeout / 5,
+        # Static membership (KIP-345): a worker restarted under the same name gets its
+        # partitions back at once, with no rebalance and no wait for its session to expire.
+        consumer_group_instance_id=settings.instance_id,
+        # A static member rejoining is given its previous incarnation's assignment, and faust
+        # asserts that the assignment names this worker's URL: keep it the name's, whatever
+        # the web port (the worker serves no table routes, the URL's only use).
+        canonical_url=f"http://{settings.instance_id}" if settings.instance_id else None,
+        # A standby's copy is never trusted (worker.runtime.changelog): reading one is waste.
+        table_standby_replicas=0,
     )
     consumer.install(app, settings.fetch_max_wait_ms, hooks)
     return app
@@ -118,7 +133,17 @@ class _Seeker:
         await internals.seek_on_thread(self.app, TP(self.topic, partition), offset)
 
 
-def build_app(settings: Settings) -> faust.App:
+def _refuse(error: NewerStore, refused: list[NewerStore] | None) -> None:
+    """Stop the worker as a clean stop does: it consumes nothing more, and waits for what it wrote."""
+    log.critical("stopping: %s", error)
+    if refused is not None:
+        refused.append(error)
+    signal.raise_signal(signal.SIGTERM)
+
+
+def build_app(settings: Settings, refused: list[NewerStore] | None = None) -> faust.App:
+    """The worker's app. A store written by a newer version stops it (SIGTERM, as a clean
+    stop) before it consumes, the reason appended to `refused` for the command to tell."""
     absent = internals.missing()
     if absent:
         raise RuntimeError("faust internals the worker needs are missing: " + "; ".join(absent))
@@ -128,7 +153,7 @@ def build_app(settings: Settings) -> faust.App:
     # faust subscribes the group to the events topic (and co-partitions the table with it)
     # only if an agent reads it; this one never gets a message (see worker.runtime.consumer).
     events = app.topic(settings.events_topic, key_type=bytes, value_type=bytes)
-    table = Table(
+    table: faust.Table[bytes, bytes] = faust.Table(
         app,
         name="state",
         key_type=bytes,
@@ -180,7 +205,15 @@ def build_app(settings: Settings) -> faust.App:
     async def tick() -> None:
         await engine.tick(app.rebalancing)
 
-    hooks.tick, hooks.handle = tick, engine.handle
+    async def handle(partition: int, records: list[Record]) -> None:
+        if processor.refused is not None:
+            return
+        try:
+            await engine.handle(partition, records)
+        except NewerStore as error:
+            _refuse(error, refused)
+
+    hooks.tick, hooks.handle = tick, handle
 
     @app.agent(events, concurrency=1)
     async def subscribe(stream: faust.StreamT[bytes]) -> None:
@@ -189,10 +222,14 @@ def build_app(settings: Settings) -> faust.App:
 
     async def rewind() -> None:
         assigned = [tp.partition for tp in app.consumer.assignment() if tp.topic == settings.events_topic]
-        resume = engine.assigned(assigned)
+        try:
+            resume = engine.assigned(assigned)
+        except NewerStore as error:
+            _refuse(error, refused)  # no partition is sought, so none is consumed
+            return
         # faust seeks to the committed offsets right after this callback; committing the
         # checkpoints (backwards is allowed) makes that seek agree with the engine's.
-        if resume and not await internals.commit(app, {TP(settings.events_topic, p): o for p, o in resume.items()}):
+        if resume and not await engine.commit_checkpoints(resume):
             log.warning("could not commit the checkpoints %s (a new rebalance is under way)", resume)
 
     table.on_recover(rewind)

@@ -5,40 +5,53 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
+from worker.runtime.outputs import Publish
 from worker.runtime.processor import Processor, Snapshot
+
+Sent = tuple[Publish, Awaitable[Any]]
+"""An output and its acknowledgement by the broker."""
 
 
 class Changelog(Protocol):
     """The worker's state on the broker: a changelog partitioned like the events topic."""
 
     async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
-        """Write a record to the local store and send it to the changelog; the awaitable
-        resolves once the broker has acknowledged it, and raises if it refused it."""
+        """Send a record to the changelog; the awaitable resolves once the broker has
+        acknowledged it, and raises if it refused it. Awaiting it, once acknowledged, puts
+        the record in the local store (never one the changelog lacks; `checkpoint` awaits
+        them in the order written, a partition's order), and after a checkpoint record
+        records its offset: the local copy is then the changelog up to that offset
+        (`worker.runtime.changelog`)."""
         ...
 
-    async def commit(self, partition: int, offset: int) -> None:
+    async def commit(self, partition: int, offset: int) -> bool:
         """Commit `offset` as the consumer group's position of the events partition
-        (`worker.runtime.commits` makes them one at a time)."""
+        (`worker.runtime.commits` makes them one at a time); whether the coordinator took it."""
         ...
 
 
 async def checkpoint(
     snapshot: Snapshot,
-    outputs: Sequence[Awaitable[Any]],
+    outputs: Sequence[Sent],
     processor: Processor,
     changelog: Changelog,
     *,
     still_owner: Callable[[], bool],
     commit: Callable[[int, int], None],
+    refused: Callable[[Publish, Exception], Awaitable[Sent | None]],
 ) -> bool:
     """Make `snapshot` durable: the events partition's state as of `snapshot.offset`.
 
     The order, each step begun only when the one before it is done:
     1. every output of the events the checkpoint covers (`outputs`: their summaries,
-       progress and dead letters) is acknowledged by the broker;
+       progress and dead letters) is acknowledged by the broker; one the broker refused
+       for good is handed to `refused`, which dead-letters it (returning the dead letter,
+       acknowledged in turn here) or raises when the error was no refusal;
     2. the records of the parts those events changed are written;
     3. the checkpoint record, naming the last offset covered, is written;
-    4. every changelog write of steps 2 and 3 is acknowledged by the broker;
+    4. every changelog write of steps 2 and 3 is acknowledged by the broker (each reaches
+       the local copy as it is: `Changelog.write`), and only then may the snapshot's runs
+       leave the cache, since a run that left is restored from the local copy;
     5. the offset after the checkpoint is handed to `commit`, which commits it when the
        partition's commit under way is done (`worker.runtime.commits`): the checkpoint is
        durable at step 4, and the next one need not wait for a commit.
@@ -50,26 +63,39 @@ async def checkpoint(
     changelog keeps one partition's writes in order, so a store that holds a checkpoint
     holds every record written before it (2 before 3). The committed offset only reports
     progress (lag), and faust seeks to it when a partition is assigned, so it must never
-    pass a checkpoint the broker might still lose (4 before 5).
+    pass a checkpoint the broker might still lose (4 before 5). The local copy is what a
+    restart on the same machine starts from, so it must never hold a write the broker might
+    lose: it gets each write once acknowledged (4), never at 2 or 3.
 
     `still_owner` is asked before every write: once the partition may belong to another
     worker (a rebalance or a stop has begun), nothing more is written (what was is still
     waited for), and the next owner redoes these events from the last durable checkpoint.
-    Returns whether it got as far as the commit. An output or a write the broker refused raises, and the worker must
-    stop rather than go on past an output it lost."""
-    for sent in outputs:
-        await sent
+    An output refused for good (too large, not authorised: `worker.runtime.refusals`) is
+    covered once its dead letter is durable: reading it again would be refused again, so
+    the refusal, made visible, is its outcome. Returns whether it got as far as the
+    commit. Any other failure of an output or a write raises, and the worker must stop
+    rather than go on past an output it lost."""
+    waiting = list(outputs)
+    while waiting:
+        item, sent = waiting.pop(0)
+        try:
+            await sent
+        except Exception as error:
+            replaced = await refused(item, error)
+            if replaced is not None:
+                waiting.append(replaced)
     acknowledgements = []
     for key, value in (*snapshot.records, snapshot.checkpoint):
         if not still_owner():
             break
         acknowledgements.append(await changelog.write(snapshot.partition, key, value))
-    else:
-        processor.written(snapshot)
     # Even when cut short: the next owner must find every write made (see `Engine.revoked`).
     for acknowledged in acknowledgements:
         await acknowledged
-    if len(acknowledgements) <= len(snapshot.records) or not still_owner():
+    if len(acknowledgements) <= len(snapshot.records):
+        return False
+    processor.written(snapshot)
+    if not still_owner():
         return False
     commit(snapshot.partition, snapshot.offset + 1)
     return True

@@ -22,6 +22,13 @@ afterwards was fetched after the seek (aiokafka drops what it fetched for a stal
 position); records of a partition whose seek has not been made are dropped, since they are
 read again after it. Nothing fetched before a rewind is ever handled after it.
 
+**Refused outputs.** An output the broker refuses for good (too large for its topic, not
+authorised: `worker.runtime.refusals`), whether the producer raises it at once or the
+broker answers it, is handled once: counted, logged and replaced by its dead letter
+(`worker.runtime.outputs.refused_output`), which the checkpoint waits for instead, so the
+partition goes on. Sent again after a restart, it would be refused again: without this
+the partition would fail at the same offset for ever.
+
 **Ownership.** `revoked` (a rebalance or a stop has begun) bumps the epoch: handling and
 checkpoints begun before it write nothing more, it waits for the checkpoints in flight and
 for every changelog write to be acknowledged, so that the next owner restores all of it,
@@ -32,13 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from worker.runtime.checkpoint import Changelog, checkpoint
+from worker.runtime.checkpoint import Changelog, Sent, checkpoint
 from worker.runtime.commits import Commits
-from worker.runtime.outputs import Publish
+from worker.runtime.outputs import Publish, Source, refused_output
 from worker.runtime.processor import Processor, Record
+from worker.runtime.refusals import refusal
 
 log = logging.getLogger("evalstream.worker")
 
@@ -69,9 +77,11 @@ class Engine:
         on_failure: Callable[[BaseException], Awaitable[None]],
         on_checkpoint: Callable[[float], None] = lambda seconds: None,
     ) -> None:
-        """`on_failure`: what to do when the broker refused an output or a write (stop the
-        worker: going on would pass over what was lost). `on_checkpoint`: told the seconds
-        each checkpoint took, from its snapshot until it was durable (the metrics' histogram)."""
+        """`on_failure`: what to do when an output or a changelog write failed other than
+        by the broker's refusal of an output (a timeout, a lost broker, a refused changelog
+        write): stop the worker, since going on would pass over what was lost.
+        `on_checkpoint`: told the seconds each checkpoint took, from its snapshot until it
+        was durable (the metrics' histogram)."""
         self.processor = processor
         self.outputs = outputs
         self.changelog = changelog
@@ -87,13 +97,15 @@ class Engine:
         """Partition -> where to seek it once the rebalance is over."""
         self._ready: set[int] = set()
         """Partitions sought to their checkpoint: their records are handled."""
-        self._unacknowledged: dict[int, list[Awaitable[Any]]] = {}
+        self._unacknowledged: dict[int, list[Sent]] = {}
         """Partition -> outputs sent since its last snapshot."""
         self._checkpoints: dict[int, asyncio.Task[None]] = {}
         self._checkpointed_at: dict[int, float] = {}
         self._sending: dict[int, asyncio.Future[None]] = {}
         """Partition -> the sending of its last batch's outputs."""
         self._commits = Commits(changelog.commit)
+        self.abandoned = 0
+        """Checkpoints cancelled at a revocation because the broker had not answered them."""
 
     # Ownership
 
@@ -105,9 +117,17 @@ class Engine:
         self._unacknowledged.clear()
         return dict(self._seeks)
 
+    async def commit_checkpoints(self, resume: Mapping[int, int]) -> bool:
+        """Commit, for each newly assigned partition, the offset it is read again from
+        (`assigned`), after any commit of it still under way; whether all were taken."""
+        return await self._commits.now(resume)
+
     async def revoked(self, timeout: float) -> None:
         """Partitions may go to another worker: write nothing more, and wait until what was
-        written is acknowledged (at most `timeout` seconds; an error is logged past it)."""
+        written is acknowledged, at most `timeout` seconds. Checkpoints still waiting past
+        it are cancelled, counted in `abandoned` and logged: they would hold their snapshots
+        for as long as the broker does not answer, one more set at each rebalance. Their
+        partitions are read again from their last durable checkpoint by the next owner."""
         self.epoch += 1
         self._assignment = None
         self._seeks.clear()
@@ -118,9 +138,15 @@ class Engine:
         running = list(self._checkpoints.values())
         if running:
             _, late = await asyncio.wait(running, timeout=timeout)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
             if late:
+                self.abandoned += len(late)
                 log.error(
-                    "%d checkpoints still waiting for the broker after %.0fs; check the broker", len(late), timeout
+                    "%d checkpoints still waiting for the broker after %.0fs were abandoned; check the broker",
+                    len(late),
+                    timeout,
                 )
         self._checkpoints.clear()
 
@@ -181,9 +207,48 @@ class Engine:
 
     async def _send(self, partition: int, items: list[Publish], epoch: int) -> None:
         for item in items:
-            sent = await self.outputs.send(item)
-            if epoch == self.epoch:
+            sent = await self._sent(partition, item)
+            if sent is not None and epoch == self.epoch:
                 self._unacknowledged.setdefault(partition, []).append(sent)
+
+    async def _sent(self, partition: int, item: Publish) -> Sent | None:
+        """`item` sent, or its dead letter if the producer refused it at once (None: that
+        was refused too)."""
+        try:
+            return item, await self.outputs.send(item)
+        except Exception as error:
+            return await self._refused(partition, item, error)
+
+    async def _refused(self, partition: int, item: Publish, error: Exception) -> Sent | None:
+        """Handle an output the broker refused, once: counted (`Counts.refused`), logged,
+        and dead-lettered (`refused_output`), so the partition goes on instead of failing on
+        it again and again. Returns the dead letter sent (None: a dead letter refused in
+        turn, which is counted and logged only). Raises `error` if it is no refusal."""
+        why = refusal(error)
+        if why is None:
+            raise error
+        counts = self.processor.counts
+        counts.refuse(item.stream)
+        run = (item.key or b"").decode(errors="replace")
+        if item.stream == "deadletter":
+            log.error("the broker refused a dead letter of run %r: %r; it is lost, see the dead-letter topic", run, why)
+            return None
+        log.error(
+            "the broker refused the %s of run %r (%d bytes): %r; dead-lettered as output-refused, partition %d goes on",
+            item.stream,
+            run,
+            len(item.value),
+            why,
+            partition,
+        )
+        counts.dead_letter("output-refused")
+        source = item.source or self._last_handled(partition)
+        return await self._sent(partition, refused_output(item, repr(why), source))
+
+    def _last_handled(self, partition: int) -> Source:
+        state = self.processor.partitions.get(partition)
+        offset = state.next_offset - 1 if state is not None and state.next_offset is not None else -1
+        return Source(self.processor.topic, partition, offset)
 
     def _start_checkpoint(self, partition: int, epoch: int) -> None:
         sending = self._sending.get(partition)
@@ -204,6 +269,7 @@ class Engine:
                     self.changelog,
                     still_owner=lambda: epoch == self.epoch,
                     commit=self._commits.request,
+                    refused=lambda item, error: self._refused(partition, item, error),
                 )
                 if durable:
                     self.on_checkpoint(self.clock() - began)

@@ -3,7 +3,9 @@
 faust has no public way to take a topic's fetched records before its per-message stream,
 to name the changelog partition of a table write, to commit an offset of the worker's
 choosing, or to set the fetch wait of its consumer; the worker does all four through the
-names below. They are pinned to the versions in pyproject.toml (`faust-streaming` 0.15,
+names below. aiokafka keeps a consumer's and an admin's client, and a client's connection
+settings, private: `events.clients.kafka` reads them to say why a broker refused a client,
+and they are listed here too. They are pinned to the versions in pyproject.toml (`faust-streaming` 0.15,
 `aiokafka` 0.14). An upgrade that renames or removes one fails `missing()`, which
 `tests/worker/test_internals.py` and the worker's start-up both check, naming it.
 """
@@ -11,9 +13,13 @@ names below. They are pinned to the versions in pyproject.toml (`faust-streaming
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import faust
+from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.client import AIOKafkaClient
 from faust.stores import rocksdb as faust_rocksdb
 from faust.transport import consumer as faust_consumer
 from faust.transport.drivers import aiokafka as faust_aiokafka
@@ -28,11 +34,29 @@ REQUIRED: tuple[tuple[object, str, str], ...] = (
     (faust_aiokafka.Consumer, "_thread", "the consumer's thread (set in __init__)"),
     (faust_consumer.Consumer, "_wait_next_records", "fetches one batch of records for the fetcher"),
     (faust_rocksdb.Store, "_db_for_partition", "the RocksDB of one partition"),
+    (faust_rocksdb.Store, "partition_path", "the directory of one partition's RocksDB"),
+    (faust_rocksdb.Store, "offset_key", "the key of a partition's persisted changelog offset"),
     (faust.Table, "data", "a table's store"),
     (faust.Table, "changelog_topic", "a table's changelog topic"),
+    (AIOKafkaConsumer, "_fetch_max_wait_ms", "the fetch wait, set before the consumer starts"),
+    (AIOKafkaConsumer, "_client", "a consumer's client (events.clients.kafka: metadata, bootstrap errors)"),
+    (AIOKafkaAdminClient, "_client", "the admin's client (worker.runtime.topics: bootstrap errors)"),
+    *(
+        (AIOKafkaClient, name, "a client's connection settings (events.clients.kafka: why a broker refused it)")
+        for name in (
+            "_client_id",
+            "_request_timeout_ms",
+            "_ssl_context",
+            "_security_protocol",
+            "_sasl_mechanism",
+            "_sasl_plain_username",
+            "_sasl_plain_password",
+        )
+    ),
 )
-"""(owner, attribute, what the worker uses it for). `_thread` is an instance attribute,
-checked on the class's `__init__` source."""
+"""(owner, attribute, what the worker uses it for), the aiokafka ones read by the clients
+the worker shares with the commands too (`events.clients` may not import this module).
+Instance attributes (`_thread`, aiokafka's) are checked on the class's `__init__` source."""
 
 
 def missing() -> list[str]:
@@ -40,7 +64,8 @@ def missing() -> list[str]:
     absent = []
     for owner, name, use in REQUIRED:
         if not _has(owner, name):
-            absent.append(f"{_name(owner)}.{name} ({use}) is gone: the installed faust-streaming is not 0.15")
+            pinned = "aiokafka 0.14" if _name(owner).startswith("aiokafka") else "faust-streaming 0.15"
+            absent.append(f"{_name(owner)}.{name} ({use}) is gone: the installed version is not {pinned}")
     return absent
 
 
@@ -95,6 +120,18 @@ async def commit(app: faust.App, offsets: dict[TP, int]) -> bool:
 def partition_db(table: faust.Table[bytes, bytes], partition: int) -> Any:
     """The RocksDB (rocksdict) of one partition of a table."""
     return table.data._db_for_partition(partition)  # type: ignore[attr-defined]
+
+
+def persisted_offset_key() -> bytes:
+    """The key under which faust's RocksDB store keeps a partition's changelog offset."""
+    key: bytes = faust_rocksdb.Store.offset_key
+    return key
+
+
+def partition_path(table: faust.Table[bytes, bytes], partition: int) -> Path:
+    """The directory of one partition's RocksDB (not opened)."""
+    path: Path = table.data.partition_path(partition)  # type: ignore[attr-defined]
+    return path
 
 
 def scan(db: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:

@@ -7,7 +7,9 @@ happen, once per checkpoint (a few times a second per partition).
 
 The series, per worker process (`partition`: an events partition the worker owns now;
 README "Deploy" has the table): `evalstream_events_{applied,skipped,redelivered,ignored}_total`,
-`evalstream_dead_letters_total{reason}`, `evalstream_consumer_lag{partition}` (highwater
+`evalstream_dead_letters_total{reason}`, `evalstream_outputs_refused_total{stream}` (outputs
+the broker refused for good, each dead-lettered as `output-refused`),
+`evalstream_consumer_lag{partition}` (highwater
 minus the state's next offset), `evalstream_last_event_age_seconds{partition}` (now minus
 the Kafka timestamp of the last record handled: it grows on an idle partition too, so alert
 on it together with lag), `evalstream_checkpoint_duration_seconds` (histogram),
@@ -81,6 +83,12 @@ class WorkerMetrics(Collector):
         for reason, count in sorted(counts.dead_lettered.items()):
             dead.add_metric([reason], count)
         yield dead
+        refused = CounterMetricFamily(
+            "evalstream_outputs_refused", "Outputs the broker refused for good, by stream", labels=["stream"]
+        )
+        for stream, count in sorted(counts.refused.items()):
+            refused.add_metric([stream], count)
+        yield refused
         yield from self._partitions()
         cache = self.processor.cache
         yield GaugeMetricFamily("evalstream_runs_in_memory", "Runs in the run cache", len(cache))

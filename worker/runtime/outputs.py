@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -24,6 +24,8 @@ class Publish:
     key: bytes | None
     value: bytes
     headers: Headers = ()
+    source: Source | None = field(default=None, compare=False)
+    """The event that made it, when one did (a summary's); coalesced progress has none."""
 
 
 def dead_letter(key: bytes | None, value: bytes, code: str, reason: str, source: Source) -> Publish:
@@ -36,3 +38,13 @@ def dead_letter(key: bytes | None, value: bytes, code: str, reason: str, source:
         ("evalstream.source.offset", str(source.offset).encode()),
     )
     return Publish("deadletter", key, value, headers)
+
+
+def refused_output(item: Publish, why: str, source: Source) -> Publish:
+    """The dead letter of an output the broker refused (reason `output-refused`): the output
+    unchanged, so that it can be published again once its topic takes it; the detail names
+    its stream, run (the key) and size and the broker's error; the source is the event that
+    made it (or, for progress, the last event its partition had handled)."""
+    run = (item.key or b"").decode(errors="replace")
+    detail = f"the broker refused the {item.stream} of run {run!r} ({len(item.value)} bytes): {why}"
+    return dead_letter(item.key, item.value, "output-refused", detail, source)

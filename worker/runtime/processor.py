@@ -34,8 +34,16 @@ from typing import NamedTuple, Protocol
 from events.codec import encode_payload
 from projections.progress import progress
 from projections.run import Outcome, RunState
-from projections.step import step
-from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from projections.step import Rejected, step
+from projections.storage import (
+    NewerStore,
+    checkpoint_from_bytes,
+    checkpoint_to_bytes,
+    header_to_bytes,
+    restore,
+    task_from_bytes,
+    task_to_bytes,
+)
 from worker.runtime.cache import CachedRun, RunCache
 from worker.runtime.keys import checkpoint_key, header_key, task_id_of, task_key, task_prefix
 from worker.runtime.outputs import Publish, Source, dead_letter
@@ -78,9 +86,14 @@ class Counts:
     """Valid events that change nothing (a second run.closed)."""
     dead_lettered: dict[str, int] = field(default_factory=dict)
     """Reason code -> messages dead-lettered for it."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """Output stream -> outputs the broker refused (counted by the engine, which sends them)."""
 
     def dead_letter(self, reason: str) -> None:
         self.dead_lettered[reason] = self.dead_lettered.get(reason, 0) + 1
+
+    def refuse(self, stream: str) -> None:
+        self.refused[stream] = self.refused.get(stream, 0) + 1
 
 
 class Admission(Enum):
@@ -115,7 +128,7 @@ class Snapshot:
 
     @property
     def checkpoint(self) -> tuple[bytes, bytes]:
-        return checkpoint_key(self.partition), str(self.offset).encode()
+        return checkpoint_key(self.partition), checkpoint_to_bytes(self.offset)
 
 
 class Processor:
@@ -141,18 +154,26 @@ class Processor:
         self._progress_pending: dict[str, CachedRun] = {}
         self._pending_tasks = 0
         """Tasks of the runs in `_progress_pending`, as counted when each joined."""
+        self.refused: NewerStore | None = None
+        """Set when a run's stored state was written by a newer version: nothing more is
+        checkpointed (the event it was read for is not in the state), the worker must stop."""
 
     def assign(self, partitions: Iterable[int]) -> dict[int, int]:
         """Forget what the worker held (partitions may have moved), and say where each of
         `partitions` must be read again from for the state to be complete: one past its
-        checkpoint, or its start."""
+        checkpoint, or its start. Raises `NewerStore` if a newer version wrote one of them:
+        the worker must stop before it consumes."""
         self.forget()
         if self.store is None:
             return {}
         resume = {}
         for partition in partitions:
             stored = self.store.get(partition, checkpoint_key(partition))
-            resume[partition] = int(stored) + 1 if stored is not None else 0
+            try:
+                resume[partition] = checkpoint_from_bytes(stored) + 1 if stored is not None else 0
+            except NewerStore as error:
+                self.refused = error
+                raise
             self.partitions[partition] = PartitionState(next_offset=resume[partition])
         return resume
 
@@ -203,14 +224,13 @@ class Processor:
             source = Source(self.topic, partition, offset)
             try:
                 stepped = step(value, lookup, position=offset, keyed=True, key=key)
-            except Exception as error:  # a bug must not stop the run: dead-letter the message, go on
-                log.exception("internal error on %s", source)
-                counts.dead_letter("internal-error")
-                out.append(dead_letter(key, value, "internal-error", repr(error), source))
+            except Exception as error:  # outside the step's rollback (restoring the run failed): nothing applied
+                if self.refused is not None:
+                    raise  # not the event's fault: a newer version stored its run; the worker stops
+                out.append(self._dead_letter(key, value, Rejected("internal-error", repr(error)), source, error))
                 continue
             if stepped.rejected is not None:
-                counts.dead_letter(stepped.rejected.code)
-                out.append(dead_letter(key, value, stepped.rejected.code, stepped.rejected.detail, source))
+                out.append(self._dead_letter(key, value, stepped.rejected, source, stepped.failure))
                 continue
             if not stepped.applied or stepped.run is None:
                 if stepped.outcome is Outcome.REDELIVERY:
@@ -227,7 +247,7 @@ class Processor:
                 state.changed_runs[run.run_id] = entry
                 entry.unwritten += 1
             if stepped.summary is not None:
-                out.append(Publish("summary", key, stepped.summary))
+                out.append(Publish("summary", key, stepped.summary, source=source))
         for entry in touched.values():
             self.cache.refile(entry)
             if not entry.progress_pending:
@@ -260,7 +280,7 @@ class Processor:
         Taken synchronously, it is the state as of the last event handled; later events
         gather for the next snapshot."""
         state = self.partitions.get(partition)
-        if self.store is None or state is None or not state.handled or state.next_offset is None:
+        if self.store is None or state is None or not state.handled or state.next_offset is None or self.refused:
             return None
         records = []
         for run_id, task_id in state.changed:
@@ -280,6 +300,16 @@ class Processor:
         for entry in snapshot.runs:
             entry.unwritten -= 1
         self.cache.evict()
+
+    def _dead_letter(
+        self, key: bytes | None, value: bytes, rejected: Rejected, source: Source, failure: Exception | None
+    ) -> Publish:
+        """A message not applied: counted, and its dead letter; a failure (a bug) is logged
+        with its traceback."""
+        if failure is not None:
+            log.error("internal error on %s: %s", source, rejected.detail, exc_info=failure)
+        self.counts.dead_letter(rejected.code)
+        return dead_letter(key, value, rejected.code, rejected.detail, source)
 
     def _window(self) -> float:
         return self.progress_interval * max(1.0, self._pending_tasks / PROGRESS_TASKS)
@@ -305,9 +335,11 @@ class Processor:
         if self.store is None:
             return None
         header = self.store.get(partition, header_key(run_id))
-        tasks = [
-            task_from_bytes(task_id_of(key), blob) for key, blob in self.store.scan(partition, task_prefix(run_id))
-        ]
-        if header is None and not tasks:
-            return None
-        return restore(run_id, header, tasks)
+        try:
+            tasks = [
+                task_from_bytes(task_id_of(key), blob) for key, blob in self.store.scan(partition, task_prefix(run_id))
+            ]
+            return restore(run_id, header, tasks) if header is not None or tasks else None
+        except NewerStore as error:
+            self.refused = error
+            raise

@@ -19,8 +19,9 @@ class TopicsRefused(TopicAuthorizationFailedError):  # type: ignore[misc]  # aio
 
 def wanted_topics(settings: Settings) -> list[NewTopic]:
     events_config = {"max.message.bytes": str(MAX_EVENT_BYTES + 1024)}
-    # A dead letter is the message as received plus headers of up to ~4.5 KB.
-    deadletter_config = {"max.message.bytes": str(MAX_EVENT_BYTES + 64 * 1024)}
+    # A dead letter is the message as received, or an output the broker refused (a summary
+    # too large for a summaries topic made smaller), plus headers of up to ~4.5 KB.
+    deadletter_config = {"max.message.bytes": str(max(MAX_EVENT_BYTES, SUMMARY_MAX_BYTES) + 64 * 1024)}
     return [
         NewTopic(settings.events_topic, settings.partitions, 1, topic_configs=events_config),
         NewTopic(settings.progress_topic, settings.partitions, 1),

@@ -1,0 +1,82 @@
+"""`statistics`: pass@k and pass^k with standard errors and 95% intervals (SEMANTICS.md 8).
+
+Per eligible key with pass@k entries, keys sorted, `{"tasks", "pass_at_k", "pass_hat_k"}`,
+each list one entry per k = 1..the largest n: `{"k", "count", "nan_count", "mean", "stderr",
+"ci95_low", "ci95_high"}`, in that key order (the contract's bytes).
+
+One figure per measured task and k, from the task's (n, c) alone (`passk.estimates`,
+`passk.hat_estimates`, both cached), so a task's figures change only when its attempts do
+and an entry costs O(tasks). pass@k's count, nan_count and mean are `center`'s, the very
+function `range_aggregate` takes them from, over the same figures in the same order: they
+equal the summary's `<key>.pass@<k>` aggregate to the bit. The standard error is the range
+aggregate's sample standard deviation (`spread`) over sqrt(count): one figure per task, so
+it is clustered by task (Miller 2024, "Adding Error Bars to Evals").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from projections.aggregates import center, spread
+from projections.attempts import key_tallies
+from projections.passk import Tally, estimates, hat_estimates
+from projections.run import RunState
+from projections.t975 import t975
+
+Statistics = dict[str, dict[str, Any]]
+"""key name -> {"tasks", "pass_at_k", "pass_hat_k"}: JSON-ready, in the contract's key order."""
+
+Estimator = Callable[[int, int], tuple[float, ...]]
+"""A task's per-k figures for k = 1..n from its (n, c)."""
+
+
+def statistics(run: RunState) -> Statistics:
+    """Section 8 for the events applied to `run` so far (a progress event's and a summary's)."""
+    result: Statistics = {}
+    for name, measured, unmeasured in key_tallies(run):
+        if measured:
+            result[name] = {
+                "tasks": len(measured),
+                "pass_at_k": entries(by_k(measured, estimates), unmeasured),
+                "pass_hat_k": entries(by_k(measured, hat_estimates), unmeasured),
+            }
+    return result
+
+
+def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:
+    """For k = 1..the largest n, the figures of the tasks with n >= k, in the order of
+    `measured` (summary task order: it orders the compensated sums)."""
+    figures = [estimator(n, c) for n, c in measured]
+    # A task has n figures, one per k = 1..n: column k - 1 takes those with more than k - 1.
+    return [[task[k] for task in figures if len(task) > k] for k in range(max(map(len, figures), default=0))]
+
+
+def entries(columns: list[list[float]], unmeasured: int) -> list[dict[str, Any]]:
+    return [entry(k, values, len(values) + unmeasured) for k, values in enumerate(columns, start=1)]
+
+
+def entry(k: int, values: list[float], total: int) -> dict[str, Any]:
+    """One k's figures among `total` tasks (the ones without a figure count as NaN)."""
+    middle = center(values, total)
+    mean = middle.mean
+    stderr = low = high = None
+    sample_variance = None if mean is None else spread(middle, mean)[1]
+    if mean is not None and sample_variance is not None:
+        stderr = math.sqrt(sample_variance) / math.sqrt(middle.count)
+        margin = t975(middle.count - 1) * stderr
+        low, high = _clip(mean - margin), _clip(mean + margin)
+    return {
+        "k": k,
+        "count": middle.count,
+        "nan_count": middle.nan_count,
+        "mean": mean,
+        "stderr": stderr,
+        "ci95_low": low,
+        "ci95_high": high,
+    }
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))

@@ -1,0 +1,150 @@
+"""Restarts over a real broker: a worker restarted on its data dir under the same name
+reads only the changelog's tail and gets its partitions back at once; a late event on a run
+closed before the restart gets the next revision; a store of a newer version stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events import builders
+from events.codec import encode
+from events.synthetic import synthetic_run
+from projections import storage
+from tests.worker.test_worker_kafka import _records_until, replayed
+from worker.commands.clients import publish
+from worker.local.processes import WorkerProcess, free_port, isolated_settings, topic_flags
+from worker.runtime.keys import checkpoint_key
+from worker.runtime.topics import ensure_topics
+from worker.settings import Settings
+
+pytestmark = pytest.mark.kafka
+
+
+def latest_summaries(settings: Settings, want: dict[bytes, bytes], timeout: float = 90.0) -> dict[bytes, bytes]:
+    latest: dict[bytes, bytes] = {}
+
+    def done(records: list[object]) -> bool:
+        latest.clear()
+        latest.update({r.key: r.value for r in records})  # type: ignore[attr-defined]
+        return all(latest.get(key) == value for key, value in want.items())
+
+    _records_until(settings, settings.summaries_topic, done, timeout)  # type: ignore[arg-type]
+    return latest
+
+
+def test_a_kill_9_restart_under_the_same_name_resumes_from_its_local_copy(bootstrap: str, tmp_path: Path) -> None:
+    settings = isolated_settings(bootstrap, partitions=2)
+    asyncio.run(ensure_topics(settings))
+    closed = [orjson.dumps(e) for e in synthetic_run("closed-before", tasks=5, attempts=3, seed=5)]
+    opened = [orjson.dumps(e) for e in synthetic_run("open-across", tasks=4, attempts=2, seed=6)]
+    late = encode(builders.trial("task-00000", "late-trial", run_id="closed-before"))
+    before, after = [*closed, *opened[:-4]], [late, *opened[-4:]]
+    want = {orjson.loads(line)["run_id"].encode(): line for line in replayed([*before, *after])}
+    name = {"EVALSTREAM_INSTANCE_ID": "worker-a"}
+    first = WorkerProcess(settings, tmp_path / "worker", env=name)
+    try:
+        first.wait_ready()
+        asyncio.run(publish(settings, before))
+        latest_summaries(settings, {b"closed-before": replayed(closed)[0]})
+        time.sleep(8 * settings.flush_interval)  # checkpointed
+    finally:
+        first.process.kill()
+        first.process.wait()
+    # Another web port: the name, not the address, is what the group knows it by.
+    second = WorkerProcess(settings.with_overrides(web_port=free_port()), tmp_path / "worker", env=name)
+    try:
+        asyncio.run(publish(settings, after))
+        got = latest_summaries(settings, want)
+        log = second.log()
+    finally:
+        second.stop()
+    assert got == want  # byte for byte; closed-before at revision 2
+    assert orjson.loads(got[b"closed-before"])["revision"] == 2
+    assert "not in the changelog" not in log, "the local copy was not kept"
+
+
+def test_a_store_of_a_newer_version_stops_the_worker_before_it_consumes(bootstrap: str, tmp_path: Path) -> None:
+    settings = isolated_settings(bootstrap)
+    asyncio.run(ensure_topics(settings))
+    first = WorkerProcess(settings, tmp_path / "first")
+    try:
+        first.wait_ready()
+    finally:
+        first.stop()
+    newer = orjson.dumps({"v": storage.VERSION + 1, "offset": 0})
+
+    async def write_newer_checkpoint() -> None:
+        from aiokafka import AIOKafkaProducer
+
+        producer = AIOKafkaProducer(**settings.client_options())
+        await producer.start()
+        try:
+            await producer.send_and_wait(f"{settings.app_id}-state-changelog", newer, checkpoint_key(0), partition=0)
+        finally:
+            await producer.stop()
+
+    asyncio.run(write_newer_checkpoint())
+    asyncio.run(publish(settings, [encode(builders.closed("after-refusal"))]))
+    command = [sys.executable, "-m", "worker.commands.cli", "worker", *topic_flags(settings)]
+    command += ["--web-port", str(settings.web_port), "--data-dir", str(tmp_path / "second")]
+    env = {**os.environ, "EVALSTREAM_APP_ID": settings.app_id}
+    done = subprocess.run(command, capture_output=True, timeout=120, env=env, check=False)
+    stderr = done.stderr.decode()
+    assert done.returncode == 1
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"evalstream worker: the worker's state is stored in version {storage.VERSION + 1}")
+    assert f"reads versions {storage.OLDEST} to {storage.VERSION}" in last
+    assert "Traceback" not in stderr
+    assert _no_summary(settings)
+
+
+def _no_summary(settings: Settings) -> bool:
+    from worker.local.records import read_topic
+
+    return read_topic(settings, settings.summaries_topic, until=1, timeout=2.0) == []
+
+
+def test_a_local_copy_not_in_the_changelog_is_wiped_and_one_in_it_kept(bootstrap: str, tmp_path: Path) -> None:
+    import rocksdict
+    from aiokafka import AIOKafkaProducer
+
+    from worker.runtime import internals
+    from worker.runtime.changelog import verify_local_copies
+
+    settings = isolated_settings(bootstrap, partitions=2)
+    topic = f"{settings.app_id}-state-changelog"
+
+    async def write_changelog() -> None:
+        producer = AIOKafkaProducer(**settings.client_options())
+        await producer.start()
+        try:
+            for partition in (0, 1):
+                await producer.send_and_wait(topic, b"7", checkpoint_key(partition), partition=partition)
+        finally:
+            await producer.stop()
+
+    def copy(partition: int, value: bytes) -> Path:
+        path = tmp_path / f"state-{partition}.db"
+        db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True))
+        db[checkpoint_key(partition)] = value
+        db[internals.persisted_offset_key()] = b"0"
+        db.close()
+        return path
+
+    paths = {0: copy(0, b"7"), 1: copy(1, b"8")}  # partition 1's copy is of another changelog
+    assert asyncio.run(verify_local_copies(settings, topic, paths)) == [0, 1]  # no changelog yet
+    paths = {0: copy(0, b"7"), 1: copy(1, b"8")}
+    asyncio.run(ensure_topics(settings))
+    topic = settings.events_topic  # a topic of 2 partitions stands for the changelog
+    asyncio.run(write_changelog())
+    assert asyncio.run(verify_local_copies(settings, topic, paths)) == [1]
+    assert paths[0].exists()
+    assert not paths[1].exists()

@@ -1,0 +1,119 @@
+"""Upgrades: a store of an older storage version is read (never dead-lettered), one of a
+newer version stops the worker before it consumes.
+
+`tests/fixtures/storage/store-v2.jsonl` is a worker's store as storage version 2's code
+wrote it (made by `tests/fixtures/storage/make_v2.py`, bytes committed): every later
+version must restore it and go on to the summaries replay gives, byte for byte."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+
+from events import builders
+from events.codec import encode
+from projections import storage
+from projections.storage import NewerStore
+from tests.fixtures.storage.make_v2 import CHECKPOINTED, records
+from tests.worker.engine_harness import Store
+from worker.commands.replay import replay
+from worker.runtime.keys import checkpoint_key, header_key
+from worker.runtime.processor import Processor, Record
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "storage"
+
+
+def fixture_store() -> Store:
+    store = Store()
+    for line in (FIXTURE / "store-v2.jsonl").read_bytes().splitlines():
+        row = orjson.loads(line)
+        store.partitions.setdefault(row["partition"], {})[base64.b64decode(row["key"])] = base64.b64decode(row["value"])
+    return store
+
+
+def log() -> list[bytes]:
+    return (FIXTURE / "log.jsonl").read_bytes().splitlines()
+
+
+def replayed(lines: list[bytes]) -> dict[str, bytes]:
+    """Each run's last summary, as `evalstream replay` writes it."""
+    out = io.BytesIO()
+    replay(lines, out, io.StringIO())
+    return {orjson.loads(line)["run_id"]: line for line in out.getvalue().splitlines()}
+
+
+def resumed_from_fixture() -> tuple[dict[str, bytes], Store]:
+    """A worker on the fixture's store: it resumes past the checkpoint, reads the rest of
+    the log; each run's last summary it publishes, and its store after a checkpoint."""
+    store = fixture_store()
+    processor = Processor(store)
+    assert processor.assign([0]) == {0: CHECKPOINTED}
+    published = processor.handle(0, records(log())[CHECKPOINTED:], 0.0)
+    snapshot = processor.snapshot(0)
+    assert snapshot is not None
+    for key, value in (*snapshot.records, snapshot.checkpoint):
+        store.partitions[0][key] = value
+    latest = {item.key.decode(): item.value for item in published if item.stream == "summary" and item.key}
+    return latest, store
+
+
+def test_the_version_2_store_restores_and_goes_on_as_replay_does() -> None:
+    latest, _ = resumed_from_fixture()
+    want = replayed(log())
+    assert set(latest) == {"fixture-closed", "fixture-open"}  # the late event's revision, and the close
+    assert latest == want
+    assert orjson.loads(latest["fixture-closed"])["revision"] == 2
+
+
+def test_a_version_bump_reads_the_version_2_store_through_its_upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the next version does: it writes version 3 and upgrades version 2 parts as read."""
+    upgraded: list[int] = []
+
+    def two_to_three(stored: dict[str, object]) -> dict[str, object]:
+        upgraded.append(1)
+        return {**stored, "v": 3}
+
+    monkeypatch.setattr(storage, "VERSION", 3)
+    monkeypatch.setitem(storage.UPGRADES, 2, two_to_three)
+    latest, store = resumed_from_fixture()
+    assert latest == replayed(log())
+    assert upgraded, "the version 2 parts went through the upgrade"
+    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {"v": 3, "offset": len(log()) - 1}
+    assert orjson.loads(store.partitions[0][header_key("fixture-open")])["v"] == 3
+
+
+def test_a_store_of_a_newer_version_stops_the_worker_before_it_consumes() -> None:
+    store = fixture_store()
+    store.partitions[0][checkpoint_key(0)] = orjson.dumps({"v": storage.VERSION + 1, "offset": 63})
+    processor = Processor(store)
+    with pytest.raises(NewerStore) as refused:
+        processor.assign([0])
+    message = str(refused.value)
+    assert f"version {storage.VERSION + 1}" in message
+    assert f"versions {storage.OLDEST} to {storage.VERSION}" in message
+    assert processor.refused is refused.value
+
+
+def test_a_run_stored_by_a_newer_version_is_refused_not_dead_lettered() -> None:
+    """Its event is not in the state: the worker stops, and no checkpoint may cover it."""
+    store = fixture_store()
+    key = header_key("fixture-closed")
+    store.partitions[0][key] = store.partitions[0][key].replace(b'"v":2', b'"v":%d' % (storage.VERSION + 1))
+    processor = Processor(store)
+    processor.assign([0])
+    late = encode(builders.trial("task-00000", "later", run_id="fixture-closed"))
+    with pytest.raises(NewerStore):
+        processor.handle(0, [Record(CHECKPOINTED, b"fixture-closed", late)], 0.0)
+    assert processor.counts.dead_lettered == {}
+    assert processor.snapshot(0) is None
+
+
+def test_a_part_older_than_the_oldest_version_read_is_refused_with_the_fix() -> None:
+    store = fixture_store()
+    key = header_key("fixture-closed")
+    with pytest.raises(ValueError, match="wipe the store and replay the topic"):
+        storage.restore("fixture-closed", store.partitions[0][key].replace(b'"v":2', b'"v":1'), [])
