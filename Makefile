@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-gate clean
+.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ bench-progress: install
 ## Time from a progress event published to the dashboard's pages showing it, in headless Chromium.
 bench-dashboard: install
 	$(BIN)/python -m bench.dashboard
+
+## The dashboard's RSS and page times with 1,000 and 10,000 runs on the topics.
+bench-dashboard-scale: install
+	$(BIN)/python -m bench.dashboard_scale
 
 ## The live gate's false-alarm rate under the null and decision time on a planted regression, by simulation.
 bench-gate: install

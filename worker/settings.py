@@ -35,6 +35,8 @@ class Settings:
     web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
     dashboard_host: str = field(default_factory=lambda: _env("DASHBOARD_HOST", "127.0.0.1"))
     dashboard_port: int = field(default_factory=lambda: int(_env("DASHBOARD_PORT", "6067")))
+    dashboard_recent: int = field(default_factory=lambda: int(_env("DASHBOARD_RECENT_RUNS", "200")))
+    """Closed runs the dashboard keeps in memory (the last to move); older ones it reads back."""
     progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
     flush_interval: float = field(default_factory=lambda: float(_env("FLUSH_INTERVAL", "0.25")))
     session_timeout: float = field(default_factory=lambda: float(_env("SESSION_TIMEOUT", "10")))

@@ -6,9 +6,11 @@ from __future__ import annotations
 from aiokafka import AIOKafkaConsumer
 
 from events.clients.kafka import whole_topic
-from worker.settings import Settings
+from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 
-async def topic_reader(settings: Settings, topic: str, *, at_end: bool = False, wait: float) -> AIOKafkaConsumer | None:
+async def topic_reader(
+    settings: Settings, topic: str, *, at_end: bool = False, wait: float, fetch_bytes: int = SUMMARY_MAX_BYTES
+) -> AIOKafkaConsumer | None:
     """`events.clients.kafka.whole_topic` with these settings' connection."""
-    return await whole_topic(topic, at_end=at_end, wait=wait, **settings.client_options())
+    return await whole_topic(topic, at_end=at_end, wait=wait, fetch_bytes=fetch_bytes, **settings.client_options())

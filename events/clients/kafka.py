@@ -139,17 +139,19 @@ async def running(client: Client) -> AsyncIterator[Client]:
 
 
 async def whole_topic(
-    topic: str, *, at_end: bool = False, wait: float, **client_options: Any
+    topic: str, *, at_end: bool = False, wait: float, fetch_bytes: int = SUMMARY_MAX_BYTES, **client_options: Any
 ) -> AIOKafkaConsumer | None:
     """A started consumer, in no group, assigned every partition of `topic` at its start
     (or its end). Waits up to `wait` seconds for the topic to exist; None if it does not
-    by then. `client_options` are aiokafka's (bootstrap_servers, security). The caller
-    stops the consumer."""
+    by then. `fetch_bytes` bounds a fetch (a record larger than it still comes, alone: brokers
+    return the first batch whole, KIP-74), so it bounds what a reader holds of a topic it reads
+    through. `client_options` are aiokafka's (bootstrap_servers, security). The caller stops
+    the consumer."""
     consumer = AIOKafkaConsumer(
         **client_options,
         enable_auto_commit=False,
-        max_partition_fetch_bytes=SUMMARY_MAX_BYTES,
-        fetch_max_bytes=SUMMARY_MAX_BYTES,
+        max_partition_fetch_bytes=fetch_bytes,
+        fetch_max_bytes=fetch_bytes,
     )
     await started(consumer)
     deadline = time.monotonic() + wait

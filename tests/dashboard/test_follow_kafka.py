@@ -17,8 +17,11 @@ from aiokafka import AIOKafkaProducer
 from events.clients.kafka import running
 from events.codec import encode
 from events.models import InputEvent
-from tests.builders import closed, score, started, task_spec, trial
+from events.outputs import SUMMARY_MAX_BYTES
+from tests.builders import closed, score, scored_run, started, summary_of, task_spec, trial
 from tests.dashboard.outputs import outputs
+from worker.dashboard.board import Board
+from worker.dashboard.follow import FETCH_BYTES, Follower, followers
 from worker.local.processes import DashboardProcess, isolated_settings
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
@@ -87,3 +90,38 @@ def test_a_dashboard_started_before_its_topics_waits_for_them_and_skips_bad_reco
         assert "not a valid output record" in dashboard.log()
     finally:
         dashboard.stop()
+
+
+def test_a_summary_larger_than_a_fetch_is_read_whole(bootstrap: str) -> None:
+    settings = isolated_settings(bootstrap)
+    asyncio.run(ensure_topics(settings))
+    big = summary_of(scored_run("big", {f"task-{index:05d}": [1.0, 0.0, None, 1.0] for index in range(6_000)}), "big")
+    small = summary_of(scored_run("small", {"t": [1.0]}), "small")
+    raw = big.model_dump_json().encode()
+    assert len(raw) > FETCH_BYTES
+
+    async def check() -> None:
+        async with running(
+            AIOKafkaProducer(**settings.client_options(), max_request_size=SUMMARY_MAX_BYTES)
+        ) as producer:
+            await producer.send_and_wait(settings.summaries_topic, raw, key=b"big")
+            await producer.send_and_wait(settings.summaries_topic, small.model_dump_json().encode(), key=b"small")
+        board = Board()
+        readers = followers(settings, board)
+        try:
+            await start_reading(readers)
+            records = board.get("big")
+            assert records is not None
+            assert records.summary == big
+            assert board.get("small") is not None
+        finally:
+            for reader in readers:
+                await reader.close()
+
+    asyncio.run(check())
+
+
+async def start_reading(readers: list[Follower]) -> None:
+    for reader in readers:
+        await reader.open()
+    await asyncio.gather(*(reader.catch_up() for reader in readers))

@@ -12,13 +12,16 @@ from hypothesis import strategies as st
 
 from events.models import InputEvent
 from projections.compare import KeyComparison, compare
+from projections.history import history, run_tasks
 from tests.builders import closed, dead, score, scored_run, started, summary_of, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
 from tests.projections.examples import BASELINE, CANDIDATE
 from worker.dashboard.charts import BOTTOM, HEIGHT, TOP
 from worker.dashboard.compare_page import compare_page, resolution
+from worker.dashboard.listing import RunsQuery, listing
 from worker.dashboard.markup import Html, href, html, text
 from worker.dashboard.pages import dom_id, run_fragments, run_page, runs_page
+from worker.dashboard.task_page import task_page
 from worker.dashboard.views import RunRecords, compare_view, run_row, run_view
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -68,15 +71,25 @@ def closed_run(
     ]
 
 
-def pages(run_id: str, task_id: str, metric: str, label: str, error: str) -> tuple[str, str, str]:
-    """The runs page, the run's page, and the run compared with a worse one (`task_id` regressed)."""
+def pages(run_id: str, task_id: str, metric: str, label: str, error: str) -> tuple[str, str, str, str]:
+    """The runs page (filtered by the run's label and id), the run's page, the run compared with a
+    worse one (`task_id` regressed), and `task_id`'s history over the two runs."""
     records = latest(closed_run(run_id, task_id, metric, label, error))
     worse = latest(closed_run(run_id + "'", task_id, metric, label, error, value=0.0))
     footer = html('<footer id="topics">{}</footer>', "topics")
-    runs = runs_page([run_row(records)], [run_id], now=2_000.0, version=3, footer=footer)
+    runs = runs_page(
+        listing([run_row(records)], RunsQuery(labels={label: label}, prefix=run_id), 1),
+        now=2_000.0,
+        version=3,
+        footer=footer,
+    )
     run = run_page(run_view(records), now=2_000.0, version=3, footer=footer)
     view = compare_view(run_id, records, worse.run_id, worse)
-    return runs, run, compare_page(view, now=2_000.0, version=3, footer=footer)
+    assert records.summary is not None
+    assert worse.summary is not None
+    runs_tasks = [run_tasks(records.summary, 1.0), run_tasks(worse.summary, 2.0)]
+    task = task_page(history(runs_tasks, {label: label}, task_id), version=3, footer=footer)
+    return runs, run, compare_page(view, now=2_000.0, version=3, footer=footer), task
 
 
 BENIGN = [parsed(page) for page in pages("run", "task", "reward", "model", "Timeout")]
@@ -89,11 +102,16 @@ metrics = names.filter(lambda name: "." not in name)  # a key is "<metric>.<outp
 @example(HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE)
 @example('"><script>alert(1)</script>', "' onmouseover='x", "</svg><svg onload=alert(1)>", "&amp;", "{}{0}")
 def test_untrusted_text_renders_as_itself(run_id: str, task_id: str, metric: str, label: str, error: str) -> None:
-    shown_runs, shown_run, shown_compare = (parsed(page) for page in pages(run_id, task_id, metric, label, error))
-    for page, benign in zip((shown_runs, shown_run, shown_compare), BENIGN, strict=True):
+    shown = [parsed(page) for page in pages(run_id, task_id, metric, label, error)]
+    shown_runs, shown_run, shown_compare, shown_task = shown
+    for page, benign in zip(shown, BENIGN, strict=True):
         assert page.tags <= benign.tags
         assert page.attributes <= benign.attributes
     assert run_id in "".join(shown_runs.text)
+    assert f"{label}={label} ×" in "".join(shown_runs.text)  # the filter in force
+    history_said = "".join(shown_task.text)
+    for value in (f"Task {task_id}", run_id, run_id + "'", f"{label}={label}", f"{task_id}{metric}.score1"):
+        assert value in history_said  # the task flipped (flaky, then failed) once
     said = "".join(shown_run.text)
     for value in (run_id, task_id, f"{metric}.score", f"{label}={label}", error):
         assert value in said

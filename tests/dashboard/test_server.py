@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import orjson
 import pytest
@@ -12,7 +13,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from events.models import InputEvent
-from tests.builders import closed, score, started, task_spec, trial
+from events.outputs import RunSummary
+from tests.builders import closed, score, scored_run, started, task_spec, trial
 from tests.dashboard.outputs import outputs
 from worker.dashboard.board import Board
 from worker.dashboard.pages import dom_id
@@ -88,7 +90,7 @@ async def updates(
         line = raw.decode().rstrip("\n")
         if not line:
             if event.get("event") == "update":
-                yield {"id": int(event["id"]), **orjson.loads(event["data"])}
+                yield {"id": event["id"], **orjson.loads(event["data"])}
             event = {}
         elif not line.startswith(":"):
             name, _, value = line.partition(": ")
@@ -99,20 +101,20 @@ def test_a_stream_sends_what_changed_after_the_page_was_rendered() -> None:
     progress, summaries = outputs(log("r1"))
     board = Board()
     board.offer_progress(progress[1], 1.0)
-    rendered_at = board.version
+    rendered_at = str(board.stamp)
 
     async def check() -> None:
         async with serving(board) as client:
             board.offer_progress(progress[2], 2.0)  # after the page, before its stream
-            stream = updates(client, "/", since=str(rendered_at))
-            first = await anext(stream)
-            [row] = [f for f in first["fragments"] if f["parent"] == "runs"]  # type: ignore[attr-defined]
-            assert row["id"] == dom_id("run", "r1")
-            assert f'data-seq="{progress[2].seq}"' in row["html"]
+            stream = updates(client, "/", since=rendered_at)
+            first = await anext(stream)  # the whole list first: the stream cannot know which rows the page has
+            [rows] = [f for f in first["fragments"] if f["id"] == "runs"]  # type: ignore[attr-defined]
+            assert dom_id("run", "r1") in rows["html"]
+            assert f'data-seq="{progress[2].seq}"' in rows["html"]
             assert not board.offer_progress(progress[2], 3.0)  # a redelivery moves nothing
             board.offer_summary(summaries[-1], 4.0)
             second = await anext(stream)
-            assert second["id"] == board.version
+            assert second["id"] == str(board.stamp)
             parents = {f["parent"] for f in second["fragments"]}  # type: ignore[attr-defined]
             assert parents == {"runs", "summarized", None}  # the run can now be compared
 
@@ -126,7 +128,7 @@ def test_a_run_page_streams_that_run_only() -> None:
 
     async def check() -> None:
         async with serving(board) as client:
-            stream = updates(client, "/run", id="mine", since="0")
+            stream = updates(client, "/run", id="mine", since=str(board.stamp))
             await asyncio.sleep(0.2)
             board.offer_progress(other[1], 1.0)
             board.offer_progress(mine[1], 2.0)
@@ -172,7 +174,7 @@ def test_the_two_run_view_fills_in_when_both_runs_close() -> None:
             assert waiting.status == 404
             assert (await waiting.json())["waiting_for"] == ["cand"]
             assert (await client.get("/compare", params={"baseline": "base"})).status == 400
-            stream = updates(client, "/compare", **pair, since=str(board.version))
+            stream = updates(client, "/compare", **pair, since=str(board.stamp))
             board.offer_summary(cand_summaries[-1], 2.0)
             update = await anext(stream)
             ids = [f["id"] for f in update["fragments"]]  # type: ignore[attr-defined]
@@ -180,5 +182,84 @@ def test_the_two_run_view_fills_in_when_both_runs_close() -> None:
             assert "reward.score" in update["fragments"][1]["html"]  # type: ignore[index]
             done = await (await client.get("/compare", params={**pair, "format": "json"})).json()
             assert [key["key"] for key in done["comparison"]["keys"]] == ["reward.score"]
+
+    run(check)
+
+
+def labelled(run_id: str, model: str, value: float) -> RunSummary:
+    return outputs(scored_run(run_id, {"t": [value, 1.0]}, labels={"benchmark": "b", "model": model}))[1][-1]
+
+
+def test_the_runs_page_is_paged_newest_first_filtered_by_labels_and_searched_by_run_id() -> None:
+    board = Board(recent=2)
+    for index in range(7):
+        board.offer_summary(labelled(f"run-{index}", f"m{index % 2}", 1.0), float(index))
+
+    async def listed(client: TestClient[web.Request, web.Application], **params: str) -> dict[str, Any]:
+        found: dict[str, Any] = await (await client.get("/", params={**params, "format": "json"})).json()
+        return found
+
+    async def check() -> None:
+        async with serving(board) as client:
+            second = await listed(client, per="3", page="2")
+            assert [row["run_id"] for row in second["runs"]] == ["run-3", "run-2", "run-1"]
+            assert (second["total"], second["pages"]) == (7, 3)
+            m1 = await listed(client, label="model=m1", per="2")
+            assert [row["run_id"] for row in m1["runs"]] == ["run-5", "run-3"]
+            assert m1["total"] == 3
+            client_query = [("label", "model=m0"), ("label", "benchmark=b"), ("q", "run-4"), ("format", "json")]
+            both = await (await client.get("/", params=client_query)).json()
+            assert [row["run_id"] for row in both["runs"]] == ["run-4"]
+            page = await (await client.get("/", params={"label": "model=m1", "page": "2", "per": "2"})).text()
+            assert 'href="/?label=model%3Dm1&amp;per=2"' in page  # newer: the same filter, in the URL
+            assert (await client.get("/", params={"label": "model"})).status == 400
+            assert (await client.get("/", params={"page": "0"})).status == 400
+
+    run(check)
+
+
+def test_a_task_history_moves_when_a_run_of_its_labels_closes() -> None:
+    board = Board(recent=1)
+    board.offer_summary(labelled("first", "m", 1.0), 1.0)
+    board.offer_summary(labelled("second", "m", 0.0), 2.0)
+
+    async def check() -> None:
+        async with serving(board) as client:
+            shown = await (
+                await client.get("/task", params={"id": "t", "label": "benchmark=b", "format": "json"})
+            ).json()
+            assert shown["runs"] == ["first", "second"]
+            assert [run["outcomes"]["reward.score"]["verdict"] for run in shown["task"]] == ["solved", "flaky"]
+            assert [(flip["task_id"], flip["changes"]) for flip in shown["flips"]] == [("t", 1)]
+            page = await (await client.get("/task", params={"id": HOSTILE, "label": "benchmark=b"})).text()
+            assert HOSTILE not in page
+            stream = updates(client, "/task", id="t", label="benchmark=b", since=str(board.stamp))
+            await asyncio.sleep(0.2)
+            board.offer_summary(labelled("other", "m", 0.0).model_copy(update={"labels": {}}), 3.0)
+            board.offer_summary(labelled("third", "m", 1.0), 4.0)
+            update = await anext(stream)
+            runs_html = update["fragments"][0]["html"]  # type: ignore[index]
+            assert 'data-runs="3"' in runs_html
+            assert "third" in runs_html
+            assert "other" not in runs_html
+
+    run(check)
+
+
+def test_a_page_of_a_previous_dashboard_is_sent_everything_it_shows() -> None:
+    mine, _ = outputs(log("mine"))
+    other, _ = outputs(log("other"))
+    board = Board(epoch="after-restart")
+    board.offer_progress(mine[1], 1.0)
+    board.offer_progress(other[1], 2.0)
+    board.offer_progress(other[2], 3.0)
+
+    async def check() -> None:
+        async with serving(board) as client:
+            # The previous process's state 2 said nothing of what this board holds at its 2.
+            stream = updates(client, "/run", id="mine", since="before-restart.2")
+            update = await asyncio.wait_for(anext(stream), 10)
+            assert update["id"] == "after-restart.3"
+            assert 'data-seq="2"' in update["fragments"][0]["html"]  # type: ignore[index]
 
     run(check)

@@ -101,6 +101,14 @@ CASES = {
         ("gate", "a", "b", "--from-file", MISSING), 2, (f"evalstream gate: cannot read {MISSING}", "summaries JSONL")
     ),
     "gate with a negative threshold": Case(("gate", "a", "b", "--threshold", "-1"), 2, ("the drop tolerated, >= 0",)),
+    "history, no broker": unreachable("history", "--label", "benchmark=b"),
+    "history a missing file": Case(
+        ("history", "--from-file", MISSING), 2, (f"evalstream history: cannot read {MISSING}", "summaries")
+    ),
+    "history with a bad label": Case(("history", "--label", "model"), 2, ("--label 'model' is not NAME=VALUE",)),
+    "history of an input event log": Case(
+        ("history", "--from-file", "-"), 2, ("stdin line 1: not an output record",), stdin=EXAMPLE_LOG.read_bytes()
+    ),
 }
 
 

@@ -204,6 +204,12 @@ def _gate(args: argparse.Namespace) -> int:
     return run(args.baseline, args.candidate, from_file=args.from_file, settings=_settings(args), options=options)
 
 
+def _history(args: argparse.Namespace) -> int:
+    from worker.commands.history import run
+
+    return run(args.label, args.task, from_file=args.from_file, settings=_settings(args), as_json=args.json)
+
+
 def _retry(args: argparse.Namespace) -> int:
     from worker.commands.retry import run
 
@@ -510,6 +516,23 @@ def _client_parsers(commands: Commands) -> None:
     )
     _connection_flags(watch)
 
+    history = _command(
+        commands,
+        "history",
+        "a task's verdict and pass rate in each run of a label set, and the tasks whose verdict changed",
+        "evalstream history --label benchmark=swe-lite --task django-1234",
+        _history,
+    )
+    history.add_argument(
+        "--label", action="append", default=[], metavar="NAME=VALUE", help="only runs with this label (repeatable)"
+    )
+    history.add_argument("--task", metavar="TASK_ID", help="this task's verdict and pass rate in each run")
+    history.add_argument("--json", action="store_true", help="the figures as JSON (what /task?format=json gives)")
+    history.add_argument(
+        "--from-file", metavar="PATH", help="read summaries JSONL (as `evalstream replay` prints; - for stdin)"
+    )
+    _connection_flags(history)
+
     dashboard = _command(
         commands,
         "dashboard",
@@ -529,6 +552,14 @@ def _client_parsers(commands: Commands) -> None:
         dest="dashboard_host",
         metavar="HOST",
         help="address to listen on (env EVALSTREAM_DASHBOARD_HOST, default 127.0.0.1: this machine only)",
+    )
+    dashboard.add_argument(
+        "--recent",
+        dest="dashboard_recent",
+        metavar="RUNS",
+        type=positive,
+        help="closed runs kept in memory, the last to move (env EVALSTREAM_DASHBOARD_RECENT_RUNS, default 200); "
+        "older ones are read back from the summaries topic when a page asks",
     )
     _connection_flags(dashboard)
 

@@ -32,6 +32,11 @@ from worker.topic_reader import topic_reader
 log = logging.getLogger(__name__)
 
 State = Literal["waiting", "reading", "live"]
+FETCH_BYTES = 1024 * 1024
+"""Most bytes a fetch brings (a larger record still comes, alone). With a fetch of the whole
+record limit (64 MiB) the consumer held up to that much, twice (it fetches ahead), per topic
+while reading a long topic at start: 330 MB of RSS with 10,000 runs on the topics, against
+the board's own 55 MB."""
 
 
 class Follower:
@@ -50,7 +55,7 @@ class Follower:
 
     async def open(self) -> None:
         """Connect (an unreachable broker raises here) and assign the topic if it exists."""
-        self._consumer = await topic_reader(self.settings, self.topic, wait=0)
+        self._consumer = await topic_reader(self.settings, self.topic, wait=0, fetch_bytes=FETCH_BYTES)
 
     async def catch_up(self) -> None:
         """Read the topic to its end as it is now (nothing if it does not exist yet)."""
@@ -67,7 +72,7 @@ class Follower:
     async def follow(self) -> None:
         """Forever: wait for the topic if need be, then take every new record."""
         if self._consumer is None:
-            self._consumer = await topic_reader(self.settings, self.topic, wait=math.inf)
+            self._consumer = await topic_reader(self.settings, self.topic, wait=math.inf, fetch_bytes=FETCH_BYTES)
             assert self._consumer is not None  # an unbounded wait returns only with the topic
         self.state = "live"
         while True:
@@ -107,7 +112,7 @@ def followers(settings: Settings, board: Board) -> list[Follower]:
             if record.key is not None:
                 board.drop_summary(record.key.decode(errors="replace"))
             return
-        board.offer_summary(RunSummary.model_validate_json(record.value), at)
+        board.offer_summary(RunSummary.model_validate_json(record.value), at, (record.partition, record.offset))
 
     return [
         Follower(settings, settings.progress_topic, progress),

@@ -9,12 +9,13 @@ kept open show the same thing. Element ids are digests of run ids, never the ids
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.dashboard.charts import Point, Series, passk_chart
 from worker.dashboard.follow import Follower
 from worker.dashboard.formats import ago, count, duration, figure
+from worker.dashboard.listing import PER_PAGE, RunsListing, RunsQuery
 from worker.dashboard.markup import Html, href, html, join
 from worker.dashboard.views import VERDICTS, Cell, KeyFigures, KeyTasks, RunRow, RunView, sort_key
 
@@ -119,9 +120,10 @@ NO_RUNS = html(
 )
 
 
-def runs_page(rows: Sequence[RunRow], compared: Iterable[str], *, now: float, version: int, footer: Html) -> Html:
+def runs_page(shown: RunsListing, *, now: float, version: int, footer: Html) -> Html:
+    query = shown.query
     body = html(
-        "<h1>Runs</h1>"
+        "<h1>Runs</h1>{}"
         # A grid, not a table: a row swapped in is laid out alone, and rows off screen not at all.
         '<div class="runs" role="table" aria-label="runs"><div class="row head" role="row">'
         '<span role="columnheader">run</span><span role="columnheader">status</span>'
@@ -129,20 +131,78 @@ def runs_page(rows: Sequence[RunRow], compared: Iterable[str], *, now: float, ve
         '<span role="columnheader" class="num" title="trials that died">dead</span>'
         '<span role="columnheader" class="num">ETA</span><span role="columnheader">pass@1</span>'
         '<span role="columnheader">labels</span><span role="columnheader">moved</span></div>'
-        '<div id="runs" role="rowgroup">{}</div></div>'
-        "{}"
+        "{}</div>{}{}"
         '<h2>Compare two runs</h2><form action="/compare" method="get" class="compare">'
         '<label>baseline <input name="baseline" list="summarized" required></label> '
         '<label>candidate <input name="candidate" list="summarized" required></label> '
-        '<button type="submit">compare</button></form><datalist id="summarized">{}</datalist>',
-        join(run_row(row, now) for row in rows),
-        html("") if rows else NO_RUNS,
-        join(compare_option(run_id) for run_id in compared),
+        '<button type="submit">compare</button></form>{}',
+        runs_filter(query),
+        runs_group(shown, now),
+        pager(shown),
+        html("") if shown.rows or query.filtered else NO_RUNS,
+        compare_options(shown),
     )
     return layout("runs", body, version=version, footer=footer)
 
 
-def run_row(row: RunRow, now: float) -> Html:
+def runs_filter(query: RunsQuery) -> Html:
+    """The filter form (a GET of this page: the view is its URL) and the labels in force, each
+    a link to the view without it."""
+    fields = join(
+        html('<input name="label" value="{}" aria-label="label" size="18">', f"{name}={value}")
+        for name, value in query.labels.items()
+    )
+    chips = join(
+        html(
+            '<a class="label chosen" href="{}" title="show runs without this filter">{}={} ×</a>',
+            query.href(labels={other: v for other, v in query.labels.items() if other != name}),
+            name,
+            value,
+        )
+        for name, value in query.labels.items()
+    )
+    return html(
+        '<form class="filter" action="/" method="get" id="filter">'
+        '<label>run id starts with <input name="q" value="{}" size="18"></label> '
+        "<label>labels {}"
+        '<input name="label" value="" placeholder="model=m1" aria-label="another label" size="18"></label> '
+        '{}<button type="submit">filter</button> <span class="chosen-labels">{}</span></form>',
+        query.prefix,
+        fields,
+        html('<input type="hidden" name="per" value="{}">', query.per) if query.per != PER_PAGE else html(""),
+        chips,
+    )
+
+
+def runs_group(shown: RunsListing, now: float) -> Html:
+    return html(
+        '<div id="runs" role="rowgroup" data-total="{}">{}</div>',
+        shown.total,
+        join(run_row(row, now, shown.query) for row in shown.rows),
+    )
+
+
+def pager(shown: RunsListing) -> Html:
+    query, last = shown.query, shown.first + len(shown.rows) - 1
+    newer = html('<a rel="prev" href="{}">newer</a>', query.href(page=query.page - 1)) if query.page > 1 else html("")
+    older = (
+        html('<a rel="next" href="{}">older</a>', query.href(page=query.page + 1))
+        if query.page < shown.pages
+        else html("")
+    )
+    said = f"runs {shown.first:,}–{last:,} of {shown.total:,}" if shown.rows else f"no run of {shown.total:,} here"
+    return html(
+        '<nav id="pager" class="pager" data-page="{}" data-pages="{}"><span class="shown">{}{}</span> {} {}</nav>',
+        query.page,
+        shown.pages,
+        said,
+        " matching" if query.filtered else "",
+        newer,
+        older,
+    )
+
+
+def run_row(row: RunRow, now: float, query: RunsQuery) -> Html:
     pass_at_1 = join(
         html('<span class="figure" data-key="{}" data-value="{}">{} {}</span>', key, repr(mean), key, figure(mean))
         for key, mean in row.pass_at_1.items()
@@ -165,8 +225,29 @@ def run_row(row: RunRow, now: float) -> Html:
         count(row.dead_trials),
         eta(row),
         pass_at_1,
-        labels(row.labels),
+        label_links(row.labels, query),
         moved(row.moved_at, now),
+    )
+
+
+def label_links(values: dict[str, str], query: RunsQuery) -> Html:
+    """A row's labels, each a link to the runs page filtered by it too."""
+    return join(
+        html(
+            '<a class="label" href="{}" title="only runs with this label">{}={}</a>',
+            query.href(labels={**query.labels, name: value}),
+            name,
+            value,
+        )
+        for name, value in values.items()
+    )
+
+
+def compare_options(shown: RunsListing) -> Html:
+    """The compare form's choices: the runs of this page that have a summary."""
+    return html(
+        '<datalist id="summarized">{}</datalist>',
+        join(compare_option(row.run_id) for row in shown.rows if row.revision is not None),
     )
 
 
@@ -174,15 +255,22 @@ def compare_option(run_id: str) -> Html:
     return html('<option id="{}" value="{}"></option>', dom_id("option", run_id), run_id)
 
 
-def runs_fragments(row: RunRow | None, run_id: str, now: float, *, summarized: bool) -> list[Fragment]:
-    """A run's row again (none: the run is gone), and its option in the compare form; the
-    "no run yet" line goes with the first row."""
-    fragments = [Fragment(dom_id("run", run_id), run_row(row, now) if row else html(""), "runs")]
-    if row is not None:
-        fragments.append(Fragment("no-runs", html("")))
-    if summarized:
+def runs_fragments(row: RunRow | None, run_id: str, now: float, query: RunsQuery) -> list[Fragment]:
+    """A run's row again, in place (none: the run is gone), and its option in the compare form."""
+    fragments = [Fragment(dom_id("run", run_id), run_row(row, now, query) if row else html(""), "runs")]
+    if row is not None and row.revision is not None:
         fragments.append(Fragment(dom_id("option", run_id), compare_option(run_id), "summarized"))
     return fragments
+
+
+def runs_page_fragments(shown: RunsListing, now: float) -> list[Fragment]:
+    """The whole list again: the page's rows are other runs than it showed."""
+    return [
+        Fragment("runs", runs_group(shown, now)),
+        Fragment("pager", pager(shown)),
+        Fragment("summarized", compare_options(shown)),
+        Fragment("no-runs", html("")),
+    ]
 
 
 # A run's page.

@@ -17,13 +17,15 @@ from aiohttp import web
 
 from worker.dashboard.board import Board
 from worker.dashboard.follow import Follower, followers, start
+from worker.dashboard.lookup import TopicLookup
 from worker.dashboard.server import application
 from worker.failure import ENVIRONMENT, CommandError
 from worker.settings import Settings
 
 
 async def serve(settings: Settings, host: str, port: int) -> None:
-    board = Board()
+    lookup = TopicLookup(settings)
+    board = Board(settings.dashboard_recent, lookup)
     readers = followers(settings, board)
     tasks: list[asyncio.Task[None]] = []
     runner: web.AppRunner | None = None
@@ -35,7 +37,10 @@ async def serve(settings: Settings, host: str, port: int) -> None:
         runner = web.AppRunner(application(board, readers), access_log=None, shutdown_timeout=5)
         await runner.setup()
         url = await _listen(runner, host, port)
-        print(f"evalstream dashboard: {url} ({len(board)} runs; Ctrl-C stops it)", flush=True)
+        print(
+            f"evalstream dashboard: {url} ({len(board)} runs, {board.in_memory()} in memory; Ctrl-C stops it)",
+            flush=True,
+        )
         await _until_stopped(tasks)
     finally:
         if runner is not None:
@@ -45,6 +50,7 @@ async def serve(settings: Settings, host: str, port: int) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
         for follower in readers:
             await follower.close()
+        await lookup.close()
 
 
 def _waiting(readers: list[Follower], settings: Settings) -> None:

@@ -144,12 +144,16 @@ class WorkerProcess(CommandProcess):
 
 
 class DashboardProcess(CommandProcess):
-    """`evalstream dashboard` as a subprocess on a free port; `url` is where it serves."""
+    """`evalstream dashboard` as a subprocess on `port` (0: a free one), keeping `recent` closed
+    runs in memory (None: its default); `url` is where it serves."""
 
-    def __init__(self, settings: Settings, log_dir: Path, timeout: float = 60.0) -> None:
+    def __init__(
+        self, settings: Settings, log_dir: Path, timeout: float = 60.0, *, port: int = 0, recent: int | None = None
+    ) -> None:
         self.log_path = log_dir / "dashboard.log"
         log_dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "worker.commands.cli", "dashboard", "--port", "0", *topic_flags(settings)]
+        command = [sys.executable, "-m", "worker.commands.cli", "dashboard", "--port", str(port)]
+        command += [*topic_flags(settings), *(["--recent", str(recent)] if recent is not None else [])]
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
