@@ -23,6 +23,19 @@ class CommandError(Exception):
         self.code = code
 
 
+def topic_missing(
+    topic: str, bootstrap: str, flag: str = "the --*-topic flags", instead: str | None = None
+) -> CommandError:
+    """The error of a command whose topic is not on the cluster: the worker creates its
+    topics, so the usual cause is a worker never started there, or a flag naming another
+    topic (`flag`); `instead` is what the command can do without the topic, if anything."""
+    return CommandError(
+        f"no topic {topic!r} at {bootstrap}: start the worker (it creates its topics), or check {flag} and "
+        "--bootstrap" + (f", or {instead}" if instead else ""),
+        ENVIRONMENT,
+    )
+
+
 @contextmanager
 def opened(path: str, expected: str) -> Iterator[BinaryIO]:
     """`path` open for reading (`-`: stdin), or a `CommandError` saying why it cannot be;

@@ -11,23 +11,25 @@ import orjson
 from tests.builders import scored_run, summary_of
 
 
-def summaries() -> bytes:
-    runs = [
-        ("n1", {"t": [1.0, 1.0], "u": [1.0]}, "b"),
-        ("n2", {"t": [0.0, 1.0], "u": [1.0]}, "b"),
-        ("elsewhere", {"t": [0.0]}, "c"),
-        ("n3", {"t": [0.0, 0.0], "u": [1.0]}, "b"),
-    ]
+RUNS = [
+    ("n1", {"t": [1.0, 1.0], "u": [1.0]}, "b"),
+    ("n2", {"t": [0.0, 1.0], "u": [1.0]}, "b"),
+    ("elsewhere", {"t": [0.0]}, "c"),
+    ("n3", {"t": [0.0, 0.0], "u": [1.0]}, "b"),
+]
+
+
+def summaries(runs: list[tuple[str, dict[str, list[float]], str]] = RUNS) -> bytes:
     return b"\n".join(
         summary_of(scored_run(run_id, attempts, labels={"benchmark": bench}), run_id).model_dump_json().encode()
         for run_id, attempts, bench in runs
     )
 
 
-def history(*args: str) -> subprocess.CompletedProcess[bytes]:
+def history(*args: str, given: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "worker.commands.cli", "history", "--from-file", "-", *args],
-        input=summaries(),
+        input=summaries() if given is None else given,
         capture_output=True,
         check=False,
         timeout=60,
@@ -62,3 +64,13 @@ def test_labels_or_a_task_that_match_nothing_exit_1() -> None:
     assert no_task.returncode == 1
     assert "has a task 'nope'" in no_task.stderr.decode()
     assert b"Traceback" not in no_task.stderr
+
+
+def test_ids_reach_the_terminal_escaped() -> None:
+    clear = "\x1b[2J"
+    given = summaries([(f"r1{clear}", {f"t{clear}": [1.0]}, "b"), ("r2\r", {f"t{clear}": [0.0]}, "b")])
+    done = history("--label", "benchmark=b", given=given)
+    assert done.returncode == 0, done.stderr.decode()
+    shown = done.stdout.decode()
+    assert "\x1b" not in shown and "\r" not in shown
+    assert "  1/2  t\\x1b[2J  reward.score  r2\\r  failed" in shown.splitlines()

@@ -27,7 +27,7 @@ from worker.commands.digest import digest
 from worker.commands.importing import SOURCES
 from worker.commands.refused import refusal
 from worker.commands.replay import ReplayStats, replay
-from worker.failure import ENVIRONMENT, USAGE, CommandError, opened
+from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing
 from worker.local import broker_flags
 from worker.settings import Settings
 
@@ -643,11 +643,8 @@ def _explained(error: Exception, args: argparse.Namespace) -> tuple[str, int]:
             ENVIRONMENT,
         )
     if isinstance(error, TopicMissing):
-        return (
-            f"no topic {error.args[0]!r} at {settings.bootstrap}; start the worker (it creates its topics), "
-            "or check the --*-topic flags and --bootstrap",
-            ENVIRONMENT,
-        )
+        missing = topic_missing(error.topic, settings.bootstrap)
+        return str(missing), missing.code
     if isinstance(error, KafkaError):
         return f"Kafka at {settings.bootstrap} refused: {error}", ENVIRONMENT
     return (

@@ -52,7 +52,7 @@ from projections.compare import (
 from projections.power import Power, power
 from worker.commands.clients import summary_subscriber
 from worker.commands.replay import route_key
-from worker.failure import ENVIRONMENT, USAGE, CommandError, opened
+from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing
 from worker.settings import Settings
 
 PASSED, FAILED = 0, 3
@@ -124,10 +124,8 @@ async def summaries_from_topic(settings: Settings, run_ids: Sequence[str]) -> di
     try:
         await subscriber.start()
     except TopicMissing:
-        raise CommandError(
-            f"no topic {settings.summaries_topic!r} at {settings.bootstrap}: start the worker (it creates its "
-            "topics), check --summaries-topic and --bootstrap, or gate on a file with --from-file",
-            ENVIRONMENT,
+        raise topic_missing(
+            settings.summaries_topic, settings.bootstrap, "--summaries-topic", "gate on a file with --from-file"
         ) from None
     try:
         latest = await subscriber.latest()

@@ -36,7 +36,7 @@ from projections.run import RunState
 from projections.sequence import REGRESSION
 from projections.step import step
 from worker.commands.gate import FAILED, PASSED, Options, load_summaries
-from worker.failure import ENVIRONMENT, CommandError
+from worker.failure import ENVIRONMENT, CommandError, topic_missing
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
 
@@ -80,11 +80,7 @@ async def follow(
     lives in one, in offset order; the others' records are skipped by key), until a decision."""
     consumer = await topic_reader(settings, settings.events_topic, wait=0)
     if consumer is None:
-        raise CommandError(
-            f"no topic {settings.events_topic!r} at {settings.bootstrap}: start the worker (it creates its topics), "
-            "or check --events-topic and --bootstrap",
-            ENVIRONMENT,
-        )
+        raise topic_missing(settings.events_topic, settings.bootstrap, "--events-topic")
     run = RunState(candidate)
     trials = Trials(run)
     wanted = candidate.encode()

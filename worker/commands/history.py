@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from events.codec import decode_output, output_problem
 from events.outputs import RunSummary
 from projections.history import History, RunTasks, history, run_tasks
-from worker.failure import ENVIRONMENT, CommandError, opened
+from worker.failure import ENVIRONMENT, CommandError, opened, topic_missing
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
 
@@ -61,10 +61,8 @@ async def runs_from_topic(settings: Settings) -> list[RunTasks]:
     """Each run's latest summary on the summaries topic, read to its end as it is now."""
     consumer = await topic_reader(settings, settings.summaries_topic, wait=0)
     if consumer is None:
-        raise CommandError(
-            f"no topic {settings.summaries_topic!r} at {settings.bootstrap}: start the worker (it creates its "
-            "topics), check --summaries-topic and --bootstrap, or read a file with --from-file",
-            ENVIRONMENT,
+        raise topic_missing(
+            settings.summaries_topic, settings.bootstrap, "--summaries-topic", "read a file with --from-file"
         )
     latest: dict[str, tuple[int, RunTasks]] = {}
     try:
@@ -110,18 +108,23 @@ def report(runs: list[RunTasks], labels: dict[str, str], task_id: str | None, *,
     return 0
 
 
+def _safe(text: str) -> str:
+    """`text` with what a terminal would act on (escape sequences, carriage returns) shown
+    as escapes: run and task ids come from whoever published the events."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _print(shown: History, said: str, out: TextIO) -> None:
+    said = _safe(said)
     if shown.task_id is not None:
         print(f"task {shown.task_id!r} in the {len(shown.runs)} runs of {said}, oldest first:", file=out)
         for run in shown.task:
             if not run.outcomes:
-                print(f"  {run.run_id}: no such task", file=out)
+                print(f"  {_safe(run.run_id)}: no such task", file=out)
             for key, outcome in run.outcomes.items():
                 rate = "-" if outcome.pass_rate is None else f"{outcome.pass_rate:.3f}"
-                print(
-                    f"  {run.run_id}  {key}  {outcome.verdict:<10}  {rate} ({outcome.passed}/{outcome.attempts})",
-                    file=out,
-                )
+                counts = f"{rate} ({outcome.passed}/{outcome.attempts})"
+                print(f"  {_safe(run.run_id)}  {_safe(key)}  {outcome.verdict:<10}  {counts}", file=out)
     if not shown.flips:
         print(f"no task changed its verdict between the {len(shown.runs)} runs of {said}", file=out)
         return
@@ -129,8 +132,8 @@ def _print(shown: History, said: str, out: TextIO) -> None:
     print("  changes/measured  task  key  first changed in  verdict now", file=out)
     for flip in shown.flips[:SHOWN_FLIPS]:
         print(
-            f"  {flip.changes}/{flip.measured}  {flip.task_id}  {flip.key}  {flip.first_changed_in}  "
-            f"{flip.last_verdict}",
+            f"  {flip.changes}/{flip.measured}  {_safe(flip.task_id)}  {_safe(flip.key)}  "
+            f"{_safe(flip.first_changed_in)}  {flip.last_verdict}",
             file=out,
         )
     if len(shown.flips) > SHOWN_FLIPS:
