@@ -6,11 +6,17 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from worker.local.broker import BrokerConfig
 from worker.local.clusters import cluster, local_broker
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.runtime.topics import ensure_topics
+
+# One profile for every property test, whichever of them a run collects: no deadline (a
+# loaded machine makes timings flaky failures), 150 examples.
+settings.register_profile("evalstream", max_examples=150, deadline=None)
+settings.load_profile("evalstream")
 
 
 @pytest.fixture(scope="session")

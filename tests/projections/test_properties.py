@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Any
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from events.codec import decode, encode, encode_payload
@@ -20,9 +20,6 @@ from projections.run import RunState, apply
 from projections.summary import summary
 from tests.builders import fold
 from tests.strategies import graded_runs, moderate_values, run_logs
-
-settings.register_profile("ci", max_examples=150, deadline=None)
-settings.load_profile("ci")
 
 
 def passing(values: list[Any]) -> int:

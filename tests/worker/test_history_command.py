@@ -10,7 +10,6 @@ import orjson
 
 from tests.builders import scored_run, summary_of
 
-
 RUNS = [
     ("n1", {"t": [1.0, 1.0], "u": [1.0]}, "b"),
     ("n2", {"t": [0.0, 1.0], "u": [1.0]}, "b"),
@@ -72,5 +71,6 @@ def test_ids_reach_the_terminal_escaped() -> None:
     done = history("--label", "benchmark=b", given=given)
     assert done.returncode == 0, done.stderr.decode()
     shown = done.stdout.decode()
-    assert "\x1b" not in shown and "\r" not in shown
+    assert "\x1b" not in shown
+    assert "\r" not in shown
     assert "  1/2  t\\x1b[2J  reward.score  r2\\r  failed" in shown.splitlines()
