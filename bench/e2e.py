@@ -176,7 +176,8 @@ def main() -> None:
 
 def start_worker(settings: Settings, data_dir: Path, python: str) -> WorkerProcess:
     asyncio.run(ensure_topics(settings))
-    return WorkerProcess(settings, data_dir, python=python)
+    # PYTHONSAFEPATH: `python -m` runs the code of that interpreter's checkout, not this directory's.
+    return WorkerProcess(settings, data_dir, env={"PYTHONSAFEPATH": "1"}, python=python)
 
 
 def sustained_after_warming(settings: Settings, lines: list[bytes], runs: int) -> float:

@@ -1,12 +1,14 @@
-"""The common shapes of valid input events, recognised without pydantic's validator.
+"""Valid `score.emitted`, `trial.finished` and `run.closed` events, recognised without
+pydantic's validator.
 
-pydantic's validator spends ~3.5 us on a typical `score.emitted`, most of it in its unions,
-the output values' Python callbacks and building the models. `recognise` parses a message
-with msgspec into private shapes that carry the same bounds as `events.models` (closed to
-unknown fields, strict types, string lengths, the literals, integer ranges), checks in
-Python what a shape cannot say (`schema_version` 1, the timestamp, a failed score's
-`failure` and empty outputs, names given twice, integers past 64 bits), and builds the same
-frozen models directly (`_new`).
+pydantic's validator spends ~4 us on a typical `score.emitted`, most of it in its nested
+unions and the output values' Python callbacks. `recognise` parses a message with msgspec
+into private shapes that carry the same bounds as `events.models` (closed to unknown fields,
+strict types, string lengths, the literals, integer ranges), checks in Python what a shape
+cannot say (`schema_version` 1, the timestamp, a failed score's `failure` and empty outputs,
+output names given twice, integers past 64 bits), and builds the same frozen models directly
+(`_new`). `run.started` is left to pydantic: building its many small models in Python costs
+about what pydantic takes to validate them.
 
 On anything it is not certain of it returns None and `decode` validates the message with
 pydantic. So every refusal comes from the pydantic path, its code and sentence unchanged by
@@ -31,23 +33,15 @@ from events.models import (
     ErrorInfo,
     Failure,
     InputEvent,
-    MetricSpec,
     Output,
-    OutputKind,
-    OutputSpec,
     Record,
-    Reducer,
     RunClosed,
-    RunStarted,
     ScoreFailed,
     ScoreMeasured,
     ScoreStatus,
-    Signal,
-    TaskSpec,
     TrialFinished,
     TrialStatus,
     Usage,
-    ViewSpec,
     rfc3339,
 )
 from events.nonfinite import NONFINITE_STRINGS
@@ -109,41 +103,7 @@ class _Closed(_Envelope, tag="run.closed", kw_only=True):
     reason: CloseReason | UnsetType = UNSET
 
 
-class _OutputSpec(_Shape):
-    name: _Name
-    kind: OutputKind
-
-
-class _Metric(_Shape):
-    metric_type: _Name
-    outputs: list[_OutputSpec]
-
-
-class _Signal(_Shape):
-    metric: _Name
-    output: _Name
-    weight: float | UnsetType = UNSET
-
-
-class _View(_Shape):
-    name: _Name
-    reducer: Reducer
-    signals: list[_Signal]
-
-
-class _Task(_Shape):
-    task_id: _Name
-    metrics: list[_Metric] | UnsetType = UNSET
-    views: list[_View] | UnsetType = UNSET
-
-
-class _Started(_Envelope, tag="run.started", kw_only=True):
-    tasks: list[_Task]
-    attempts_per_task: Annotated[int, Meta(ge=1, le=1000000)] | UnsetType | None = UNSET
-    labels: dict[str, str] | UnsetType = UNSET
-
-
-_DECODER: Final = msgspec.json.Decoder(_Score | _Trial | _Started | _Closed)
+_DECODER: Final = msgspec.json.Decoder(_Score | _Trial | _Closed)
 
 _object = object.__new__
 _set_dict = BaseModel.__dict__["__dict__"].__set__
@@ -175,9 +135,7 @@ def recognise(raw: bytes | str) -> InputEvent | None:
             return _score(shape)
         if type(shape) is _Trial:
             return _trial(shape)
-        if type(shape) is _Closed:
-            return _closed(shape)
-        return _started(shape)
+        return _closed(shape)
     except _Unsure:
         return None
 
@@ -201,28 +159,12 @@ def _timestamp(value: str) -> bool:
     return True
 
 
-def _envelope(shape: _Envelope, given: frozenset[str]) -> tuple[dict[str, Any], set[str]]:
-    """The envelope's values in field order, and the fields given so far."""
-    present = set(given)
-    if shape.occurred_at is not UNSET:
-        present.add("occurred_at")
-    values = {
-        "schema_version": 1,
-        "event_id": shape.event_id,
-        "run_id": shape.run_id,
-        "occurred_at": None if shape.occurred_at is UNSET else shape.occurred_at,
-    }
-    return values, present
-
-
 def _distinct(names: list[str]) -> None:
     if len(set(names)) != len(names):
         raise _Unsure
 
 
-def _error(shape: _Error | UnsetType | None) -> ErrorInfo | None:
-    if not shape:  # None or UNSET (a struct is always true)
-        return None
+def _error(shape: _Error) -> ErrorInfo:
     given = set()
     if shape.type is not UNSET:
         given.add("type")
@@ -235,9 +177,7 @@ def _error(shape: _Error | UnsetType | None) -> ErrorInfo | None:
     return _new(ErrorInfo, values, given)
 
 
-def _usage(shape: _Usage | UnsetType | None) -> Usage | None:
-    if not shape:
-        return None
+def _usage(shape: _Usage) -> Usage:
     given = {name for name in ("input_tokens", "output_tokens", "cost_usd") if getattr(shape, name) is not UNSET}
     values = {
         "input_tokens": None if shape.input_tokens is UNSET else shape.input_tokens,
@@ -288,80 +228,48 @@ def _score(shape: _Score) -> ScoreMeasured | ScoreFailed:
         "status": shape.status,
         "failure": None if failure is UNSET else failure,
         "outputs": built,
-        "error": _error(error) if error else None,
+        "error": _error(error) if error else None,  # a struct is true, None and UNSET false
     }
     return _new(cls, values, given)
 
 
 def _trial(shape: _Trial) -> TrialFinished:
-    values, given = _envelope(shape, _TRIAL_GIVEN)
-    if shape.error is not UNSET:
+    at, error, usage = shape.occurred_at, shape.error, shape.usage
+    given = set(_TRIAL_GIVEN)
+    if at is not UNSET:
+        given.add("occurred_at")
+    if error is not UNSET:
         given.add("error")
-    if shape.usage is not UNSET:
+    if usage is not UNSET:
         given.add("usage")
-    values["type"] = "trial.finished"
-    values["task_id"] = shape.task_id
-    values["trial_id"] = shape.trial_id
-    values["status"] = shape.status
-    values["error"] = _error(shape.error)
-    values["usage"] = _usage(shape.usage)
+    values = {
+        "schema_version": 1,
+        "event_id": shape.event_id,
+        "run_id": shape.run_id,
+        "occurred_at": None if at is UNSET else at,
+        "type": "trial.finished",
+        "task_id": shape.task_id,
+        "trial_id": shape.trial_id,
+        "status": shape.status,
+        "error": _error(error) if error else None,
+        "usage": _usage(usage) if usage else None,
+    }
     return _new(TrialFinished, values, given)
 
 
 def _closed(shape: _Closed) -> RunClosed:
-    values, given = _envelope(shape, _ENVELOPE_GIVEN)
-    if shape.reason is not UNSET:
+    at, reason = shape.occurred_at, shape.reason
+    given = set(_ENVELOPE_GIVEN)
+    if at is not UNSET:
+        given.add("occurred_at")
+    if reason is not UNSET:
         given.add("reason")
-    values["type"] = "run.closed"
-    values["reason"] = "completed" if shape.reason is UNSET else shape.reason
+    values = {
+        "schema_version": 1,
+        "event_id": shape.event_id,
+        "run_id": shape.run_id,
+        "occurred_at": None if at is UNSET else at,
+        "type": "run.closed",
+        "reason": "completed" if reason is UNSET else reason,
+    }
     return _new(RunClosed, values, given)
-
-
-def _metric(shape: _Metric) -> MetricSpec:
-    specs = [_new(OutputSpec, {"name": spec.name, "kind": spec.kind}, {"name", "kind"}) for spec in shape.outputs]
-    _distinct([spec.name for spec in shape.outputs])
-    return _new(MetricSpec, {"metric_type": shape.metric_type, "outputs": specs}, {"metric_type", "outputs"})
-
-
-def _signal(shape: _Signal) -> Signal:
-    given = {"metric", "output"}
-    weight = 1.0
-    if shape.weight is not UNSET:
-        given.add("weight")
-        weight = shape.weight
-    return _new(Signal, {"metric": shape.metric, "output": shape.output, "weight": weight}, given)
-
-
-def _view(shape: _View) -> ViewSpec:
-    values = {"name": shape.name, "reducer": shape.reducer, "signals": [_signal(s) for s in shape.signals]}
-    return _new(ViewSpec, values, {"name", "reducer", "signals"})
-
-
-def _task(shape: _Task) -> TaskSpec:
-    given = {"task_id"}
-    metrics: list[MetricSpec] = []
-    views: list[ViewSpec] = []
-    if shape.metrics is not UNSET:
-        given.add("metrics")
-        metrics = [_metric(metric) for metric in shape.metrics]
-        _distinct([metric.metric_type for metric in shape.metrics])
-    if shape.views is not UNSET:
-        given.add("views")
-        views = [_view(view) for view in shape.views]
-        _distinct([view.name for view in shape.views])
-    return _new(TaskSpec, {"task_id": shape.task_id, "metrics": metrics, "views": views}, given)
-
-
-def _started(shape: _Started) -> RunStarted:
-    values, given = _envelope(shape, _ENVELOPE_GIVEN | {"tasks"})
-    tasks = [_task(task) for task in shape.tasks]
-    _distinct([task.task_id for task in shape.tasks])
-    if shape.attempts_per_task is not UNSET:
-        given.add("attempts_per_task")
-    if shape.labels is not UNSET:
-        given.add("labels")
-    values["type"] = "run.started"
-    values["tasks"] = tasks
-    values["attempts_per_task"] = None if shape.attempts_per_task is UNSET else shape.attempts_per_task
-    values["labels"] = {} if shape.labels is UNSET else shape.labels
-    return _new(RunStarted, values, given)

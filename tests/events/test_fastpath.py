@@ -263,8 +263,8 @@ def test_the_fast_path_accepts_only_what_pydantic_accepts_and_builds_the_same_ev
 
 @settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
 @given(messages(duplicate=False))
-def test_every_valid_message_without_a_repeated_key_takes_the_fast_path(raw: bytes) -> None:
-    if outcome(raw) is None:
+def test_every_valid_score_trial_and_close_without_a_repeated_key_takes_the_fast_path(raw: bytes) -> None:
+    if outcome(raw) is None and b'"run.started"' not in raw:
         assert recognise(raw) is not None
 
 
@@ -284,7 +284,7 @@ def test_the_logs_decode_on_the_fast_path_to_what_pydantic_gives(source: str) ->
         lines = [orjson.dumps(event) for event in interleave(runs)]
     taken = 0
     for line in lines:
-        if outcome(line) is None:
+        if outcome(line) is None and orjson.loads(line)["type"] != "run.started":
             fast = recognise(line)
             assert fast is not None, line
             assert_same(fast, validate(line))
