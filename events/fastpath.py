@@ -125,7 +125,7 @@ def recognise(raw: bytes | str) -> InputEvent | None:
     """The event `raw` holds, when it has a common valid shape; None: validate it with pydantic."""
     try:
         shape = _DECODER.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, UnicodeError):  # UnicodeError: a str with a lone surrogate
         return None
     at = shape.occurred_at
     if shape.schema_version != 1 or (type(at) is str and not _timestamp(at)):
