@@ -1,7 +1,7 @@
 """Valid `score.emitted`, `trial.finished` and `run.closed` events, recognised without
 pydantic's validator.
 
-pydantic's validator spends ~4 us on a typical `score.emitted`, most of it in its nested
+pydantic's validator spends 3-4 us on a typical `score.emitted`, most of it in its nested
 unions and the output values' Python callbacks. `recognise` parses a message with msgspec
 into private shapes that carry the same bounds as `events.models` (closed to unknown fields,
 strict types, string lengths, the literals, integer ranges), checks in Python what a shape
