@@ -15,6 +15,7 @@ from typing import Annotated, Any, Final
 import orjson
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from events.fastpath import recognise
 from events.models import InputEvent
 from events.outputs import OutputEvent
 
@@ -48,12 +49,20 @@ class DecodeError(ValueError):
 
 
 def decode(raw: bytes | str) -> InputEvent:
-    """Validate one message against the v1 contract (EVENTS.md)."""
+    """Validate one message against the v1 contract (EVENTS.md). The common valid shapes
+    are recognised without pydantic (`events.fastpath`); everything else, every refusal
+    included, is `validate`'s."""
     if len(raw) > MAX_EVENT_BYTES:
         raise DecodeError(
             "oversized",
             f"message is {len(raw)} bytes, over the {MAX_EVENT_BYTES}-byte limit; split the run or trim outputs",
         )
+    event = recognise(raw)
+    return event if event is not None else validate(raw)
+
+
+def validate(raw: bytes | str) -> InputEvent:
+    """`decode` by pydantic's validator alone: what the fast path must agree with."""
     try:
         return _ADAPTER.validate_json(raw)
     except ValidationError as error:

@@ -26,7 +26,7 @@ NAME_MAX = 256
 _RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
 
 
-def _rfc3339(value: str) -> str:
+def rfc3339(value: str) -> str:
     # Kept as the producer wrote it, so that the event round-trips byte for byte.
     try:
         if _RFC3339.fullmatch(value) is None:
@@ -59,7 +59,7 @@ def _output_value(value: object, info: ValidationInfo) -> object:
 EventId = Annotated[str, Field(min_length=1, max_length=EVENT_ID_MAX)]
 RunId = Annotated[str, Field(min_length=1, max_length=RUN_ID_MAX)]
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
-Timestamp = Annotated[str, AfterValidator(_rfc3339)]
+Timestamp = Annotated[str, AfterValidator(rfc3339)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 OutputValue = Annotated[bool | int | float | str | None, BeforeValidator(_output_value)]
 """A number, a boolean, a label, null, or a non-finite number (read from its string)."""

@@ -83,15 +83,21 @@ class WorkerProcess(CommandProcess):
     """`evalstream worker` as a subprocess, as it runs in production."""
 
     def __init__(
-        self, settings: Settings, data_dir: Path, env: Mapping[str, str] | None = None, loglevel: str = "info"
+        self,
+        settings: Settings,
+        data_dir: Path,
+        env: Mapping[str, str] | None = None,
+        loglevel: str = "info",
+        python: str = sys.executable,
     ) -> None:
-        """`env`: more environment variables for the process (on top of this one's)."""
+        """`env`: more environment variables for the process (on top of this one's); `python`:
+        the interpreter, another checkout's venv for a before/after benchmark."""
         self.settings = settings
         self.log_path = data_dir / "worker.log"
         data_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **settings.security.env(), **(env or {}), "EVALSTREAM_APP_ID": settings.app_id}
         command = [
-            sys.executable, "-m", "worker.commands.cli", "worker", *topic_flags(settings),
+            python, "-m", "worker.commands.cli", "worker", *topic_flags(settings),
             "--web-host", settings.web_host,
             "--web-port", str(settings.web_port),
             "--data-dir", str(data_dir),

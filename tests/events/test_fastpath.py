@@ -1,0 +1,307 @@
+"""The fast path agrees with pydantic: what it accepts, pydantic accepts with equal fields,
+and every message it leaves alone gets pydantic's code and sentence."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from events.codec import DecodeError, decode, encode, validate
+from events.fastpath import recognise
+from events.models import ScoreMeasured
+from events.synthetic import interleave, synthetic_run
+
+EXAMPLES = Path(__file__).parents[3] / "shared" / "examples" / "mixed-runs.jsonl"
+
+TRICKY: tuple[Any, ...] = (
+    None, True, False, 0, 1, -1, 2, 1.0, 0.0, -0.0, 0.5, 1e19, -1e19, 1e308, 5e-324,
+    2**53 + 1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 2**70, -(2**70),
+    "NaN", "Infinity", "-Infinity", "nan", "", "x", "completed", "failed", "trial",
+    [], {}, [1], {"a": 1}, {"name": "n", "value": 1},
+)  # fmt: skip
+"""JSON values at the edges of the rules: bool against int, int against float, 64 bits, the
+non-finite strings, empty strings, the wrong containers."""
+
+json_values = st.one_of(
+    st.sampled_from(TRICKY),
+    st.integers(),
+    st.integers(2**63 - 2, 2**64 + 2),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=4),
+)
+
+
+def mostly(valid: st.SearchStrategy[Any], invalid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """`valid` nine times in ten: most messages are refused for one reason at most."""
+    return st.integers(1, 10).flatmap(lambda roll: invalid if roll == 5 else valid)
+
+
+names = mostly(
+    st.one_of(
+        st.sampled_from(["t", "score", "é", "😀" * 256, "x" * 256, 'a\\b"c\u2028', "\ud800"]),
+        st.text(min_size=1, max_size=3),
+    ),
+    st.sampled_from(["😀" * 257, "x" * 257, ""]),
+)
+ids = mostly(
+    st.one_of(st.sampled_from(["e-1", "x" * 128, "r" * 256]), st.text(min_size=1, max_size=3)),
+    st.sampled_from(["x" * 129, "r" * 257, ""]),
+)
+timestamps = mostly(
+    st.sampled_from(["2026-11-30T12:00:00Z", "2026-11-30T12:00:00.5+01:00", "2026-11-30t12:00:00.123456789z"]),
+    st.sampled_from(
+        [
+            "2026-11-30T12:00:00",
+            "2026-02-30T12:00:00Z",
+            "2026-11-30T24:00:00Z",
+            "\u0662\u0660\u0662\u0666-11-30T12:00:00Z",
+            "yesterday",
+            "",
+        ]
+    ),
+)
+
+
+def optional(draw: st.DrawFn, body: dict[str, Any], key: str, strategy: st.SearchStrategy[Any]) -> None:
+    if draw(st.booleans()):
+        body[key] = draw(st.one_of(strategy, st.none()))
+
+
+@st.composite
+def envelopes(draw: st.DrawFn, kind: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "schema_version": draw(mostly(st.just(1), st.sampled_from([2, 1.0, True, "1"]))),
+        "type": kind,
+        "event_id": draw(ids),
+        "run_id": draw(ids),
+    }
+    optional(draw, body, "occurred_at", timestamps)
+    return body
+
+
+def errors() -> st.SearchStrategy[Any]:
+    return st.fixed_dictionaries(
+        {}, optional={"type": st.one_of(names, st.none()), "message": st.one_of(names, st.none())}
+    )
+
+
+@st.composite
+def scores(draw: st.DrawFn) -> dict[str, Any]:
+    body = draw(envelopes("score.emitted"))
+    body |= {"task_id": draw(names), "trial_id": draw(names), "metric_type": draw(names)}
+    body["status"] = draw(mostly(st.sampled_from(["completed", "partial", "failed"]), st.just("done")))
+    if body["status"] == "failed" or draw(mostly(st.just(False), st.just(True))):
+        body["failure"] = draw(mostly(st.sampled_from(["trial", "metric"]), st.sampled_from(["other", None])))
+    outputs = st.lists(
+        st.fixed_dictionaries({"name": st.sampled_from(["score", "pass", "a", ""]), "value": json_values}), max_size=3
+    )
+    if draw(st.booleans()):
+        body["outputs"] = [] if body["status"] == "failed" and draw(st.booleans()) else draw(outputs)
+    optional(draw, body, "error", errors())
+    return body
+
+
+@st.composite
+def trials(draw: st.DrawFn) -> dict[str, Any]:
+    body = draw(envelopes("trial.finished"))
+    body |= {"task_id": draw(names), "trial_id": draw(names)}
+    body["status"] = draw(mostly(st.sampled_from(["completed", "failed"]), st.just("partial")))
+    optional(draw, body, "error", errors())
+    usage_value = st.one_of(json_values, st.integers(0, 10**6), st.floats(0, 10))
+    usage = st.fixed_dictionaries(
+        {}, optional=dict.fromkeys(("input_tokens", "output_tokens", "cost_usd"), usage_value)
+    )
+    optional(draw, body, "usage", usage)
+    return body
+
+
+@st.composite
+def closes(draw: st.DrawFn) -> dict[str, Any]:
+    body = draw(envelopes("run.closed"))
+    if draw(st.booleans()):
+        body["reason"] = draw(
+            mostly(st.sampled_from(["completed", "cancelled", "failed"]), st.sampled_from(["x", None]))
+        )
+    return body
+
+
+@st.composite
+def starts(draw: st.DrawFn) -> dict[str, Any]:
+    body = draw(envelopes("run.started"))
+    small = st.sampled_from(["reward", "score", "pass", "q"])
+    spec = st.fixed_dictionaries({"name": small, "kind": st.sampled_from(["continuous", "boolean", "label", "bad"])})
+    metric = st.fixed_dictionaries({"metric_type": small, "outputs": st.lists(spec, max_size=2)})
+    signal = st.fixed_dictionaries(
+        {"metric": small, "output": small}, optional={"weight": st.one_of(json_values, st.floats(-2, 2))}
+    )
+    reducers = st.sampled_from(["single", "all", "any", "mean", "weighted", "max"])
+    view = st.fixed_dictionaries({"name": small, "reducer": reducers, "signals": st.lists(signal, max_size=2)})
+    task = st.fixed_dictionaries(
+        {"task_id": st.sampled_from(["t0", "t1", "t2"])},
+        optional={"metrics": st.lists(metric, max_size=2), "views": st.lists(view, max_size=2)},
+    )
+    body["tasks"] = draw(st.lists(task, max_size=3))
+    optional(draw, body, "attempts_per_task", st.sampled_from([0, 1, 5, 10**6, 10**6 + 1, True, 2.0]))
+    if draw(st.booleans()):
+        body["labels"] = draw(
+            st.dictionaries(st.text(max_size=3), st.one_of(st.text(max_size=3), json_values), max_size=3)
+        )
+    return body
+
+
+def places(node: Any) -> list[tuple[Any, Any]]:
+    """Every (container, key or index) in a parsed message, the message itself first."""
+    found: list[tuple[Any, Any]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found.append((node, key))
+            found.extend(places(value))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found.append((node, index))
+            found.extend(places(value))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with up to two fields dropped, replaced by an edge value, or joined by an unknown one."""
+    for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
+        container, key = draw(st.sampled_from(places(body)))
+        action = draw(st.sampled_from(["drop", "replace", "add"]))
+        if action == "drop":
+            del container[key]
+        elif action == "replace":
+            container[key] = draw(json_values)
+        elif isinstance(container, dict):
+            container[draw(st.sampled_from(["extra", "Type", "value", "name", "outputs"]))] = draw(json_values)
+    return body
+
+
+events = st.one_of(scores(), scores(), trials(), closes(), starts())
+
+
+@st.composite
+def messages(draw: st.DrawFn, mutate: bool = True, duplicate: bool = True) -> bytes | str:
+    """A message as a producer might write it: any key order, ASCII-escaped or raw UTF-8,
+    integers past 64 bits, spaces; maybe a top-level key given a second time; as bytes
+    (a lone surrogate written as such: not UTF-8) or as a str."""
+    body = draw(events)
+    if mutate:
+        body = draw(mutated(body))
+    keys = list(body)
+    order = draw(st.permutations(keys)) if keys else []
+    text = json.dumps({key: body[key] for key in order}, ensure_ascii=draw(st.booleans()), separators=(",", ":"))
+    if duplicate and keys and draw(mostly(st.just(False), st.just(True))):
+        again = draw(st.sampled_from(keys))
+        text = (
+            text[:-1] + f",{json.dumps(again)}:{json.dumps(draw(st.one_of(json_values, st.just(body[again]))))}" + "}"
+        )
+    if draw(st.booleans()):
+        text = f" {text} \n"
+    return text if draw(st.booleans()) else text.encode(errors="surrogatepass")
+
+
+def bits(value: Any) -> Any:
+    return struct.pack("<d", value) if type(value) is float else value
+
+
+def assert_same(fast: Any, slow: Any, where: str = "event") -> None:
+    """Equal type, value (floats to the bit), fields given and field order, recursively."""
+    assert type(fast) is type(slow), where
+    if isinstance(slow, BaseModel):
+        assert list(fast.__dict__) == list(slow.__dict__), where
+        assert fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__, where
+        assert fast.__pydantic_extra__ == slow.__pydantic_extra__, where
+        assert fast.__pydantic_private__ == slow.__pydantic_private__, where
+        for name, value in slow.__dict__.items():
+            assert_same(fast.__dict__[name], value, f"{where}.{name}")
+    elif isinstance(slow, list):
+        assert len(fast) == len(slow), where
+        for index, (one, other) in enumerate(zip(fast, slow, strict=True)):
+            assert_same(one, other, f"{where}[{index}]")
+    elif isinstance(slow, dict):
+        assert list(fast.items()) == list(slow.items()), where
+    else:
+        assert bits(fast) == bits(slow), where
+
+
+def outcome(raw: bytes | str) -> tuple[str, str] | None:
+    """pydantic's refusal (code, sentence), or None when it accepts."""
+    try:
+        validate(raw)
+    except DecodeError as refused:
+        return refused.code, refused.detail
+    return None
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_the_fast_path_accepts_only_what_pydantic_accepts_and_builds_the_same_event(raw: bytes | str) -> None:
+    fast = recognise(raw)
+    refused = outcome(raw)
+    if refused is not None:
+        assert fast is None
+        with pytest.raises(DecodeError) as decoded:
+            decode(raw)
+        assert (decoded.value.code, decoded.value.detail) == refused
+        return
+    slow = validate(raw)
+    if fast is not None:
+        assert_same(fast, slow)
+        assert encode(fast) == encode(slow)
+        assert repr(fast) == repr(slow)
+    assert_same(decode(raw), slow)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages(duplicate=False))
+def test_every_valid_score_trial_and_close_without_a_repeated_key_takes_the_fast_path(raw: bytes | str) -> None:
+    started = ('"run.started"' in raw) if isinstance(raw, str) else (b'"run.started"' in raw)
+    if outcome(raw) is None and not started:
+        assert recognise(raw) is not None
+
+
+def test_the_models_built_are_frozen() -> None:
+    event = recognise(next(orjson.dumps(e) for e in synthetic_run("r", tasks=1) if e["type"] == "score.emitted"))
+    assert event is not None
+    with pytest.raises(Exception, match="frozen"):
+        event.run_id = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("source", ["synthetic", "examples"])
+def test_the_logs_decode_on_the_fast_path_to_what_pydantic_gives(source: str) -> None:
+    if source == "examples":
+        lines = [line for line in EXAMPLES.read_bytes().splitlines() if line.strip()]
+    else:
+        runs = [synthetic_run(f"r{i}", tasks=3, attempts=3, seed=i) for i in range(3)]
+        lines = [orjson.dumps(event) for event in interleave(runs)]
+    taken = 0
+    for line in lines:
+        if outcome(line) is None and orjson.loads(line)["type"] != "run.started":
+            fast = recognise(line)
+            assert fast is not None, line
+            assert_same(fast, validate(line))
+            taken += 1
+        else:
+            assert recognise(line) is None
+    assert taken > len(lines) // 2
+
+
+def test_a_non_finite_string_is_read_as_the_float() -> None:
+    raw = (
+        b'{"schema_version":1,"type":"score.emitted","event_id":"e","run_id":"r","task_id":"t","trial_id":"x",'
+        b'"metric_type":"m","status":"completed","outputs":[{"name":"a","value":"-Infinity"},{"name":"b","value":"NaN"}]}'
+    )
+    fast = recognise(raw)
+    assert isinstance(fast, ScoreMeasured)
+    assert [output.value for output in fast.outputs] == [-math.inf, pytest.approx(math.nan, nan_ok=True)]
