@@ -15,7 +15,7 @@ import enum
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from events.codec import encode
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
@@ -23,6 +23,9 @@ from projections.applied import AppliedEvents, fingerprint
 from projections.declarations import Declarations, Key
 from projections.passk import KeyTally
 from projections.task import TaskState
+
+if TYPE_CHECKING:
+    from projections.contributions import SummaryCache
 
 
 class Outcome(enum.Enum):
@@ -78,6 +81,9 @@ class RunState:
     score_count: int = 0
     """Run-wide counts of the tasks' trials and scores, kept as events apply (progress reads
     them on every emission; `storage.restore` sums the tasks' own)."""
+    summary_cache: SummaryCache | None = None
+    """What the summary last took from each task (`projections.contributions`): derived,
+    never stored; `apply` names in it the task an event changes."""
 
     def span(self) -> float | None:
         """Seconds between the earliest and the latest `occurred_at` of the applied events."""
@@ -177,6 +183,8 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: floa
     _saw(task, moment)
     task.record_score(event, at, run.passk)
     run.score_count += 1
+    if run.summary_cache is not None:
+        run.summary_cache.dirty.add(task.task_id)
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 
@@ -196,6 +204,8 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
         if task.failed_trials is None:
             task.failed_trials = []
         task.failed_trials.append((at, error_type, event.trial_id))
+    if run.summary_cache is not None:
+        run.summary_cache.dirty.add(task.task_id)
     return Applied(Outcome.APPLIED, task_id=task.task_id)
 
 
@@ -217,6 +227,7 @@ def rekey_run(run: RunState) -> None:
     """Decide every task's keys and the pass@k tallies afresh from the columns: when
     declarations arrive, and when a run is restored from storage (O(run), once)."""
     declarations = run.declarations
+    run.summary_cache = None  # every task's keys are decided again
     run.passk = {key: KeyTally() for key in sorted(declarations.eligible)} if declarations else {}
     for task in run.tasks.values():
         task.rekey(declarations)
