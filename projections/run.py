@@ -15,7 +15,7 @@ import enum
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from events.codec import encode
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
@@ -47,6 +47,12 @@ class Applied(NamedTuple):
 
 _REDELIVERY = Applied(Outcome.REDELIVERY)
 _APPLIED = Applied(Outcome.APPLIED)
+
+
+def _applied_to(task_id: str) -> Applied:
+    # `_make`, not the constructor: a NamedTuple with defaults takes ~10 times as long to
+    # build by keywords, once per event.
+    return Applied._make((Outcome.APPLIED, "", task_id))
 
 
 @dataclass(slots=True)
@@ -124,12 +130,13 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     order when the run is folded in one pass. A state restored in parts (some tasks' records
     newer than others) is not one pass: the events read again would count after the events
     of records that came later in the log."""
-    if isinstance(event, RunStarted) and run.started_event_id not in (None, event.event_id):
+    kind = event.type  # not isinstance: pydantic's model classes make that a slow check
+    if kind == "run.started" and run.started_event_id not in (None, event.event_id):
         return Applied(
             Outcome.REFUSED,
             f"run {run.run_id!r} already started with event {run.started_event_id!r}; a run has one run.started",
         )
-    if isinstance(event, RunClosed) and run.closed and event.event_id not in run.applied:
+    if kind == "run.closed" and run.closed and event.event_id not in run.applied:
         return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
     hi, lo = fingerprint(event.event_id)
     if not run.applied.add_fingerprint(hi, lo):
@@ -139,17 +146,17 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     if run.closed and at > run.closed_position:
         run.after_close += 1
     moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
-    if isinstance(event, ScoreEmitted):
-        return _score(run, event, hi, lo, moment=moment, at=at)
-    if isinstance(event, TrialFinished):
-        return _trial(run, event, hi, lo, moment=moment, at=at)
+    if kind == "score.emitted":
+        return _score(run, cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
+    if kind == "trial.finished":
+        return _trial(run, cast(TrialFinished, event), hi, lo, moment=moment, at=at)
     _saw(run, moment)
     run.run_events.append(hi)
     run.run_events.append(lo)
     run.run_positions.append(at)
     if isinstance(event, RunStarted):
         _start(run, event)
-    else:
+    elif isinstance(event, RunClosed):
         run.closed_reason = event.reason
         run.closed_position = at
         run.after_close = run.applied_after(at)
@@ -185,7 +192,7 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: floa
     run.score_count += 1
     if run.summary_cache is not None:
         run.summary_cache.dirty.add(task.task_id)
-    return Applied(Outcome.APPLIED, task_id=task.task_id)
+    return _applied_to(task.task_id)
 
 
 def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: float | None, at: int) -> Applied:
@@ -206,7 +213,7 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
         task.failed_trials.append((at, error_type, event.trial_id))
     if run.summary_cache is not None:
         run.summary_cache.dirty.add(task.task_id)
-    return Applied(Outcome.APPLIED, task_id=task.task_id)
+    return _applied_to(task.task_id)
 
 
 def _start(run: RunState, event: RunStarted) -> None:
