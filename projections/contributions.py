@@ -103,7 +103,8 @@ class KeyFigures(NamedTuple):
 
     measured: list[Tally]
     unmeasured: int
-    aggregates: list[dict[str, Any]]
+    aggregates: list[orjson.Fragment]
+    """Encoded: only the summary takes them, and a run keeps them between revisions."""
     statistics: dict[str, Any] | None
 
 
@@ -123,8 +124,8 @@ class SummaryCache:
     """The trial ids with a completed or partial score, of any task and metric."""
     outputs: dict[str, set[str]] = field(default_factory=dict)
     """metric_type -> the output names its scores carried."""
-    metric_records: dict[Key, tuple[int, dict[str, Any]]] = field(default_factory=dict)
-    """(metric, output) -> (its metric's score count, its aggregate), until a value lands."""
+    metric_records: dict[Key, tuple[int, orjson.Fragment]] = field(default_factory=dict)
+    """(metric, output) -> (its metric's score count, its aggregate encoded), until a value lands."""
     keys: dict[str, KeyFigures] = field(default_factory=dict)
     harbor: dict[str, tuple[list[Tally], dict[str, float]]] = field(default_factory=dict)
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
@@ -140,9 +141,10 @@ def refreshed(run: RunState) -> SummaryCache:
     """The run's cache with every changed task's contribution recomputed."""
     cache = cache_of(run)
     landed = _Landed()
+    eligible = {key_name(key): key for key in run.passk}
     try:
         for task_id in cache.dirty:
-            _refresh(cache, run, run.tasks[task_id], landed)
+            _refresh(cache, run, run.tasks[task_id], eligible, landed)
     except _Shrunk:
         run.summary_cache = None
         return refreshed(run)
@@ -167,14 +169,20 @@ class _Shrunk(Exception):
     """A task holds less than its contribution took from it: not the growth the cache follows."""
 
 
+def fragment(payload: Any) -> orjson.Fragment:
+    """`payload` encoded, to be kept and put in a summary as it is: a copy of orjson's bytes,
+    which keep its whole output buffer (4 KB at least)."""
+    return orjson.Fragment(bytes(memoryview(orjson.dumps(payload))))
+
+
 def _wire(value: float | None) -> float | str | None:
     return None if value is None else wire_float(value)
 
 
-def _refresh(cache: SummaryCache, run: RunState, task: TaskState, landed: _Landed) -> None:
+def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict[str, Key], landed: _Landed) -> None:
+    """Compute the task's contribution again; `eligible`: the run's pass@k keys by name."""
     old = cache.tasks.get(task.task_id)
     lists = task_attempts(task)
-    eligible = {key_name(key): key for key in run.passk}
     taken_attempts = _take_rewards(landed, lists, old.taken_attempts if old else {})
     taken_numeric = _take_numeric(landed, task, old.taken_numeric if old else {})
     harbor: dict[str, Tally] = {}
@@ -212,13 +220,11 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, landed: _Lande
     for metric, columns in task.metrics.items():
         cache.outputs.setdefault(metric, set()).update(columns.outputs)
     cache.tasks[task.task_id] = TaskContribution(
-        attempts=orjson.Fragment(
-            orjson.dumps(
-                {
-                    name: [{"trial_id": trial_id, "value": _wire(value)} for trial_id, value, _ in attempt_list]
-                    for name, attempt_list in lists.items()
-                }
-            )
+        attempts=fragment(
+            {
+                name: [{"trial_id": trial_id, "value": _wire(value)} for trial_id, value, _ in attempt_list]
+                for name, attempt_list in lists.items()
+            }
         ),
         verdicts={
             name: verdict_of(*tally)

@@ -21,7 +21,7 @@ from typing import Any
 
 from projections.aggregates import Center, Spread, aggregate_of, center, spread
 from projections.attempts import key_tallies
-from projections.contributions import KeyFigures, cache_of
+from projections.contributions import KeyFigures, cache_of, fragment
 from projections.passk import Tally, estimates, hat_estimates
 from projections.run import RunState
 from projections.t975 import t975
@@ -58,7 +58,7 @@ def _figures(name: str, measured: list[Tally], unmeasured: int) -> KeyFigures:
     for k, values in enumerate(by_k(measured, estimates), start=1):
         middle = center(values, len(values) + unmeasured)
         spreads = None if middle.mean is None else spread(middle, middle.mean)
-        aggregates.append(aggregate_of(f"{name}.pass@{k}", middle, spreads))
+        aggregates.append(fragment(aggregate_of(f"{name}.pass@{k}", middle, spreads)))
         at_k.append(entry(k, middle, spreads))
     if not measured:
         return KeyFigures(measured, unmeasured, aggregates, None)

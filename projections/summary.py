@@ -20,7 +20,7 @@ import orjson
 
 from projections.aggregates import Aggregate, range_aggregate
 from projections.attempts import summary_tasks
-from projections.contributions import MetricCoverage, SummaryCache, TaskContribution, refreshed
+from projections.contributions import MetricCoverage, SummaryCache, TaskContribution, fragment, refreshed
 from projections.harbor import harbor_stats
 from projections.run import RunState
 from projections.statistics import key_figures
@@ -49,9 +49,11 @@ def summary_bytes(run: RunState) -> bytes:
         "labels": dict(run.declarations.labels) if run.declarations else {},
         "event_count": run.event_count,
         "summary": {
-            "scores": metric_aggregates(run, cache)
-            + view_aggregates(run, cache)
-            + [record for _, key in figures for record in key.aggregates],
+            "scores": [
+                *metric_aggregates(run, cache),
+                *view_aggregates(run, cache),
+                *(record for _, key in figures for record in key.aggregates),
+            ],
             "metric_coverage": metric_coverage(run, cache),
             "task_metric_attempts": {task.task_id: share.attempts for task, share in zip(tasks, shares, strict=True)},
             "task_count": len(run.declarations.tasks) if run.declarations else len(tasks),
@@ -76,7 +78,7 @@ def _metric_outputs(run: RunState, cache: SummaryCache) -> dict[str, set[str]]:
     return names
 
 
-def metric_aggregates(run: RunState, cache: SummaryCache) -> list[Aggregate]:
+def metric_aggregates(run: RunState, cache: SummaryCache) -> list[orjson.Fragment]:
     records = []
     for metric, outputs in sorted(_metric_outputs(run, cache).items()):
         total = cache.coverage[metric].scores if metric in cache.coverage else 0
@@ -86,7 +88,8 @@ def metric_aggregates(run: RunState, cache: SummaryCache) -> list[Aggregate]:
             if known is None or known[0] != total:
                 ordered = cache.numeric.get(key)
                 values = ordered.items if ordered else []
-                known = cache.metric_records[key] = (total, range_aggregate(f"{metric}.{output}", values, total))
+                record = fragment(range_aggregate(f"{metric}.{output}", values, total))
+                known = cache.metric_records[key] = (total, record)
             records.append(known[1])
     return records
 
