@@ -187,7 +187,8 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: floa
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
-    _saw(task, moment)
+    if moment is not None:
+        _saw(task, moment)
     task.record_score(event, at, run.passk)
     run.score_count += 1
     if run.summary_cache is not None:
@@ -199,7 +200,8 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
-    _saw(task, moment)
+    if moment is not None:
+        _saw(task, moment)
     task.trial_positions.append(at)
     if event.status == "completed":
         task.trials_completed += 1
