@@ -10,7 +10,9 @@ and an entry costs O(tasks). pass@k's count, nan_count and mean are `center`'s, 
 function `range_aggregate` takes them from, over the same figures in the same order: they
 equal the summary's `<key>.pass@<k>` aggregate to the bit. The standard error is the range
 aggregate's sample standard deviation (`spread`) over sqrt(count): one figure per task, so
-it is clustered by task (Miller 2024, "Adding Error Bars to Evals").
+it is clustered by task (Miller 2024, "Adding Error Bars to Evals"). A key's figures are kept
+in the run's cache with the (n, c) list they came from (`key_figures`), so progress and a
+summary compute them again only for the keys whose tasks' tallies moved.
 """
 
 from __future__ import annotations
