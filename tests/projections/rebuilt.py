@@ -12,7 +12,7 @@ from typing import Any
 
 from events.nonfinite import wire_float
 from projections.aggregates import Aggregate, center, compensated_sum, range_aggregate, spread
-from projections.attempts import TaskAttempts, key_tallies, run_attempts, summary_tasks
+from projections.attempts import AttemptList, key_tallies, summary_tasks, task_attempts
 from projections.declarations import key_name
 from projections.harbor import harbor_estimate, harbor_k_values, value_label
 from projections.passk import estimates, hat_estimates
@@ -21,6 +21,13 @@ from projections.statistics import _clip, by_k
 from projections.t975 import t975
 from projections.verdicts import verdict_of
 from projections.views import view_values
+
+TaskAttempts = dict[str, dict[str, AttemptList]]
+"""task_id -> key name -> attempt list, tasks in summary order, keys sorted."""
+
+
+def run_attempts(run: RunState) -> TaskAttempts:
+    return {task.task_id: task_attempts(task) for task in summary_tasks(run)}
 
 
 def summary(run: RunState) -> dict[str, Any]:
