@@ -3,7 +3,9 @@
 Run: `make bench` (or `python -m bench.replay --events 1000000`). Prints figures and the
 ratios against baselines measured in the same run:
 1. end-to-end replay (file -> summaries, decoding included) events/s, against the raw
-   `orjson.loads` rate of the same file (the ceiling);
+   `orjson.loads` rate of the same file (the ceiling), on a log of a few big runs and on
+   one of many small runs whose last trial lands after the close (a summary at the close
+   and one revision per late event, as a busy topic of short evals has them);
 2. resident memory per stored attempt of a fully applied log;
 3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
 4. the naive alternative (rebuild the summary from all stored scores after every event)
@@ -39,6 +41,7 @@ from projections.savepoint import Savepoint
 from projections.step import step
 from projections.summary import summary
 from worker.commands.replay import replay
+from worker.runtime.collector import quiet_collector
 
 ATTEMPTS = 8
 T = TypeVar("T")
@@ -57,8 +60,37 @@ def write_log(path: Path, events: int, runs: int, seed: int) -> int:
     return count
 
 
+SMALL_TASKS = 10
+SMALL_ATTEMPTS = 5
+
+
+def write_small_runs_log(path: Path, events: int, seed: int) -> int:
+    """About `events` events of runs of `SMALL_TASKS` x `SMALL_ATTEMPTS` trials, interleaved,
+    each run's last trial (its trial.finished and scores) after its run.closed."""
+    per_run = SMALL_TASKS * SMALL_ATTEMPTS * 5 + 2
+
+    def late(index: int) -> Iterator[dict[str, object]]:
+        made = list(synthetic_run(f"small-{index}", tasks=SMALL_TASKS, attempts=SMALL_ATTEMPTS, seed=seed))
+        close = made.pop()
+        cut = next(at for at in range(len(made) - 1, 0, -1) if made[at]["type"] == "trial.finished")
+        return iter([*made[:cut], close, *made[cut:]])
+
+    count = 0
+    with path.open("wb") as out:
+        for event in interleave([late(index) for index in range(max(1, events // per_run))], seed):
+            out.write(orjson.dumps(event) + b"\n")
+            count += 1
+    return count
+
+
 def throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
-    """(replay events/s with `jobs` processes, orjson.loads lines/s) over the same file."""
+    """(replay events/s with `jobs` processes, orjson.loads lines/s) over the same file, in a
+    process of its own with the collector policy `evalstream replay` sets."""
+    return _fresh(_throughput, path, lines, jobs)
+
+
+def _throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
+    quiet_collector()
     with path.open("rb") as stream:
         raw = stream.readlines()
     began = time.perf_counter()
@@ -219,6 +251,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--small-events", type=int, default=400_000, help="events in the log of many small runs")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}")
@@ -234,6 +267,15 @@ def main() -> None:
         print(f"replay end to end, 1 job:   {single:>10,.0f} events/s  replay/ceiling = {single / ceiling:.2f}")
         print(f"replay end to end, {jobs} jobs:  {rate:>10,.0f} events/s  replay/ceiling = {rate / ceiling:.2f}")
         print("  (target >= 150,000 events/s)")
+        small = Path(scratch) / "small.jsonl"
+        small_lines = write_small_runs_log(small, args.small_events, args.seed)
+        many, many_ceiling = throughput(small, small_lines, 1)
+        print(
+            f"log of many small runs: {small_lines:,} events, runs of {SMALL_TASKS} tasks x {SMALL_ATTEMPTS} trials, "
+            "the last trial after the close"
+        )
+        print(f"orjson.loads only:          {many_ceiling:>10,.0f} lines/s  (the ceiling)")
+        print(f"replay end to end, 1 job:   {many:>10,.0f} events/s  replay/ceiling = {many / many_ceiling:.2f}")
         grown, attempts = _fresh(rss_growth_applying, path)
         print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
     print(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from events.nonfinite import wire_float
 
@@ -43,7 +43,10 @@ def compensated_sum(values: Iterable[float]) -> float:
     compensation = 0.0
     for value in values:
         step = total + value
-        if abs(total) >= abs(value):
+        # abs() inlined: the loop runs once per value of every aggregate, and a call costs
+        # as much as the arithmetic. Same branches as abs for every double, NaN included
+        # (its comparisons are false either way, and its step is NaN on both).
+        if (total if total >= 0.0 else -total) >= (value if value >= 0.0 else -value):
             compensation += (total - step) + value
         else:
             compensation += (value - step) + total
@@ -99,13 +102,22 @@ def center(values: Iterable[float], total: int) -> Center:
     return Center(finite, count, nan_count, total_sum, total_sum / count)
 
 
-def spread(middle: Center, mean: float) -> tuple[float, float | None]:
+def spread(middle: Center, mean: float) -> Spread:
     """The population and sample variance (None below two values) of `middle`'s finite
     values around their `mean`: the compensated sum of the squared deviations over count
     (sample: count - 1)."""
-    squares = compensated_sum(square(value - mean) for value in middle.finite)
+    try:
+        deviations = [(value - mean) ** 2 for value in middle.finite]
+    except OverflowError:  # one square past the largest double: each made so by `square`
+        deviations = [square(value - mean) for value in middle.finite]
+    squares = compensated_sum(deviations)
     count = middle.count
-    return squares / count, squares / (count - 1) if count > 1 else None
+    return Spread(squares / count, squares / (count - 1) if count > 1 else None)
+
+
+class Spread(NamedTuple):
+    variance: float
+    sample_variance: float | None
 
 
 def _wire(value: float | None) -> float | str | None:
@@ -115,15 +127,18 @@ def _wire(value: float | None) -> float | str | None:
 def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
     """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
     middle = center(values, total)
+    return aggregate_of(name, middle, None if middle.mean is None else spread(middle, middle.mean))
+
+
+def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate:
+    """`range_aggregate`'s record from its center and spread (None: no finite value), for
+    a caller that needs them too (section 8 takes pass@k's from the very same)."""
     finite, count, mean = middle.finite, middle.count, middle.mean
     record: Aggregate = {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count}
-    if mean is None:
-        for stat in ("sum", "mean", "min", "max", "variance", "std_dev", "sample_variance", "sample_std_dev"):
-            record[stat] = None
-        record["percentiles"] = None
-        record["median"] = None
+    if mean is None or spreads is None:
+        record.update(_EMPTY)
         return record
-    variance, sample_variance = spread(middle, mean)
+    variance, sample_variance = spreads
     ordered = sorted(finite)
     percentiles = {f"p{p}": _wire(percentile(ordered, p)) for p in PERCENTILES}
     record.update(
@@ -139,3 +154,10 @@ def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate
         median=percentiles["p50"],
     )
     return record
+
+
+_EMPTY: Aggregate = {
+    **dict.fromkeys(("sum", "mean", "min", "max", "variance", "std_dev", "sample_variance", "sample_std_dev")),
+    "percentiles": None,
+    "median": None,
+}

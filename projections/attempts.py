@@ -12,8 +12,6 @@ from projections.task import TaskState
 
 AttemptList = list[tuple[str, float | None, int]]
 """[(trial_id, value, run sequence number of the score that made the attempt)], in log order."""
-TaskAttempts = dict[str, dict[str, AttemptList]]
-"""task_id -> key name -> attempt list, tasks in summary order, keys sorted."""
 
 
 def summary_tasks(run: RunState) -> list[TaskState]:
@@ -45,7 +43,3 @@ def task_attempts(task: TaskState) -> dict[str, AttemptList]:
             [(trial_ids[trial], value, seq) for trial, value, seq in columns.attempts(output)] if columns else []
         )
     return lists
-
-
-def run_attempts(run: RunState) -> TaskAttempts:
-    return {task.task_id: task_attempts(task) for task in summary_tasks(run)}

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import heapq
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from events.nonfinite import wire_float
 from projections.aggregates import compensated_sum
-from projections.attempts import TaskAttempts
-from projections.declarations import key_name
+from projections.passk import Tally
 from projections.run import RunState
+
+if TYPE_CHECKING:
+    from projections.contributions import InOrder, SummaryCache, TaskContribution
 
 
 def harbor_k_values(smallest_n: int) -> list[int]:
@@ -45,56 +47,55 @@ def value_label(value: float) -> str:
     return wire if isinstance(wire, str) else repr(wire)
 
 
-def reward_stats(attempts: TaskAttempts) -> dict[str, dict[str, list[str]]]:
-    """key -> value label -> trial ids, from the non-null attempts in log order of the
-    scores that made them (the attempts of one score, one per key, by key name)."""
-    made = [
-        (seq, name, value, trial_id)
-        for lists in attempts.values()
-        for name, attempt_list in lists.items()
-        for trial_id, value, seq in attempt_list
-        if value is not None
-    ]
-    made.sort(key=lambda attempt: attempt[:2])
-    stats: dict[str, dict[str, list[str]]] = {}
-    for _, name, value, trial_id in made:
-        stats.setdefault(name, {}).setdefault(value_label(value), []).append(trial_id)
-    return stats
-
-
-def harbor_stats(run: RunState, attempts: TaskAttempts) -> dict[str, Any]:
-    """`attempts`: every task's attempt lists, tasks in summary order, keys sorted."""
-    binary: dict[str, list[tuple[int, int]]] = {}
-    eligible = {key_name(key) for key in run.passk}
+def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCache) -> dict[str, Any]:
+    """`tasks`: every task's contribution, in summary task order (the order Harbor adds its
+    per-task pass@k in); `cache` holds the run's reward_stats lists and the pass@k last
+    computed per key."""
+    binary: dict[str, list[Tally]] = {}
     broken: set[str] = set()
-    for lists in attempts.values():
-        for name, attempt_list in lists.items():
-            n = c = 0
-            for _, value, _ in attempt_list:
-                n += 1
-                if value == 1.0:
-                    c += 1
-                elif value is not None and value != 0.0:
-                    broken.add(name)
-            if name in eligible and n:
-                binary.setdefault(name, []).append((n, c))
+    for task in tasks:
+        broken.update(task.broken)
+        for name, tally in task.harbor.items():
+            binary.setdefault(name, []).append(tally)
     failed = heapq.merge(*(task.failed_trials for task in run.tasks.values() if task.failed_trials))
     exception_stats: dict[str, list[str]] = {}
     for _, error_type, trial_id in failed:
         exception_stats.setdefault(error_type, []).append(trial_id)
     pass_at_k: dict[str, dict[str, float]] = {}
     for name in sorted(binary.keys() - broken):
-        tallies = binary[name]  # in summary task order, the order Harbor adds them in
-        ks = harbor_k_values(min(n for n, _ in tallies))
-        if ks:
-            pass_at_k[name] = {
-                str(k): compensated_sum(harbor_estimate(n, c, k) for n, c in tallies) / len(tallies) for k in ks
-            }
-    graded = {trial_id for task in run.tasks.values() for trial_id in task.graded_trials()}
+        tallies = binary[name]
+        known = cache.harbor.get(name)
+        if known is None or known[0] != tallies:
+            known = cache.harbor[name] = (tallies, _pass_at_k(tallies))
+        if known[1]:
+            pass_at_k[name] = known[1]
     return {
-        "n_trials": len(graded),
+        "n_trials": len(cache.graded),
         "n_errors": run.trials_failed,
-        "reward_stats": reward_stats(attempts),
+        "reward_stats": reward_stats(cache),
         "exception_stats": exception_stats,
         "pass_at_k": pass_at_k,
     }
+
+
+def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
+    """Harbor's reward_stats: key -> value label -> trial ids, in the log order of the scores
+    that made the attempts, keys and labels as they first appear in that order (the
+    attempts of one score by key name)."""
+
+    def first(labels: dict[str, InOrder]) -> int:
+        return min(ordered.seqs[0] for ordered in labels.values())
+
+    names = sorted(cache.rewards, key=lambda name: (first(cache.rewards[name]), name))
+    return {
+        name: {
+            label: list(ordered.items)
+            for label, ordered in sorted(cache.rewards[name].items(), key=lambda item: item[1].seqs[0])
+        }
+        for name in names
+    }
+
+
+def _pass_at_k(tallies: list[Tally]) -> dict[str, float]:
+    ks = harbor_k_values(min(n for n, _ in tallies))
+    return {str(k): compensated_sum(harbor_estimate(n, c, k) for n, c in tallies) / len(tallies) for k in ks}

@@ -15,7 +15,7 @@ import enum
 from array import array
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from events.codec import encode
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
@@ -23,6 +23,9 @@ from projections.applied import AppliedEvents, fingerprint
 from projections.declarations import Declarations, Key
 from projections.passk import KeyTally
 from projections.task import TaskState
+
+if TYPE_CHECKING:
+    from projections.contributions import SummaryCache
 
 
 class Outcome(enum.Enum):
@@ -44,6 +47,12 @@ class Applied(NamedTuple):
 
 _REDELIVERY = Applied(Outcome.REDELIVERY)
 _APPLIED = Applied(Outcome.APPLIED)
+
+
+def _applied_to(task_id: str) -> Applied:
+    # `_make`, not the constructor: a NamedTuple with defaults takes ~10 times as long to
+    # build by keywords, once per event.
+    return Applied._make((Outcome.APPLIED, "", task_id))
 
 
 @dataclass(slots=True)
@@ -78,6 +87,9 @@ class RunState:
     score_count: int = 0
     """Run-wide counts of the tasks' trials and scores, kept as events apply (progress reads
     them on every emission; `storage.restore` sums the tasks' own)."""
+    summary_cache: SummaryCache | None = None
+    """What the summary last took from each task (`projections.contributions`): derived,
+    never stored; `apply` names in it the task an event changes."""
 
     def span(self) -> float | None:
         """Seconds between the earliest and the latest `occurred_at` of the applied events."""
@@ -118,12 +130,13 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     order when the run is folded in one pass. A state restored in parts (some tasks' records
     newer than others) is not one pass: the events read again would count after the events
     of records that came later in the log."""
-    if isinstance(event, RunStarted) and run.started_event_id not in (None, event.event_id):
+    kind = event.type  # not isinstance: pydantic's model classes make that a slow check
+    if kind == "run.started" and run.started_event_id not in (None, event.event_id):
         return Applied(
             Outcome.REFUSED,
             f"run {run.run_id!r} already started with event {run.started_event_id!r}; a run has one run.started",
         )
-    if isinstance(event, RunClosed) and run.closed and event.event_id not in run.applied:
+    if kind == "run.closed" and run.closed and event.event_id not in run.applied:
         return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
     hi, lo = fingerprint(event.event_id)
     if not run.applied.add_fingerprint(hi, lo):
@@ -133,17 +146,17 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     if run.closed and at > run.closed_position:
         run.after_close += 1
     moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
-    if isinstance(event, ScoreEmitted):
-        return _score(run, event, hi, lo, moment=moment, at=at)
-    if isinstance(event, TrialFinished):
-        return _trial(run, event, hi, lo, moment=moment, at=at)
+    if kind == "score.emitted":
+        return _score(run, cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
+    if kind == "trial.finished":
+        return _trial(run, cast(TrialFinished, event), hi, lo, moment=moment, at=at)
     _saw(run, moment)
     run.run_events.append(hi)
     run.run_events.append(lo)
     run.run_positions.append(at)
     if isinstance(event, RunStarted):
         _start(run, event)
-    else:
+    elif isinstance(event, RunClosed):
         run.closed_reason = event.reason
         run.closed_position = at
         run.after_close = run.applied_after(at)
@@ -174,17 +187,21 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: floa
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
-    _saw(task, moment)
+    if moment is not None:
+        _saw(task, moment)
     task.record_score(event, at, run.passk)
     run.score_count += 1
-    return Applied(Outcome.APPLIED, task_id=task.task_id)
+    if run.summary_cache is not None:
+        run.summary_cache.dirty.add(task.task_id)
+    return _applied_to(task.task_id)
 
 
 def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: float | None, at: int) -> Applied:
     task = _task(run, event.task_id)
     task.events.append(hi)
     task.events.append(lo)
-    _saw(task, moment)
+    if moment is not None:
+        _saw(task, moment)
     task.trial_positions.append(at)
     if event.status == "completed":
         task.trials_completed += 1
@@ -196,7 +213,9 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
         if task.failed_trials is None:
             task.failed_trials = []
         task.failed_trials.append((at, error_type, event.trial_id))
-    return Applied(Outcome.APPLIED, task_id=task.task_id)
+    if run.summary_cache is not None:
+        run.summary_cache.dirty.add(task.task_id)
+    return _applied_to(task.task_id)
 
 
 def _start(run: RunState, event: RunStarted) -> None:
@@ -217,6 +236,7 @@ def rekey_run(run: RunState) -> None:
     """Decide every task's keys and the pass@k tallies afresh from the columns: when
     declarations arrive, and when a run is restored from storage (O(run), once)."""
     declarations = run.declarations
+    run.summary_cache = None  # every task's keys are decided again
     run.passk = {key: KeyTally() for key in sorted(declarations.eligible)} if declarations else {}
     for task in run.tasks.values():
         task.rekey(declarations)

@@ -10,7 +10,9 @@ and an entry costs O(tasks). pass@k's count, nan_count and mean are `center`'s, 
 function `range_aggregate` takes them from, over the same figures in the same order: they
 equal the summary's `<key>.pass@<k>` aggregate to the bit. The standard error is the range
 aggregate's sample standard deviation (`spread`) over sqrt(count): one figure per task, so
-it is clustered by task (Miller 2024, "Adding Error Bars to Evals").
+it is clustered by task (Miller 2024, "Adding Error Bars to Evals"). A key's figures are kept
+in the run's cache with the (n, c) list they came from (`key_figures`), so progress and a
+summary compute them again only for the keys whose tasks' tallies moved.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from projections.aggregates import center, spread
+from projections.aggregates import Center, Spread, aggregate_of, center, spread
 from projections.attempts import key_tallies
+from projections.contributions import KeyFigures, cache_of, fragment
 from projections.passk import Tally, estimates, hat_estimates
 from projections.run import RunState
 from projections.t975 import t975
@@ -34,15 +37,40 @@ Estimator = Callable[[int, int], tuple[float, ...]]
 
 def statistics(run: RunState) -> Statistics:
     """Section 8 for the events applied to `run` so far (a progress event's and a summary's)."""
-    result: Statistics = {}
+    return {name: figures.statistics for name, figures in key_figures(run) if figures.statistics is not None}
+
+
+def key_figures(run: RunState) -> list[tuple[str, KeyFigures]]:
+    """Every eligible key's pass@k aggregates and section 8 entry, by key name: computed
+    again only for the keys whose tasks' (n, c) changed since the run's last call."""
+    cache = cache_of(run).keys
+    result = []
     for name, measured, unmeasured in key_tallies(run):
-        if measured:
-            result[name] = {
-                "tasks": len(measured),
-                "pass_at_k": entries(by_k(measured, estimates), unmeasured),
-                "pass_hat_k": entries(by_k(measured, hat_estimates), unmeasured),
-            }
+        figures = cache.get(name)
+        if figures is None or figures.unmeasured != unmeasured or figures.measured != measured:
+            figures = cache[name] = _figures(name, measured, unmeasured)
+        result.append((name, figures))
     return result
+
+
+def _figures(name: str, measured: list[Tally], unmeasured: int) -> KeyFigures:
+    """pass@k's range aggregates and section 8's entries over one center and spread per k."""
+    aggregates = []
+    at_k = []
+    for k, values in enumerate(by_k(measured, estimates), start=1):
+        middle = center(values, len(values) + unmeasured)
+        spreads = None if middle.mean is None else spread(middle, middle.mean)
+        aggregates.append(fragment(aggregate_of(f"{name}.pass@{k}", middle, spreads)))
+        at_k.append(entry(k, middle, spreads))
+    if not measured:
+        return KeyFigures(measured, unmeasured, aggregates, None)
+    hat_k = []
+    for k, values in enumerate(by_k(measured, hat_estimates), start=1):
+        middle = center(values, len(values) + unmeasured)
+        hat_k.append(entry(k, middle, None if middle.mean is None else spread(middle, middle.mean)))
+    return KeyFigures(
+        measured, unmeasured, aggregates, {"tasks": len(measured), "pass_at_k": at_k, "pass_hat_k": hat_k}
+    )
 
 
 def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:
@@ -53,16 +81,12 @@ def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:
     return [[task[k] for task in figures if len(task) > k] for k in range(max(map(len, figures), default=0))]
 
 
-def entries(columns: list[list[float]], unmeasured: int) -> list[dict[str, Any]]:
-    return [entry(k, values, len(values) + unmeasured) for k, values in enumerate(columns, start=1)]
-
-
-def entry(k: int, values: list[float], total: int) -> dict[str, Any]:
-    """One k's figures among `total` tasks (the ones without a figure count as NaN)."""
-    middle = center(values, total)
+def entry(k: int, middle: Center, spreads: Spread | None) -> dict[str, Any]:
+    """One k's figures from the center and spread of its tasks' figures (the ones without
+    a figure count as NaN)."""
     mean = middle.mean
     stderr = low = high = None
-    sample_variance = None if mean is None else spread(middle, mean)[1]
+    sample_variance = None if spreads is None else spreads.sample_variance
     if mean is not None and sample_variance is not None:
         stderr = math.sqrt(sample_variance) / math.sqrt(middle.count)
         margin = t975(middle.count - 1) * stderr

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from events.codec import DecodeError, decode, encode_payload
+from events.codec import DecodeError, decode
 from events.models import InputEvent
 from projections.run import Outcome, RunState, apply, summary_due
 from projections.savepoint import Savepoint
-from projections.summary import summary
+from projections.summary import summary_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ def step(
         applied = apply(run, event, position)
         if applied.outcome is Outcome.REFUSED:
             return Stepped(run, None, Rejected("refused", applied.reason))
-        due = encode_payload(summary(run)) if summary_due(run, applied) else None
+        due = summary_bytes(run) if summary_due(run, applied) else None
         return Stepped(run, applied.outcome, None, applied.task_id, due)
     except Exception as error:
         saved.rollback(run)

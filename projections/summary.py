@@ -1,33 +1,46 @@
 """`run.summary`: the summary, harbor, verdicts and statistics objects of a run (SEMANTICS.md 1-6, 8).
 
-Built as JSON-ready plain data (non-finite floats already in their wire strings) in the
-exact key order of the contract, so that encoding it is one `orjson.dumps` and the same
-state always gives the same bytes. `events.outputs.RunSummary` is the model of this shape.
+Built as JSON-ready data (non-finite floats already in their wire strings) in the exact key
+order of the contract, so that encoding it is one `orjson.dumps` and the same state always
+gives the same bytes. `events.outputs.RunSummary` is the model of this shape.
+
+A revision is assembled from what each task contributes (`projections.contributions`, kept
+as events land: only the changed tasks are computed again, their attempt lists encoded
+again) and the run-wide figures summed over those contributions in the order the
+specification fixes: metric values in run log order, views and pass@k in summary task order.
+`summary_bytes` is the encoded revision (what the worker and replay publish); `summary` is
+the same revision as plain data, read back from those bytes.
 """
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
-from events.nonfinite import wire_float
+import orjson
+
 from projections.aggregates import Aggregate, range_aggregate
-from projections.attempts import TaskAttempts, key_tallies, run_attempts, summary_tasks
-from projections.declarations import key_name
+from projections.attempts import summary_tasks
+from projections.contributions import MetricCoverage, SummaryCache, TaskContribution, fragment, refreshed
 from projections.harbor import harbor_stats
-from projections.passk import estimates
 from projections.run import RunState
-from projections.statistics import by_k, statistics
-from projections.verdicts import verdict_of
-from projections.views import view_values
+from projections.statistics import key_figures
 
 Summary = dict[str, Any]
 
 
 def summary(run: RunState) -> Summary:
     """The `run.summary` event of a closed run (its `revision` counts events since close)."""
-    attempts = run_attempts(run)
-    return {
+    parsed: Summary = orjson.loads(summary_bytes(run))
+    return parsed
+
+
+def summary_bytes(run: RunState) -> bytes:
+    """`summary(run)` encoded, as `events.codec.encode_payload` encodes it."""
+    cache = refreshed(run)
+    tasks = summary_tasks(run)
+    shares = [cache.tasks[task.task_id] for task in tasks]
+    figures = key_figures(run)
+    payload = {
         "schema_version": 1,
         "type": "run.summary",
         "run_id": run.run_id,
@@ -36,65 +49,59 @@ def summary(run: RunState) -> Summary:
         "labels": dict(run.declarations.labels) if run.declarations else {},
         "event_count": run.event_count,
         "summary": {
-            "scores": metric_aggregates(run) + view_aggregates(run) + passk_aggregates(run),
-            "metric_coverage": metric_coverage(run),
-            "task_metric_attempts": {
-                task_id: {
-                    key: [{"trial_id": trial_id, "value": _wire(value)} for trial_id, value, _ in attempt_list]
-                    for key, attempt_list in lists.items()
-                }
-                for task_id, lists in attempts.items()
-            },
-            "task_count": len(run.declarations.tasks) if run.declarations else len(attempts),
-            "trial_count": len({trial_id for task in run.tasks.values() for trial_id in task.trial_ids}),
+            "scores": [
+                *metric_aggregates(run, cache),
+                *view_aggregates(run, cache),
+                *(record for _, key in figures for record in key.aggregates),
+            ],
+            "metric_coverage": metric_coverage(run, cache),
+            "task_metric_attempts": {task.task_id: share.attempts for task, share in zip(tasks, shares, strict=True)},
+            "task_count": len(run.declarations.tasks) if run.declarations else len(tasks),
+            "trial_count": len(cache.trials),
             "score_count": run.score_count,
         },
-        "harbor": harbor_stats(run, attempts),
-        "verdicts": verdicts(run, attempts),
-        "statistics": statistics(run),
+        "harbor": harbor_stats(run, shares, cache),
+        "verdicts": {task.task_id: share.verdicts for task, share in zip(tasks, shares, strict=True)},
+        "statistics": {name: key.statistics for name, key in figures if key.statistics is not None},
     }
+    return orjson.dumps(payload)
 
 
-def _wire(value: float | None) -> float | str | None:
-    return None if value is None else wire_float(value)
-
-
-def _metric_outputs(run: RunState) -> dict[str, set[str]]:
+def _metric_outputs(run: RunState, cache: SummaryCache) -> dict[str, set[str]]:
     """Per metric_type, the output names declared (any kind) or carried by any score."""
     names: dict[str, set[str]] = {}
     if run.declarations:
         for metric, declared in run.declarations.outputs.items():
             names.setdefault(metric, set()).update(declared)
-    for task in run.tasks.values():
-        for metric, columns in task.metrics.items():
-            names.setdefault(metric, set()).update(columns.outputs)
+    for metric, carried in cache.outputs.items():
+        names.setdefault(metric, set()).update(carried)
     return names
 
 
-def metric_aggregates(run: RunState) -> list[Aggregate]:
+def metric_aggregates(run: RunState, cache: SummaryCache) -> list[orjson.Fragment]:
     records = []
-    tasks = summary_tasks(run)
-    for metric, outputs in sorted(_metric_outputs(run).items()):
-        per_task = [task.metrics[metric] for task in tasks if metric in task.metrics]
-        total = sum(len(columns.statuses) for columns in per_task)
+    for metric, outputs in sorted(_metric_outputs(run, cache).items()):
+        total = cache.coverage[metric].scores if metric in cache.coverage else 0
         for output in sorted(outputs):
-            # Run log order: each task's values are in order; one sort merges them (rows' seqs are unique).
-            values = [
-                value for _, value in sorted(chain.from_iterable(columns.numeric(output) for columns in per_task))
-            ]
-            records.append(range_aggregate(f"{metric}.{output}", values, total))
+            key = (metric, output)
+            known = cache.metric_records.get(key)
+            if known is None or known[0] != total:
+                ordered = cache.numeric.get(key)
+                values = ordered.items if ordered else []
+                record = fragment(range_aggregate(f"{metric}.{output}", values, total))
+                known = cache.metric_records[key] = (total, record)
+            records.append(known[1])
     return records
 
 
-def metric_coverage(run: RunState) -> dict[str, dict[str, dict[str, int]]]:
+def metric_coverage(run: RunState, cache: SummaryCache) -> dict[str, dict[str, dict[str, int]]]:
     coverage: dict[str, dict[str, dict[str, int]]] = {}
-    for metric, outputs in sorted(_metric_outputs(run).items()):
-        per_task = [task.metrics[metric] for task in run.tasks.values() if metric in task.metrics]
-        total = sum(len(columns.statuses) for columns in per_task)
-        failed = sum(columns.failed() for columns in per_task)
+    for metric, outputs in sorted(_metric_outputs(run, cache).items()):
+        counts = cache.coverage.get(metric) or MetricCoverage()
+        total, failed = counts.scores, counts.failed
         coverage[metric] = {}
         for output in sorted(outputs):
-            scored = sum(len(columns.outputs[output].rows) for columns in per_task if output in columns.outputs)
+            scored = counts.carried.get(output, 0)
             coverage[metric][output] = {
                 "total": total,
                 "scored": scored,
@@ -104,34 +111,14 @@ def metric_coverage(run: RunState) -> dict[str, dict[str, dict[str, int]]]:
     return coverage
 
 
-def view_aggregates(run: RunState) -> list[Aggregate]:
+def view_aggregates(run: RunState, cache: SummaryCache) -> list[Aggregate]:
     if run.declarations is None:
         return []
     totals: dict[str, int] = {}
     values: dict[str, list[float]] = {}
-    for task_id, declared in run.declarations.tasks.items():
-        view_values(run.tasks[task_id], declared.views, totals, values)
+    shares: list[TaskContribution] = [cache.tasks[task_id] for task_id in run.declarations.tasks]
+    for share in shares:
+        for name, (total, reduced) in share.views.items():
+            totals[name] = totals.get(name, 0) + total
+            values.setdefault(name, []).extend(reduced)
     return [range_aggregate(f"view.{name}", values.get(name, []), totals[name]) for name in sorted(totals)]
-
-
-def passk_aggregates(run: RunState) -> list[Aggregate]:
-    """`<key>.pass@<k>` for every eligible key and k = 1..largest n (section 2), over the
-    per-task figures `statistics` takes its pass@k from."""
-    return [
-        range_aggregate(f"{name}.pass@{k}", values, len(values) + unmeasured)
-        for name, measured, unmeasured in key_tallies(run)
-        for k, values in enumerate(by_k(measured, estimates), start=1)
-    ]
-
-
-def verdicts(run: RunState, attempts: TaskAttempts) -> dict[str, dict[str, str]]:
-    eligible = {key_name(key): key for key in run.passk}
-    result: dict[str, dict[str, str]] = {}
-    for task_id in attempts:
-        task = run.tasks[task_id]
-        result[task_id] = {
-            name: verdict_of(*tally)
-            for name in attempts[task_id]
-            if name in eligible and (tally := task.tally(eligible[name])) is not None
-        }
-    return result

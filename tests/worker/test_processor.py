@@ -15,7 +15,7 @@ from events import builders
 from events.codec import encode, encode_payload
 from events.models import InputEvent
 from projections.run import RunState
-from projections.summary import Summary, summary
+from projections.summary import summary, summary_bytes
 from tests.builders import fold
 from tests.worker.engine_harness import Store
 from worker.commands.replay import replay
@@ -231,7 +231,7 @@ def test_a_step_that_raises_is_dead_lettered_and_leaves_its_run_as_before_it(mon
     gives revision 1, the bytes replay gives for the same log and the same failure."""
     events = small_run("run")
     log = [*events, events[-1]]
-    monkeypatch.setattr(projections.step, "summary", failing_once(summary))
+    monkeypatch.setattr(projections.step, "summary_bytes", failing_once(summary_bytes))
     processor = Processor()
     published = processor.handle(0, records(log), 0.0)
     [dead] = [item for item in published if item.stream == "deadletter"]
@@ -243,17 +243,17 @@ def test_a_step_that_raises_is_dead_lettered_and_leaves_its_run_as_before_it(mon
     assert processor.counts.applied == len(events)
     sent = [item.value for item in published if item.stream == "summary"]
     assert sent == [encode_payload(summary(fold(events)))]
-    monkeypatch.setattr(projections.step, "summary", failing_once(summary))
+    monkeypatch.setattr(projections.step, "summary_bytes", failing_once(summary_bytes))
     out, err = io.BytesIO(), io.StringIO()
     replay([encode(event) for event in log], out, err)
     assert out.getvalue().splitlines() == sent
     assert err.getvalue().startswith(f"line {len(events)}: internal-error: run.closed")
 
 
-def failing_once(function: Callable[[RunState], Summary]) -> Callable[[RunState], Summary]:
+def failing_once(function: Callable[[RunState], bytes]) -> Callable[[RunState], bytes]:
     calls = itertools.count()
 
-    def failing(run: RunState) -> Summary:
+    def failing(run: RunState) -> bytes:
         if next(calls) == 0:
             raise RuntimeError("injected")
         return function(run)

@@ -50,6 +50,9 @@ def _replay(args: argparse.Namespace) -> int:
         raise CommandError("--run is for --from-topic; to replay one run of a file, filter the file")
     if args.path is None:
         raise CommandError(f"pass {EVENT_LOG}, - for stdin, or --from-topic")
+    from worker.runtime.collector import quiet_collector
+
+    quiet_collector()  # as in the worker: the runs' state has no cycles for full collections to find
     with opened(args.path, EVENT_LOG) as stream:
         try:
             stats = replay(stream, sys.stdout.buffer, sys.stderr, progress_every=progress_every, jobs=args.jobs)

@@ -1,0 +1,104 @@
+"""Revision benchmark: the cost of one `run.summary` revision after one late attempt.
+
+Run: `python -m bench.revision [--tasks 5000 --attempts 8]`. A closed synthetic run of
+`tasks` tasks x `attempts` trials (`events.synthetic`) gets its summary at close; then,
+round after round, one late attempt (a new trial's completed `reward` score, for a task
+taken in turn across the run) is applied and the summary revision it makes due is built
+and encoded, as `projections.step` does. Printed: the median and best CPU time of a
+revision over the rounds, and, as the baseline measured in the same run, the cost of
+folding the whole run's events (what a revision costing O(run) is to compare with).
+The file runs on older trees too (it uses only `apply`, `summary` and `encode_payload`),
+so that the same command gives the figure before and after a change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from events.codec import encode_payload
+from events.models import InputEvent
+from events.synthetic import synthetic_run
+from projections.run import RunState, apply
+from projections.summary import summary
+
+EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
+
+
+def late_attempt(run_id: str, task: int, number: int) -> InputEvent:
+    return EVENT.validate_python(
+        {
+            "schema_version": 1,
+            "type": "score.emitted",
+            "event_id": f"late-{number}",
+            "run_id": run_id,
+            "task_id": f"task-{task:05d}",
+            "trial_id": f"late-trial-{number}",
+            "metric_type": "reward",
+            "status": "completed",
+            "outputs": [{"name": "score", "value": 1.0 if number % 3 else 0.5}],
+        }
+    )
+
+
+def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]:
+    # Validated from Python objects: a run.started of thousands of tasks is over the wire limit.
+    events = [EVENT.validate_python(event) for event in synthetic_run("r", tasks=tasks, attempts=attempts, seed=seed)]
+    run = RunState("r")
+    began = time.process_time()
+    for event in events:
+        apply(run, event)
+    fold = time.process_time() - began
+    del events
+    gc.collect()
+    began = time.process_time()
+    first = encode_payload(summary(run))
+    at_close = time.process_time() - began
+    costs = []
+    for number in range(rounds):
+        event = late_attempt("r", number * 7919 % tasks, number)
+        began = time.process_time()
+        apply(run, event)
+        encoded = encode_payload(summary(run))
+        costs.append(time.process_time() - began)
+    return {
+        "fold": fold,
+        "at_close": at_close,
+        "median": statistics.median(costs),
+        "best": min(costs),
+        "bytes": len(encoded),
+        "first_bytes": len(first),
+        "attempts": sum(len(task.trial_ids) for task in run.tasks.values()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", type=int, default=5000)
+    parser.add_argument("--attempts", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, seed {args.seed}")
+    figures = measure(args.tasks, args.attempts, args.rounds, args.seed)
+    print(
+        f"run: {args.tasks:,} tasks x {args.attempts} trials ({figures['attempts']:,} trials), "
+        f"summary {figures['bytes'] / 1e6:.1f} MB encoded"
+    )
+    print(f"fold of the whole run (baseline): {figures['fold'] * 1e3:9.1f} ms CPU")
+    print(f"summary at close:                 {figures['at_close'] * 1e3:9.1f} ms CPU")
+    median, best = figures["median"], figures["best"]
+    print(
+        f"one revision after a late attempt: {median * 1e3:8.1f} ms CPU median, {best * 1e3:.1f} ms best of "
+        f"{args.rounds}; revision/fold = {median / figures['fold']:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

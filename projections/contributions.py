@@ -1,0 +1,279 @@
+"""What each task contributes to its run's summary, kept up to date as events land, so that
+a summary revision costs the changed tasks and the run-wide sums, not a rebuild of every
+task's attempt lists.
+
+A run's `SummaryCache` is made by the first summary or progress event that asks for it. From
+then on `run.apply` names in `dirty` every task an event changes, and `refreshed` recomputes
+those tasks' `TaskContribution` (O(the task)) and moves the run-wide structures by the
+difference: the numeric values of every metric output in run log order, and Harbor's
+reward_stats lists in the order of the scores that made them. Everything else the summary
+needs is summed over the tasks' contributions in summary task order, in the order the
+specification fixes (`projections.summary`), so the floats are the ones a rebuild gives.
+
+Safe because, between two resets, a task's state only grows: score rows and trials are
+appended, and a key a task gains (SEMANTICS.md section 1, rule 2) is a new attempt list. The
+rest (a run.started after events, a restore, a failed step's undo) goes through
+`run.rekey_run`, which drops the cache. `refreshed` checks that growth, and starts over when
+a task shrank. The laws are tested against a fresh restore of the same state, byte for byte,
+and against the summary built from scratch (tests/projections/test_incremental.py).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+import orjson
+
+from events.nonfinite import wire_float
+from projections.attempts import AttemptList, task_attempts
+from projections.declarations import Key, key_name
+from projections.harbor import value_label
+from projections.passk import Tally
+from projections.run import RunState
+from projections.task import TaskState
+from projections.verdicts import verdict_of
+from projections.views import view_values
+
+Coverage = dict[str, tuple[int, int, dict[str, int]]]
+"""metric_type -> (scores, failed scores, output -> scores carrying it)."""
+
+
+@dataclass(slots=True)
+class TaskContribution:
+    """One task's share of its run's summary, from the task's state alone."""
+
+    attempts: orjson.Fragment
+    """The task's entry of `task_metric_attempts`, encoded."""
+    verdicts: dict[str, str]
+    harbor: dict[str, Tally]
+    """Eligible key name -> Harbor's (n, c) (c: values equal to 1.0), keys with attempts."""
+    broken: frozenset[str]
+    """Key names with a value neither null, 0.0 nor 1.0 (Harbor gives them no pass@k)."""
+    views: dict[str, tuple[int, list[float]]]
+    """View name -> (the task's trials, the values the view reduces them to)."""
+    coverage: Coverage
+    taken_attempts: dict[str, int]
+    """Key name -> attempts already in the run's `rewards`."""
+    taken_numeric: dict[Key, int]
+    """(metric, output) -> numeric values already in the run's `numeric`."""
+    taken_trials: int
+    """The task's trial ids already in the run's `trials`."""
+
+
+@dataclass(slots=True)
+class InOrder:
+    """Items in run log order: `seqs` ascending, one item each (seqs are unique)."""
+
+    seqs: array[int] = field(default_factory=lambda: array("q"))
+    items: list[Any] = field(default_factory=list)
+
+    def add(self, new: list[tuple[int, Any]]) -> None:
+        """Put the (seq, item) pairs `new` in their places: one by one when few (a late
+        event's), else in one sort (a summary at close takes every task's at once)."""
+        if len(new) <= _FEW:
+            for seq, item in new:
+                at = bisect_right(self.seqs, seq)
+                self.seqs.insert(at, seq)
+                self.items.insert(at, item)
+            return
+        merged = sorted([*zip(self.seqs, self.items, strict=True), *new], key=itemgetter(0))
+        self.seqs = array("q", [seq for seq, _ in merged])
+        self.items = [item for _, item in merged]
+
+
+_FEW = 64
+
+
+@dataclass(slots=True)
+class MetricCoverage:
+    """A metric's scores over the run: all, failed, and per output those carrying it."""
+
+    scores: int = 0
+    failed: int = 0
+    carried: dict[str, int] = field(default_factory=dict)
+
+
+class KeyFigures(NamedTuple):
+    """One eligible key's `<key>.pass@<k>` aggregates and its section 8 entry (None: no
+    measured task), for the (n, c) list they were computed from."""
+
+    measured: list[Tally]
+    unmeasured: int
+    aggregates: list[orjson.Fragment]
+    """Encoded: only the summary takes them, and a run keeps them between revisions."""
+    statistics: dict[str, Any] | None
+
+
+@dataclass(slots=True)
+class SummaryCache:
+    dirty: set[str]
+    """Tasks changed since their contribution was computed."""
+    tasks: dict[str, TaskContribution] = field(default_factory=dict)
+    numeric: dict[Key, InOrder] = field(default_factory=dict)
+    """Every numeric value of each (metric, output), in run log order."""
+    rewards: dict[str, dict[str, InOrder]] = field(default_factory=dict)
+    """Key name -> value label -> trial ids of its non-null attempts, in log order."""
+    coverage: dict[str, MetricCoverage] = field(default_factory=dict)
+    trials: set[str] = field(default_factory=set)
+    """Every task's trial ids (a trial id may be in several tasks: counted once)."""
+    graded: set[str] = field(default_factory=set)
+    """The trial ids with a completed or partial score, of any task and metric."""
+    outputs: dict[str, set[str]] = field(default_factory=dict)
+    """metric_type -> the output names its scores carried."""
+    metric_records: dict[Key, tuple[int, orjson.Fragment]] = field(default_factory=dict)
+    """(metric, output) -> (its metric's score count, its aggregate encoded), until a value lands."""
+    keys: dict[str, KeyFigures] = field(default_factory=dict)
+    harbor: dict[str, tuple[list[Tally], dict[str, float]]] = field(default_factory=dict)
+    """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
+
+
+def cache_of(run: RunState) -> SummaryCache:
+    if run.summary_cache is None:
+        run.summary_cache = SummaryCache(dirty=set(run.tasks))
+    return run.summary_cache
+
+
+def refreshed(run: RunState) -> SummaryCache:
+    """The run's cache with every changed task's contribution recomputed."""
+    cache = cache_of(run)
+    landed = _Landed()
+    eligible = {key_name(key): key for key in run.passk}
+    try:
+        for task_id in cache.dirty:
+            _refresh(cache, run, run.tasks[task_id], eligible, landed)
+    except _Shrunk:
+        run.summary_cache = None
+        return refreshed(run)
+    for key, new in landed.numeric.items():
+        cache.numeric.setdefault(key, InOrder()).add(new)
+        cache.metric_records.pop(key, None)
+    for (name, label), trials in landed.rewards.items():
+        cache.rewards.setdefault(name, {}).setdefault(label, InOrder()).add(trials)
+    cache.dirty.clear()
+    return cache
+
+
+@dataclass(slots=True)
+class _Landed:
+    """The (seq, item) pairs the changed tasks add to the run-wide ordered structures."""
+
+    numeric: dict[Key, list[tuple[int, float]]] = field(default_factory=dict)
+    rewards: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
+
+
+class _Shrunk(Exception):
+    """A task holds less than its contribution took from it: not the growth the cache follows."""
+
+
+def fragment(payload: Any) -> orjson.Fragment:
+    """`payload` encoded, to be kept and put in a summary as it is: a copy of orjson's bytes,
+    which keep its whole output buffer (4 KB at least)."""
+    return orjson.Fragment(bytes(memoryview(orjson.dumps(payload))))
+
+
+def _wire(value: float | None) -> float | str | None:
+    return None if value is None else wire_float(value)
+
+
+def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict[str, Key], landed: _Landed) -> None:
+    """Compute the task's contribution again; `eligible`: the run's pass@k keys by name."""
+    old = cache.tasks.get(task.task_id)
+    lists = task_attempts(task)
+    taken_attempts = _take_rewards(landed, lists, old.taken_attempts if old else {})
+    taken_numeric = _take_numeric(landed, task, old.taken_numeric if old else {})
+    harbor: dict[str, Tally] = {}
+    broken = set()
+    for name, attempt_list in lists.items():
+        n = c = 0
+        for _, value, _ in attempt_list:
+            n += 1
+            if value == 1.0:
+                c += 1
+            elif value is not None and value != 0.0:
+                broken.add(name)
+        if name in eligible and n:
+            harbor[name] = (n, c)
+    declared = run.declarations.tasks.get(task.task_id) if run.declarations else None
+    totals: dict[str, int] = {}
+    values: dict[str, list[float]] = {}
+    if declared is not None:
+        view_values(task, declared.views, totals, values)
+    coverage: Coverage = {
+        metric: (
+            len(columns.statuses),
+            columns.failed(),
+            {output: len(column.rows) for output, column in columns.outputs.items()},
+        )
+        for metric, columns in task.metrics.items()
+    }
+    # A task's trials and graded trials only grow, as its rows do.
+    if len(task.trial_ids) < (old.taken_trials if old else 0):
+        raise _Shrunk
+    cache.trials.update(task.trial_ids[old.taken_trials if old else 0 :])
+    cache.graded.update(task.graded_trials())
+    _move_coverage(cache, old.coverage if old else {}, -1)
+    _move_coverage(cache, coverage, 1)
+    for metric, columns in task.metrics.items():
+        cache.outputs.setdefault(metric, set()).update(columns.outputs)
+    cache.tasks[task.task_id] = TaskContribution(
+        attempts=fragment(
+            {
+                name: [{"trial_id": trial_id, "value": _wire(value)} for trial_id, value, _ in attempt_list]
+                for name, attempt_list in lists.items()
+            }
+        ),
+        verdicts={
+            name: verdict_of(*tally)
+            for name in lists
+            if name in eligible and (tally := task.tally(eligible[name])) is not None
+        },
+        harbor=harbor,
+        broken=frozenset(broken),
+        views={name: (total, values.get(name, [])) for name, total in totals.items()},
+        coverage=coverage,
+        taken_attempts=taken_attempts,
+        taken_numeric=taken_numeric,
+        taken_trials=len(task.trial_ids),
+    )
+
+
+def _take_rewards(landed: _Landed, lists: dict[str, AttemptList], taken: dict[str, int]) -> dict[str, int]:
+    """Land the attempts of `lists` past those `taken` for the run's reward_stats lists."""
+    if any(len(lists.get(name, ())) < count for name, count in taken.items()):
+        raise _Shrunk
+    for name, attempt_list in lists.items():
+        for trial_id, value, seq in attempt_list[taken.get(name, 0) :]:
+            if value is not None:
+                landed.rewards.setdefault((name, value_label(value)), []).append((seq, trial_id))
+    return {name: len(attempt_list) for name, attempt_list in lists.items()}
+
+
+def _take_numeric(landed: _Landed, task: TaskState, taken: dict[Key, int]) -> dict[Key, int]:
+    """Land the task's numeric values past those `taken` for the run's."""
+    now: dict[Key, int] = {}
+    for metric, columns in task.metrics.items():
+        for output in columns.outputs:
+            key = (metric, output)
+            numeric = columns.numeric(output)
+            already = taken.get(key, 0)
+            if len(numeric) < already:
+                raise _Shrunk
+            if len(numeric) > already:
+                landed.numeric.setdefault(key, []).extend(numeric[already:])
+            now[key] = len(numeric)
+    if taken.keys() - now.keys():
+        raise _Shrunk
+    return now
+
+
+def _move_coverage(cache: SummaryCache, coverage: Coverage, sign: int) -> None:
+    for metric, (scores, failed, carried) in coverage.items():
+        totals = cache.coverage.setdefault(metric, MetricCoverage())
+        totals.scores += sign * scores
+        totals.failed += sign * failed
+        for output, count in carried.items():
+            totals.carried[output] = totals.carried.get(output, 0) + sign * count

@@ -1,0 +1,98 @@
+"""Laws of the incremental summary (`projections.contributions`): after every event, the
+revision a run's kept contributions give is the one built from scratch, and the one a fresh
+restore of the same state gives, byte for byte; over random logs with late events after
+the close, redeliveries, a late run.started, values over the whole double range."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from unittest.mock import patch
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import projections.step
+from events.codec import encode, encode_payload
+from events.models import InputEvent
+from projections.progress import progress
+from projections.run import RunState, apply
+from projections.step import step
+from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from projections.summary import summary, summary_bytes
+from tests.builders import closed, score, started, task_spec
+from tests.projections import rebuilt
+from tests.strategies import run_logs
+
+
+def restored(run: RunState) -> RunState:
+    """The run as a store gives it back: no contribution kept."""
+    tasks = [task_from_bytes(task_id, task_to_bytes(task)) for task_id, task in run.tasks.items()]
+    return restore(run.run_id, header_to_bytes(run) if run.run_events else None, tasks)
+
+
+def with_redeliveries(log: list[InputEvent], data: st.DataObject) -> list[InputEvent]:
+    replayed = list(log)
+    for event in data.draw(st.lists(st.sampled_from(log), max_size=6)) if log else ():
+        replayed.insert(data.draw(st.integers(replayed.index(event) + 1, len(replayed))), event)
+    return replayed
+
+
+@given(run_logs(), st.data())
+def test_every_revision_equals_the_summary_built_from_scratch_and_from_a_fresh_restore(
+    log: list[InputEvent], data: st.DataObject
+) -> None:
+    run = RunState("run")
+    for event in with_redeliveries(log, data):
+        apply(run, event)
+        if data.draw(st.booleans(), label="summarize now"):
+            kept = summary_bytes(run)
+            assert kept == encode_payload(rebuilt.summary(run))
+            assert kept == summary_bytes(restored(run))
+            assert summary(run) == rebuilt.summary(run)
+        if data.draw(st.booleans(), label="progress now"):
+            assert progress(run, 1) == progress(restored(run), 1)
+    assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
+
+
+@given(run_logs(), st.data())
+def test_a_failed_step_leaves_the_kept_contributions_as_a_fresh_restore_has_them(
+    log: list[InputEvent], data: st.DataObject
+) -> None:
+    """A step that raises after applying its event is undone (`projections.savepoint`): the
+    next revision must not keep anything of it."""
+    runs: dict[str, RunState] = {}
+
+    def lookup(run_id: str) -> RunState:
+        return runs.setdefault(run_id, RunState(run_id))
+
+    def failing(run: RunState) -> bytes:
+        summary_bytes(run)  # the contributions move, then the step fails
+        raise RuntimeError("injected")
+
+    broken = data.draw(st.sets(st.integers(0, max(len(log) - 1, 0))), label="steps that fail")
+    for number, event in enumerate(log):
+        with ExitStack() as faults:
+            if number in broken:  # a revision built, open run or not, then the step fails
+                faults.enter_context(patch.object(projections.step, "summary_due", lambda *_: True))
+                faults.enter_context(patch.object(projections.step, "summary_bytes", failing))
+            stepped = step(encode(event), lookup)
+        assert number not in broken or stepped.rejected is not None
+    for run in runs.values():
+        assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
+        assert summary_bytes(run) == summary_bytes(restored(run))
+
+
+def test_a_late_attempt_moves_only_the_figures_of_its_task_and_key() -> None:
+    run = RunState("run")
+    tasks = [task_spec(f"t{i}", {"reward.score": "continuous", "judge.pass": "boolean"}) for i in range(3)]
+    for event in [started("run", tasks), *[score(f"t{i}", f"t{i}-0", "reward", {"score": 0.5}) for i in range(3)]]:
+        apply(run, event)
+    apply(run, closed())
+    before = summary(run)
+    apply(run, score("t1", "t1-late", "reward", {"score": 1.0}))
+    after = summary(run)
+    assert after == rebuilt.summary(run)
+    attempts = after["summary"]["task_metric_attempts"]
+    assert attempts["t1"]["reward.score"][-1] == {"trial_id": "t1-late", "value": 1.0}
+    assert attempts["t0"] == before["summary"]["task_metric_attempts"]["t0"]
+    assert after["verdicts"]["t1"]["reward.score"] == "flaky"
