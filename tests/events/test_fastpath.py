@@ -3,6 +3,7 @@ and every message it leaves alone gets pydantic's code and sentence."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import struct
@@ -175,15 +176,17 @@ def places(node: Any) -> list[tuple[Any, Any]]:
 @st.composite
 def mutated(draw: st.DrawFn, body: dict[str, Any]) -> dict[str, Any]:
     """`body` with up to two fields dropped, replaced by an edge value, or joined by an unknown one."""
+    body = copy.deepcopy(body)  # its values may be TRICKY's own lists and dicts: never change those
     for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
         container, key = draw(st.sampled_from(places(body)))
         action = draw(st.sampled_from(["drop", "replace", "add"]))
         if action == "drop":
             del container[key]
         elif action == "replace":
-            container[key] = draw(json_values)
+            container[key] = copy.deepcopy(draw(json_values))
         elif isinstance(container, dict):
-            container[draw(st.sampled_from(["extra", "Type", "value", "name", "outputs"]))] = draw(json_values)
+            name = draw(st.sampled_from(["extra", "Type", "value", "name", "outputs"]))
+            container[name] = copy.deepcopy(draw(json_values))
     return body
 
 
