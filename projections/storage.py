@@ -264,6 +264,21 @@ def checkpoint_to_bytes(offset: int) -> bytes:
     return orjson.dumps({"v": VERSION, "offset": offset})
 
 
+def checkpoint_version(data: bytes) -> int:
+    """The storage version that wrote a checkpoint record."""
+    if data.isdigit():
+        return 2
+    version: int = orjson.loads(data)["v"]
+    return version
+
+
+def closed_header(header: bytes) -> bool:
+    """Whether a stored header key holds the header of a closed run (not a marker)."""
+    if marker_of(header) is not None:
+        return False
+    return _checked(orjson.loads(header), "run header")["closed_reason"] is not None
+
+
 def checkpoint_from_bytes(data: bytes) -> int:
     """The offset a checkpoint record names (version 2's form: its ASCII digits);
     `NewerStore` if a newer version wrote it."""

@@ -112,6 +112,7 @@ def test_a_store_of_a_newer_version_stops_the_worker_before_it_consumes() -> Non
 def test_a_run_stored_by_a_newer_version_is_refused_not_dead_lettered() -> None:
     """Its event is not in the state: the worker stops, and no checkpoint may cover it."""
     store = fixture_store()
+    store.partitions[0][checkpoint_key(0)] = storage.checkpoint_to_bytes(CHECKPOINTED - 1)  # no scan at assignment
     key = header_key("fixture-closed")
     store.partitions[0][key] = store.partitions[0][key].replace(b'"v":2', b'"v":%d' % (storage.VERSION + 1))
     processor = Processor(store)
@@ -151,3 +152,21 @@ def test_a_version_2_run_archived_as_stored_restores_as_its_parts_do_and_a_wrong
 
 def summary_bytes(run: RunState) -> bytes:
     return encode_payload(summary(run))
+
+
+def test_the_closed_runs_of_a_version_2_store_are_retired_once_assigned() -> None:
+    store = fixture_store()
+    processor = Processor(store)
+    processor.assign([0])
+    snapshot = processor.snapshot(0)
+    assert snapshot is not None
+    assert [retirement.run_id for retirement in snapshot.retirements] == ["fixture-closed"]
+    assert snapshot.records == ()
+    [retirement] = snapshot.retirements
+    ref = storage.ArchiveRef(0, 0, storage.digest_of(retirement.archive))
+    archived = storage.restore_archived("fixture-closed", ref, retirement.archive)
+    parts = store.partitions[0]
+    tasks = [storage.task_from_bytes(task_id_of(key), parts[key]) for key in retirement.task_keys]
+    hot = storage.restore("fixture-closed", parts[header_key("fixture-closed")], tasks)
+    assert summary_bytes(archived) == summary_bytes(hot)
+    assert len(retirement.task_keys) == 3

@@ -52,6 +52,8 @@ from projections.storage import (
     archive_to_bytes,
     checkpoint_from_bytes,
     checkpoint_to_bytes,
+    checkpoint_version,
+    closed_header,
     digest_of,
     header_to_bytes,
     marker_of,
@@ -62,11 +64,22 @@ from projections.storage import (
     task_to_bytes,
 )
 from worker.runtime.cache import CachedRun, RunCache
-from worker.runtime.keys import checkpoint_key, header_key, task_id_of, task_key, task_prefix
+from worker.runtime.keys import (
+    HEADER_PREFIX,
+    checkpoint_key,
+    header_key,
+    run_id_of,
+    task_id_of,
+    task_key,
+    task_prefix,
+)
 from worker.runtime.outputs import Publish, Source, dead_letter
 
 log = logging.getLogger("evalstream.worker")
 
+RETIRE_PER_CHECKPOINT = 100
+"""Runs one checkpoint retires at most (each is read back and written whole once): a burst
+of closes, or the closed runs of a store an older version wrote, retire over several."""
 PROGRESS_TASKS = 5000
 """Tasks of progress computed per `progress_interval` at most (~25 ms of work per 0.2 s)."""
 
@@ -222,10 +235,18 @@ class Processor:
             stored = self.store.get(partition, checkpoint_key(partition))
             try:
                 resume[partition] = checkpoint_from_bytes(stored) + 1 if stored is not None else 0
+                state = self.partitions[partition] = PartitionState(next_offset=resume[partition])
+                if self.retire and stored is not None and checkpoint_version(stored) == 2:
+                    # A store version 2's code wrote: its closed runs were never retired. Once:
+                    # the next checkpoint record is this version's.
+                    state.retire = {
+                        run_id_of(key): None
+                        for key, header in self.store.scan(partition, HEADER_PREFIX)
+                        if closed_header(header)
+                    }
             except NewerStore as error:
                 self.refused = error
                 raise
-            self.partitions[partition] = PartitionState(next_offset=resume[partition])
         return resume
 
     def forget(self) -> None:
@@ -392,6 +413,8 @@ class Processor:
                 records.append((header_key(run.run_id), header_to_bytes(run)))
                 entry.archived = False
         retirements = self._retirements(partition, state)
+        if not state.handled and not retirements:
+            return None
         taken = Snapshot(
             partition, state.next_offset - 1, tuple(records), tuple(state.changed_runs.values()), retirements
         )
@@ -404,8 +427,11 @@ class Processor:
         """The candidates not changed since they became ones, read back from the store: the
         bytes it holds are the durable ones (the checkpoint before is acknowledged)."""
         assert self.store is not None
-        retiring = []
-        for run_id in state.retire:
+        retiring: list[Retirement] = []
+        for run_id in list(state.retire):
+            if len(retiring) == RETIRE_PER_CHECKPOINT:
+                break
+            del state.retire[run_id]
             if run_id in state.changed_runs:
                 continue  # a candidate again once this change is durable
             header = self.store.get(partition, header_key(run_id))
@@ -417,7 +443,6 @@ class Processor:
             entry = self.cache.peek(run_id)
             if entry is not None:
                 entry.archived = True
-        state.retire = {}
         state.retiring = {retirement.run_id for retirement in retiring}
         return tuple(retiring)
 
