@@ -77,9 +77,10 @@ from worker.runtime.outputs import Publish, Source, dead_letter
 
 log = logging.getLogger("evalstream.worker")
 
-RETIRE_PER_CHECKPOINT = 100
-"""Runs one checkpoint retires at most (each is read back and written whole once): a burst
-of closes, or the closed runs of a store an older version wrote, retire over several."""
+RETIRE_BYTES = 4 * 2**20
+"""Stored bytes one checkpoint retires at most (past its first run): each run is read back
+and held compressed until acknowledged, so a burst of closes, or the closed runs of a store
+an older version wrote, retire over several checkpoints."""
 PROGRESS_TASKS = 5000
 """Tasks of progress computed per `progress_interval` at most (~25 ms of work per 0.2 s)."""
 
@@ -428,8 +429,9 @@ class Processor:
         bytes it holds are the durable ones (the checkpoint before is acknowledged)."""
         assert self.store is not None
         retiring: list[Retirement] = []
+        budget = RETIRE_BYTES
         for run_id in list(state.retire):
-            if len(retiring) == RETIRE_PER_CHECKPOINT:
+            if budget <= 0:
                 break
             del state.retire[run_id]
             if run_id in state.changed_runs:
@@ -438,6 +440,7 @@ class Processor:
             if header is None or marker_of(header) is not None:
                 continue
             parts = list(self.store.scan(partition, task_prefix(run_id)))
+            budget -= len(header) + sum(len(blob) for _, blob in parts)
             archive = archive_to_bytes(header, [(task_id_of(key), blob) for key, blob in parts])
             retiring.append(Retirement(run_id, archive, tuple(key for key, _ in parts)))
             entry = self.cache.peek(run_id)
