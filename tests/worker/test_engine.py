@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from events import builders
 from events.codec import encode
 from events.models import InputEvent
+from projections import storage
 from projections.storage import checkpoint_from_bytes
 from tests.strategies import run_logs
 from tests.worker.engine_harness import Broker, Message, Store, Write, drive, handled, new_engine
@@ -451,3 +452,55 @@ def test_a_crash_after_every_prefix_of_a_retirement_restores_the_run_for_its_lat
         got, _ = outputs(kept + restarted.durable)
         assert got == want, f"crash after {crash} writes"
         assert [orjson.loads(got[run.encode()])["revision"] for run in ("run-a", "run-c")] == [2, 2]
+
+
+def test_a_run_restored_while_its_retirement_is_being_written_writes_every_part_back() -> None:
+    """A late event between the archive's acknowledgement and the marker's: the run is
+    restored from its parts, still in the local copy, and the marker lands after. Its next
+    checkpoint must write every part back (not only the task the event changed), or the
+    marker would hide the late event from the next restore."""
+    tasks = [builders.task_spec("t0"), builders.task_spec("t1")]
+    events: list[InputEvent] = [builders.started("run-a", tasks)]
+    events += [builders.trial(f"t{n}", f"run-a-{n}", run_id="run-a") for n in range(2)]
+    events += [builders.closed("run-a"), builders.trial("t1", "late-1", run_id="run-a")]
+    messages: list[Message] = [(0, b"run-a", encode(event)) for event in events]
+    later: list[Message] = [(0, b"run-a", encode(builders.trial("t0", "late-2", run_id="run-a")))]
+    store = Store()
+    broker = Broker(store)
+    clock = [0.0]
+    engine = new_engine(broker, Processor(store, cache_runs=0), lambda: clock[0])
+    records = [Record(offset, key, value) for offset, (_, key, value) in enumerate(messages)]
+
+    async def settled() -> None:
+        while engine.checkpointing or broker.pending:
+            broker.acknowledge_all()
+            await asyncio.sleep(0)
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, records[:4])
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # the close's checkpoint
+        await settled()
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # the retirement's
+        while not any(write.stream == "archive" for write in broker.durable):
+            broker.acknowledge(1)
+            await asyncio.sleep(0)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert storage.marker_of(store.partitions[0][b'h"run-a"']) is None, "the marker is not acknowledged yet"
+        await engine.handle(0, records[4:])
+        await settled()
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)
+        await settled()
+
+    asyncio.run(go())
+    assert storage.marker_of(store.partitions[0][b'h"run-a"']) is None, "back in the changelog, every part"
+    restarted = run_worker(messages + later, Store.of(broker.durable), None, cache_runs=0)
+    got, _ = outputs(broker.durable + restarted.durable)
+    want, _ = outputs(run_worker(messages + later, Store(), None).durable)
+    assert got == want
+    assert orjson.loads(got[b"run-a"])["revision"] == 3
