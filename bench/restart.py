@@ -18,9 +18,10 @@ right after the start, one per partition at least) have their summaries on the t
   these, the static worker is replaced by a dynamic one (untimed), so that each is timed
   after a worker like today's.
 With `--workers 2` (2 partitions, two workers), one of them is restarted on its data dir
-and the probes (on both partitions) wait for all their summaries; the fresh-dir figures are
-for one worker only (with two, the survivor takes the partitions over). It also prints the changelog's bytes per
-closed run (keys and values, read back from the topic).
+and the probes (on both partitions) wait for all their summaries; then it is killed for good
+(`failover`: timed from the kill; the others take its partition over once its session is
+over, 10 s, and restore it from the changelog); the fresh-dir figures are for one worker.
+It also prints the changelog's bytes per closed run (keys and values, read back from the topic).
 
 `--retire off on` (the default: both, each on topics of its own, in the same run): `off` is
 the previous behaviour (`EVALSTREAM_RETIRE_CLOSED=0`: closed runs stay in the changelog),
@@ -131,6 +132,18 @@ class Workers:
         asyncio.run(summaries_of(self.settings, lines, keys, 600))
         return time.perf_counter() - began
 
+    def failover(self, tag: str) -> float:
+        """Kill worker 0 for good and time until the probes' summaries: the group gives its
+        partitions to the others once its session is over, and they restore them from the
+        changelog (no local copy of them)."""
+        old = self.processes.pop(0)
+        old.process.kill()
+        old.process.wait()
+        began = time.perf_counter()
+        lines, keys = probe_lines(tag, self.settings.partitions)
+        asyncio.run(summaries_of(self.settings, lines, keys, 600))
+        return time.perf_counter() - began
+
     def stop(self) -> None:
         for process in self.processes:
             process.stop()
@@ -167,7 +180,9 @@ def measure(
             seconds = figures[f"same dir, {how}"] = group.restart(how, False, f"{runs}-{how[:4]}-same")
             print(f"  restart, same dir,  same name, {how:<7}: first new summary after {seconds:5.1f} s", flush=True)
         if workers > 1:
-            return figures  # the other worker would take over, from a copy of its own the moves gave it
+            seconds = figures["failover, kill -9"] = group.failover(f"{runs}-failover")
+            print(f"  failover, worker 0 killed for good:   first new summary after {seconds:5.1f} s", flush=True)
+            return figures
         # Today's restarts need a dynamic member before them (one that leaves the group on a
         # clean stop): replace the static one, untimed.
         group.restart("clean", True, f"{runs}-dynamic", settle=True)
