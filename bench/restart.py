@@ -18,9 +18,17 @@ right after the start, one per partition at least) have their summaries on the t
   these, the static worker is replaced by a dynamic one (untimed), so that each is timed
   after a worker like today's.
 With `--workers 2` (2 partitions, two workers), one of them is restarted on its data dir
-and the probes (on both partitions) wait for all their summaries; the fresh-dir figures are
-for one worker only (with two, the survivor takes the partitions over). It also prints the changelog's bytes per
-closed run (keys and values, read back from the topic).
+and the probes (on both partitions) wait for all their summaries; then it is killed for good
+(`failover`: timed from the kill; the others take its partition over once its session is
+over, 10 s, and restore it from the changelog); the fresh-dir figures are for one worker.
+It also prints the changelog's bytes per closed run (keys and values, read back from the topic).
+
+`--retire off on` (the default: both, each on topics of its own, in the same run): `off` is
+the previous behaviour (`EVALSTREAM_RETIRE_CLOSED=0`: closed runs stay in the changelog),
+`on` retires them. The changelog topic is made compacting as fast as the broker allows in
+both (segment.ms 500 ms, tombstones dropped at once: the worker's own configs clean every
+10 minutes), and with `on` the figures are taken once the cleaner has removed every closed
+run's task records (the wait is untimed and printed).
 """
 
 from __future__ import annotations
@@ -34,13 +42,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-from aiokafka import AIOKafkaConsumer
 
 from bench.state import until_keys
 from events.synthetic import synthetic_run
 from worker.commands.clients import publish
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, free_port, isolated_settings
+from worker.local.records import create_compacting_fast, read_whole
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
@@ -69,30 +77,40 @@ def probe_lines(tag: str, partitions: int) -> tuple[list[bytes], set[bytes]]:
     return lines, {run_id.encode() for run_id in ids}
 
 
-def changelog_bytes(settings: Settings) -> int:
-    async def read() -> int:
-        consumer = AIOKafkaConsumer(
-            f"{settings.app_id}-state-changelog", auto_offset_reset="earliest", **settings.client_options()
-        )
-        await consumer.start()
-        total = 0
-        try:
-            while batches := await consumer.getmany(timeout_ms=3000, max_records=10_000):
-                total += sum(len(r.key or b"") + len(r.value or b"") for rs in batches.values() for r in rs)
-        finally:
-            await consumer.stop()
-        return total
+def changelog(settings: Settings) -> str:
+    return f"{settings.app_id}-state-changelog"
 
-    return asyncio.run(read())
+
+def topic_bytes(settings: Settings, topic: str) -> int:
+    """Keys and values of every record of `topic` (a restore from its start reads them)."""
+    return sum(len(r.key or b"") + len(r.value or b"") for r in read_whole(settings, topic, timeout=600))
+
+
+def until_retired(settings: Settings, timeout: float = 600) -> float:
+    """Wait until the changelog holds no task record of a closed run (the cleaner has run);
+    a probe run's events meanwhile make the worker write, which rolls the active segment."""
+    began = time.perf_counter()
+    for round_ in range(10**6):
+        records = read_whole(settings, changelog(settings), timeout=600)
+        left = sum(1 for r in records if (r.key or b"").startswith(b't["closed-'))
+        if not left:
+            return time.perf_counter() - began
+        if time.perf_counter() - began > timeout:
+            raise TimeoutError(f"{left} task records of closed runs still in the changelog after {timeout:.0f} s")
+        lines, keys = probe_lines(f"nudge-{round_}", settings.partitions)
+        asyncio.run(summaries_of(settings, lines, keys, 120))
+        time.sleep(2)
+    return time.perf_counter() - began
 
 
 class Workers:
-    def __init__(self, settings: Settings, scratch: Path, count: int) -> None:
-        self.settings, self.scratch = settings, scratch
+    def __init__(self, settings: Settings, scratch: Path, count: int, *, retire: bool) -> None:
+        self.settings, self.scratch, self.retire = settings, scratch, retire
         self.processes = [self._start(n, scratch / f"worker-{n}", named=True) for n in range(count)]
 
     def _start(self, n: int, data_dir: Path, *, named: bool) -> WorkerProcess:
         env = {"EVALSTREAM_INSTANCE_ID": f"bench-{n}"} if named else {"EVALSTREAM_INSTANCE_ID": ""}
+        env["EVALSTREAM_RETIRE_CLOSED"] = "1" if self.retire else "0"
         return WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir, env=env)
 
     def restart(self, how: str, fresh: bool, tag: str, *, settle: bool = False) -> float:
@@ -114,15 +132,32 @@ class Workers:
         asyncio.run(summaries_of(self.settings, lines, keys, 600))
         return time.perf_counter() - began
 
+    def failover(self, tag: str) -> float:
+        """Kill worker 0 for good and time until the probes' summaries: the group gives its
+        partitions to the others once its session is over, and they restore them from the
+        changelog (no local copy of them)."""
+        old = self.processes.pop(0)
+        old.process.kill()
+        old.process.wait()
+        began = time.perf_counter()
+        lines, keys = probe_lines(tag, self.settings.partitions)
+        asyncio.run(summaries_of(self.settings, lines, keys, 600))
+        return time.perf_counter() - began
+
     def stop(self) -> None:
         for process in self.processes:
             process.stop()
 
 
-def measure(bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: int, attempts: int) -> None:
+def measure(
+    bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: int, attempts: int, retire: bool
+) -> dict[str, float]:
+    """The figures (name -> value) it prints."""
+    figures: dict[str, float] = {}
     settings = isolated_settings(bootstrap, partitions=workers)
     asyncio.run(ensure_topics(settings))
-    group = Workers(settings, scratch, workers)
+    asyncio.run(create_compacting_fast(settings, changelog(settings)))
+    group = Workers(settings, scratch, workers, retire=retire)
     try:
         for process in group.processes:
             process.wait_ready()
@@ -130,25 +165,33 @@ def measure(bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: in
         keys = {f"closed-{index:06d}".encode() for index in range(runs)}
         asyncio.run(summaries_of(settings, list(run_lines(runs, tasks, attempts)), keys, 3600))
         folded = time.perf_counter() - began
-        per_run = changelog_bytes(settings) / runs
+        cleaned = until_retired(settings) if retire else 0.0
+        per_run = topic_bytes(settings, changelog(settings)) / runs
+        archived = topic_bytes(settings, settings.archive_topic) / runs
+        figures["changelog bytes per closed run"] = per_run
+        mode = "on" if retire else "off"
         print(
-            f"{runs:>7,} closed runs of {tasks * attempts} attempts, {workers} worker(s): folded in {folded:.0f} s, "
-            f"changelog {per_run:,.0f} bytes per closed run",
+            f"{runs:>7,} closed runs of {tasks * attempts} attempts, {workers} worker(s), retire {mode}: "
+            f"folded in {folded:.0f} s (+{cleaned:.0f} s until cleaned), "
+            f"changelog {per_run:,.0f} bytes per closed run, archive {archived:,.0f}",
             flush=True,
         )
         for how in ("clean", "kill -9"):
-            seconds = group.restart(how, False, f"{runs}-{how[:4]}-same")
+            seconds = figures[f"same dir, {how}"] = group.restart(how, False, f"{runs}-{how[:4]}-same")
             print(f"  restart, same dir,  same name, {how:<7}: first new summary after {seconds:5.1f} s", flush=True)
         if workers > 1:
-            return  # the other worker would take over, from a copy of its own the moves gave it
+            seconds = figures["failover, kill -9"] = group.failover(f"{runs}-failover")
+            print(f"  failover, worker 0 killed for good:   first new summary after {seconds:5.1f} s", flush=True)
+            return figures
         # Today's restarts need a dynamic member before them (one that leaves the group on a
         # clean stop): replace the static one, untimed.
         group.restart("clean", True, f"{runs}-dynamic", settle=True)
         for how in ("clean", "kill -9"):
-            seconds = group.restart(how, True, f"{runs}-{how[:4]}-fresh")
+            seconds = figures[f"fresh dir, {how}"] = group.restart(how, True, f"{runs}-{how[:4]}-fresh")
             print(f"  restart, fresh dir, no name,   {how:<7}: first new summary after {seconds:5.1f} s", flush=True)
     finally:
         group.stop()
+    return figures
 
 
 def main() -> None:
@@ -157,6 +200,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--attempts", type=int, default=5)
+    parser.add_argument("--retire", choices=["off", "on"], nargs="+", default=["off", "on"])
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (worker logs, broker state)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -164,14 +208,22 @@ def main() -> None:
         with cluster(os.environ.get("EVALSTREAM_BOOTSTRAP"), root / "broker") as bootstrap:
             for workers in args.workers:
                 for runs in args.runs:
-                    measure(
-                        bootstrap,
-                        root / f"{workers}-{runs}",
-                        runs,
-                        workers,
-                        tasks=args.tasks,
-                        attempts=args.attempts,
-                    )
+                    measured = {}
+                    for retire in args.retire:
+                        measured[retire] = measure(
+                            bootstrap,
+                            root / f"{workers}-{runs}-{retire}",
+                            runs,
+                            workers,
+                            tasks=args.tasks,
+                            attempts=args.attempts,
+                            retire=retire == "on",
+                        )
+                    if len(measured) == 2:
+                        ratios = ", ".join(
+                            f"{name} {value / measured['off'][name]:.2f}" for name, value in measured["on"].items()
+                        )
+                        print(f"  retire on / off, {runs:,} runs, {workers} worker(s): {ratios}", flush=True)
 
 
 if __name__ == "__main__":

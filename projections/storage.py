@@ -11,8 +11,16 @@ Everything else (the event count, keys per task, pass@k tallies, the redelivery 
 derived on restore (`run.rederive`), by the same code that maintains it live; trial and
 score counts are always summed from the tasks.
 
-Format: orjson objects, version field "v" (2, which added the log positions of trial and
-run-level events); arrays are base64 of their bytes in little-endian order.
+Format: orjson objects, version field "v" (2 added the log positions of trial and run-level
+events; 3 the archive); arrays are base64 of their bytes in little-endian order.
+
+**The archive.** A closed run whose parts are durable is retired out of the hot store: its
+whole stored form (header and tasks, these same encodings, as stored) goes into one archive
+record (`archive_to_bytes`: zlib-compressed JSON), and its header key then holds a marker
+(`marker_to_bytes`: where that record is, and its digest) in place of the header, its task
+keys nothing. A late event restores the run from the record (`restore_archived`), which is
+checked against the marker's digest first. The worker writes and reads them in that order
+(`worker.runtime.checkpoint`); this module only encodes.
 
 Versions. A part of an older version than `VERSION` (down to `OLDEST`) is read through
 `UPGRADES`, one step per version, as it is read: the run is then written back in the new
@@ -24,16 +32,21 @@ its partitions are assigned, before it consumes, and stops there: in a rolling u
 old worker given a partition the new one has written stops instead of folding it, and the
 group moves the partition on to a new worker. A version bump adds its step to `UPGRADES`;
 `tests/worker/test_storage_versions.py` restores a store written by version 2's code
-(`tests/fixtures/storage/`) with every later version.
+(`tests/fixtures/storage/`) with every later version. Version 3's parts are version 2's
+(the step only renumbers them); what it adds is the marker and the archive, which a worker
+of version 2 would take for a run that never was: its checkpoint records (`{"v": 3, ...}`)
+stop such a worker before it reads any.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import sys
+import zlib
 from array import array
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -44,11 +57,11 @@ from projections.declarations import Declarations
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
-VERSION = 2
+VERSION = 3
 """The version this code writes."""
 OLDEST = 2
 """The oldest version it reads (version 1 had no log positions, which revisions need)."""
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: lambda stored: {**stored, "v": 3}}
 """Version n -> the step that turns a stored part (header or task) of version n into n + 1."""
 
 
@@ -120,7 +133,11 @@ def task_to_bytes(task: TaskState) -> bytes:
 
 def task_from_bytes(task_id: str, data: bytes) -> TaskState:
     """A task as stored (its keys are decided again by `restore`)."""
-    stored = _checked(orjson.loads(data), f"task {task_id!r}")
+    return _task_of(task_id, orjson.loads(data))
+
+
+def _task_of(task_id: str, parsed: Any) -> TaskState:
+    stored = _checked(parsed, f"task {task_id!r}")
     trials = [sys.intern(trial) for trial in stored["trials"]]
     return TaskState(
         task_id,
@@ -151,9 +168,15 @@ def task_from_bytes(task_id: str, data: bytes) -> TaskState:
 
 def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> RunState:
     """The run as its stored parts say (`header` None: no run-level event was applied)."""
+    if marker_of(header) is not None:
+        raise ValueError(f"run {run_id!r} is archived: restore it from its archive record (`restore_archived`)")
+    return _restored(run_id, orjson.loads(header) if header is not None else None, tasks)
+
+
+def _restored(run_id: str, parsed: Any, tasks: Iterable[TaskState]) -> RunState:
     run = RunState(run_id)
-    if header is not None:
-        stored = _checked(orjson.loads(header), f"run {run_id!r} header")
+    if parsed is not None:
+        stored = _checked(parsed, f"run {run_id!r} header")
         for name in _HEADER_FIELDS:
             setattr(run, name, stored[name])
         run.run_events = _unpack("Q", stored["run_events"])
@@ -172,18 +195,93 @@ def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> Ru
     return run
 
 
+class ArchiveRef(NamedTuple):
+    """Where a retired run's archive record is (partition and offset of the archive topic),
+    and the digest its value must have."""
+
+    partition: int
+    offset: int
+    digest: str
+
+
+class ArchiveMismatch(ValueError):
+    """The record found where a marker points is not the run's archive."""
+
+
+_MARKER_START = b'{"archived":'
+"""How every marker begins (its first key): a header is told from a marker by its first
+bytes, without parsing a header that may hold a large run.started."""
+
+
+def digest_of(archive: bytes) -> str:
+    return hashlib.blake2b(archive, digest_size=16).hexdigest()
+
+
+def archive_to_bytes(header: bytes, tasks: Iterable[tuple[str, bytes]]) -> bytes:
+    """A run's archive record: its stored header and task parts (task id, bytes), as stored."""
+    document = {
+        "v": VERSION,
+        "header": orjson.Fragment(header),
+        "tasks": [[task_id, orjson.Fragment(blob)] for task_id, blob in tasks],
+    }
+    return zlib.compress(orjson.dumps(document), 6)
+
+
+def marker_to_bytes(ref: ArchiveRef) -> bytes:
+    """What a retired run's header key holds instead of its header."""
+    return orjson.dumps({"archived": ref._asdict(), "v": VERSION})
+
+
+def marker_of(header: bytes | None) -> ArchiveRef | None:
+    """The archive record a stored header key points to; None: a header (or nothing)."""
+    if header is None or not header.startswith(_MARKER_START):
+        return None
+    stored = orjson.loads(header)
+    if stored["v"] > VERSION:
+        raise NewerStore(stored["v"])
+    return ArchiveRef(**stored["archived"])
+
+
+def restore_archived(run_id: str, ref: ArchiveRef, archive: bytes) -> RunState:
+    """The run as its archive record says; `ArchiveMismatch` if the record is not the one
+    the marker names (its digest differs)."""
+    if digest_of(archive) != ref.digest:
+        raise ArchiveMismatch(
+            f"the archive record of run {run_id!r} at partition {ref.partition}, offset {ref.offset} is not the "
+            "one its marker names (its digest differs); the archive topic was changed: wipe the store and replay"
+        )
+    document = orjson.loads(zlib.decompress(archive))
+    if document["v"] > VERSION:
+        raise NewerStore(document["v"])
+    tasks = [_task_of(task_id, stored) for task_id, stored in document["tasks"]]
+    return _restored(run_id, document["header"], tasks)
+
+
 def checkpoint_to_bytes(offset: int) -> bytes:
-    """A partition's checkpoint record: the offset of the last event it covers. Version 2's
-    form is the offset's ASCII digits, which the workers before versioned checkpoints read;
-    later versions write {"v": version, "offset": offset}, which a worker of version 2 or
-    later refuses by its version (and one before it cannot parse), so that it stops."""
-    if VERSION == 2:
-        return str(offset).encode()
+    """A partition's checkpoint record: {"v": version, "offset": the offset of the last
+    event it covers}. A worker of version 2 or later refuses it by its version (and one
+    before cannot parse it), so that it stops."""
     return orjson.dumps({"v": VERSION, "offset": offset})
 
 
+def checkpoint_version(data: bytes) -> int:
+    """The storage version that wrote a checkpoint record."""
+    if data.isdigit():
+        return 2
+    version: int = orjson.loads(data)["v"]
+    return version
+
+
+def closed_header(header: bytes) -> bool:
+    """Whether a stored header key holds the header of a closed run (not a marker)."""
+    if marker_of(header) is not None:
+        return False
+    return _checked(orjson.loads(header), "run header")["closed_reason"] is not None
+
+
 def checkpoint_from_bytes(data: bytes) -> int:
-    """The offset a checkpoint record names; `NewerStore` if a newer version wrote it."""
+    """The offset a checkpoint record names (version 2's form: its ASCII digits);
+    `NewerStore` if a newer version wrote it."""
     if data.isdigit():
         return int(data)
     stored = orjson.loads(data)

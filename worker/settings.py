@@ -46,11 +46,20 @@ class Settings:
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
     cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "100")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
+    retire_closed: bool = field(default_factory=lambda: _env("RETIRE_CLOSED", "1") not in ("0", "false", "no"))
+    """Retire closed runs out of the changelog into the archive topic once durable, so that a
+    partition's restore reads only open runs (retired ones are restored on a late event
+    either way)."""
     instance_id: str | None = field(default_factory=lambda: _env("INSTANCE_ID", "") or None)
     """The worker's stable name in its group (KIP-345 static membership): a worker restarted
     under the same name takes its partitions back at once; unset, every start is a new member."""
     security: Security = field(default_factory=Security.from_env)
     """TLS and SASL (EVALSTREAM_SECURITY_PROTOCOL, _SASL_*, _SSL_*: `events.clients.security`)."""
+
+    @property
+    def archive_topic(self) -> str:
+        """Where retired runs are (`worker.runtime.archive`), named like faust's own topics."""
+        return f"{self.app_id}-archive"
 
     def with_overrides(self, **values: Any) -> Settings:
         """These settings with every non-None value of `values` (CLI flags) applied."""

@@ -30,17 +30,18 @@ class Write:
     """One write as the broker got it: an output (`stream`) or a changelog record."""
 
     stream: str
-    """"summary", "progress", "deadletter", or "changelog"."""
+    """"summary", "progress", "deadletter", "changelog" or "archive"."""
     partition: int
     key: bytes | None
-    value: bytes
+    value: bytes | None
+    """None: a changelog tombstone."""
     headers: tuple[tuple[str, bytes], ...] = ()
 
     @property
     def topic_partition(self) -> tuple[str, object]:
         """Writes in one topic partition keep their order: a changelog partition, or (since
         outputs are partitioned by key) an output topic's key."""
-        return (self.stream, self.partition if self.stream == "changelog" else self.key)
+        return (self.stream, self.partition if self.stream in ("changelog", "archive") else self.key)
 
 
 Message = tuple[int, bytes | None, bytes]
@@ -48,10 +49,29 @@ Message = tuple[int, bytes | None, bytes]
 
 
 class Store:
-    """A partitioned store over dicts: the `StoredState` the processor reads."""
+    """A partitioned store over dicts: the `StoredState` the processor reads; and the
+    archive topic as it stands (partition -> its records, in offset order), which outlives a
+    worker as the broker does."""
 
     def __init__(self, records: dict[int, dict[bytes, bytes]] | None = None) -> None:
         self.partitions = records or {}
+        self.archive: dict[int, list[tuple[bytes, bytes]]] = {}
+
+    def apply(self, write: Write) -> int:
+        """Take an acknowledged write (a changelog record or tombstone, or an archive record);
+        its offset in the archive for an archive record."""
+        assert write.key is not None
+        if write.stream == "archive":
+            assert write.value is not None
+            records = self.archive.setdefault(write.partition, [])
+            records.append((write.key, write.value))
+            return len(records) - 1
+        held = self.partitions.setdefault(write.partition, {})
+        if write.value is None:
+            held.pop(write.key, None)
+        else:
+            held[write.key] = write.value
+        return -1
 
     def get(self, partition: int, key: bytes) -> bytes | None:
         return self.partitions.get(partition, {}).get(key)
@@ -66,14 +86,14 @@ class Store:
         """The store a restarted worker restores: the durable changelog records, in order."""
         store = cls()
         for write in durable:
-            if write.stream == "changelog" and write.key is not None:
-                store.partitions.setdefault(write.partition, {})[write.key] = write.value
+            if write.stream in ("changelog", "archive"):
+                store.apply(write)
         return store
 
 
 @dataclass
 class Broker:
-    """The engine's `Outputs`, `Changelog` and `Seeker`, over one `Store`."""
+    """The engine's `Outputs`, `Changelog`, `Archive` and `Seeker`, over one `Store`."""
 
     store: Store
     choose: Callable[[list[Write]], int] = lambda candidates: 0
@@ -92,7 +112,11 @@ class Broker:
     refused: list[Write] = field(default_factory=list)
     gave_up: list[BaseException] = field(default_factory=list)
     """What the engine stopped on (its `on_failure`)."""
-    _pending: list[tuple[Write, asyncio.Future[None]]] = field(default_factory=list)
+    _pending: list[tuple[Write, asyncio.Future[Any]]] = field(default_factory=list)
+    archive: Archive = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.archive = Archive(self)
 
     async def send(self, item: Publish) -> Awaitable[Any]:
         write = Write(item.stream, -1, item.key, item.value, item.headers)
@@ -101,7 +125,7 @@ class Broker:
             raise RuntimeError("Error while sending") from too_large(write)
         return self._issue(write)
 
-    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
+    async def write(self, partition: int, key: bytes, value: bytes | None) -> Awaitable[Any]:
         return self._issue(Write("changelog", partition, key, value))
 
     async def commit(self, partition: int, offset: int) -> bool:
@@ -114,8 +138,8 @@ class Broker:
     async def seek(self, partition: int, offset: int) -> None:
         self.seeks.append((partition, offset))
 
-    def _issue(self, write: Write) -> asyncio.Future[None]:
-        acknowledged: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def _issue(self, write: Write) -> asyncio.Future[Any]:
+        acknowledged: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.issued.append(write)
         self._pending.append((write, acknowledged))
         return acknowledged
@@ -136,10 +160,11 @@ class Broker:
                 acknowledged.set_exception(too_large(write))
                 continue
             self.durable.append(write)
-            if write.stream == "changelog" and write.key is not None:
+            offset = -1
+            if write.stream in ("changelog", "archive") and write.key is not None:
                 # The local copy gets a write once acknowledged (`worker.runtime.changelog`).
-                self.store.partitions.setdefault(write.partition, {})[write.key] = write.value
-            acknowledged.set_result(None)
+                offset = self.store.apply(write)
+            acknowledged.set_result(offset if write.stream == "archive" else None)
 
     @property
     def pending(self) -> int:
@@ -150,8 +175,23 @@ class Broker:
         self.acknowledge(len(self._pending))
 
 
+class Archive:
+    """The archive topic of a `Broker`: writes acknowledged as the broker's others are, reads
+    of what it acknowledged."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[int]:
+        return self.broker._issue(Write("archive", partition, key, value))
+
+    async def read(self, partition: int, offset: int) -> tuple[bytes | None, bytes | None] | None:
+        records = self.broker.store.archive.get(partition, [])
+        return records[offset] if 0 <= offset < len(records) else None
+
+
 def too_large(write: Write) -> MessageSizeTooLargeError:
-    return MessageSizeTooLargeError(f"{len(write.value)} bytes")
+    return MessageSizeTooLargeError(f"{len(write.value or b'')} bytes")
 
 
 def new_engine(
@@ -169,6 +209,7 @@ def new_engine(
         broker,
         broker,
         broker,
+        archive=broker.archive,
         flush_interval=0.25,
         clock=clock,
         on_failure=fail,

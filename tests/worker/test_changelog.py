@@ -29,7 +29,7 @@ class FakeStore:
 def test_a_write_reaches_the_local_copy_once_acknowledged_and_a_refused_one_never() -> None:
     sent: list[asyncio.Future[Any]] = []
 
-    async def send(topic: str, key: bytes, value: bytes, partition: int, *rest: Any) -> asyncio.Future[Any]:
+    async def send(topic: str, key: bytes, value: bytes | None, partition: int, *rest: Any) -> asyncio.Future[Any]:
         sent.append(asyncio.get_running_loop().create_future())
         return sent[-1]
 
@@ -51,7 +51,11 @@ def test_a_write_reaches_the_local_copy_once_acknowledged_and_a_refused_one_neve
         with pytest.raises(RuntimeError):
             await refused
         await mark
+        tombstone = await state.write(0, b"t1", None)
+        assert b"t1" in data.dbs[0], "deleted locally before the broker acknowledged the tombstone"
+        sent[3].set_result(SimpleNamespace(offset=43))
+        await tombstone
 
     asyncio.run(go())
-    assert data.dbs[0] == {b"t1": b"one", checkpoint_key(0): b"7"}
+    assert data.dbs[0] == {checkpoint_key(0): b"7"}
     assert data.offsets == {TP("state-changelog", 0): 42}

@@ -6,12 +6,15 @@ import asyncio
 import gc
 from collections.abc import Callable
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events import builders
 from events.codec import encode
 from events.models import InputEvent
+from projections import storage
+from projections.storage import checkpoint_from_bytes
 from tests.strategies import run_logs
 from tests.worker.engine_harness import Broker, Message, Store, Write, drive, handled, new_engine
 from worker.runtime.processor import Processor, Record, Snapshot
@@ -29,8 +32,8 @@ def topic_logs(draw: st.DrawFn) -> list[Message]:
     for run_id in RUNS[: draw(st.integers(1, 3))]:
         events: list[InputEvent] = draw(run_logs(run_id=run_id))
         messages: list[Message] = [(PARTITION_OF[run_id], run_id.encode(), encode(event)) for event in events]
-        if draw(st.booleans()):
-            late = builders.trial("t0", "late", run_id=run_id)
+        for n in range(draw(st.integers(0, 2))):  # after the close: on a run retired, maybe
+            late = builders.trial("t0", f"late-{n}", run_id=run_id)
             messages.append((PARTITION_OF[run_id], run_id.encode(), encode(late)))
         for _ in range(draw(st.integers(0, 2))):
             messages.insert(draw(st.integers(0, len(messages))), draw(st.sampled_from(messages)))
@@ -47,9 +50,9 @@ def outputs(writes: list[Write]) -> tuple[dict[bytes | None, bytes], set[tuple[b
     """Each run's latest summary (a compacted topic keeps the last), and the dead letters.
     Progress is coalesced by time, so which progress events a worker publishes depends on
     its batches: neither progress nor the dead letters of refused progress are compared."""
-    latest = {write.key: write.value for write in writes if write.stream == "summary"}
+    latest = {write.key: write.value or b"" for write in writes if write.stream == "summary"}
     dead = {
-        (write.value, *(value for _, value in write.headers))
+        (write.value or b"", *(value for _, value in write.headers))
         for write in writes
         if write.stream == "deadletter" and not dict(write.headers)["evalstream.detail"].startswith(REFUSED_PROGRESS)
     }
@@ -104,12 +107,21 @@ def is_refusal_letter(write: Write) -> bool:
     return (("evalstream.reason", b"output-refused")) in write.headers
 
 
-def run_worker(messages: list[Message], store: Store, data: st.DataObject | None, refuse: Refusal = never) -> Broker:
-    """A worker over `messages`, restored from `store`: from each partition's checkpoint on."""
+def run_worker(
+    messages: list[Message], store: Store, data: st.DataObject | None, refuse: Refusal = never, *, cache_runs: int = 100
+) -> Broker:
+    """A worker over `messages`, restored from `store`: from each partition's checkpoint on.
+    With `data`, its cache holds 0, 1 or 100 runs (a late event on a retired run that left
+    it is restored from its archive record)."""
     broker = Broker(store, choose=acknowledgement_order(data) if data is not None else lambda candidates: 0)
     broker.refuse = refuse
     clock = [0.0]
-    processor = Processor(store, progress_interval=0.2, flush_every=data.draw(st.integers(1, 8)) if data else 1000)
+    processor = Processor(
+        store,
+        progress_interval=0.2,
+        flush_every=data.draw(st.integers(1, 8)) if data else 1000,
+        cache_runs=data.draw(st.sampled_from([0, 1, 100]), label="cache runs") if data else cache_runs,
+    )
     engine = new_engine(broker, processor, lambda: clock[0])
 
     async def go() -> None:
@@ -117,19 +129,36 @@ def run_worker(messages: list[Message], store: Store, data: st.DataObject | None
         if data is None:
             await drive(engine, broker, messages, first, clock=clock)
             return
-        await drive(
-            engine,
-            broker,
-            messages,
-            first,
-            clock=clock,
-            batch=lambda: data.draw(st.integers(1, 6)),
-            acknowledgements=lambda: data.draw(st.integers(0, 3)),
-            clock_step=lambda: data.draw(st.sampled_from([0.0, 0.1, 0.3])),
+        # A pause in the log, where every due checkpoint is written (and closed runs retired):
+        # the events after it are late ones on retired runs, as often as not.
+        lates = [at for at, (_, _, value) in enumerate(messages) if b'"late-' in value]
+        cut = data.draw(
+            st.sampled_from(lates) | st.integers(0, len(messages)) if lates else st.integers(0, len(messages)),
+            label="pause at",
         )
+        for part in (messages[:cut], messages):
+            await drive(
+                engine,
+                broker,
+                part,
+                first,
+                clock=clock,
+                batch=lambda: data.draw(st.integers(1, 6)),
+                acknowledgements=lambda: data.draw(st.integers(0, 3)),
+                clock_step=lambda: data.draw(st.sampled_from([0.0, 0.1, 0.3])),
+            )
+            first = {partition: max(first.get(partition, 0), offset) for partition, offset in _ends(part).items()}
 
     asyncio.run(go())
     return broker
+
+
+def _ends(messages: list[Message]) -> dict[int, int]:
+    """Each partition's offset after `messages`."""
+    ends: dict[int, int] = {}
+    for partition, _, _ in messages:
+        ends[partition] = ends.get(partition, 0) + 1
+    return ends
 
 
 @settings(max_examples=150, deadline=None)
@@ -138,21 +167,24 @@ def test_a_crash_after_any_prefix_of_the_acknowledged_writes_loses_no_output(
     messages: list[Message], data: st.DataObject
 ) -> None:
     """The worker's writes are acknowledged in an order the broker picks; a crash keeps the
-    writes acknowledged so far (in the changelog and in the output topics alike). A worker
-    restarted on that changelog, reading from its checkpoints, ends with every output a
-    crash-free worker publishes: each run's latest summary byte for byte, every dead letter
-    at least once. The broker may refuse some outputs for good: each is dead-lettered once,
-    the worker never gives up (`new_engine`), and the law still holds."""
+    writes acknowledged so far (in the changelog, the archive and the output topics alike:
+    archive records, markers and tombstones of retired runs too). A worker restarted on that
+    changelog, reading from its checkpoints, ends with every output a crash-free worker
+    publishes: each run's latest summary byte for byte, every dead letter at least once.
+    The broker may refuse some outputs for good: each is dead-lettered once, the worker
+    never gives up (`new_engine`), and the law still holds."""
     refuse = refusals(data)
     crash_free = run_worker(messages, Store(), None, refuse)
     want_latest, want_dead = outputs(crash_free.durable)
-    refused = sorted(write.value for write in crash_free.refused if write.stream != "deadletter")
-    letters = sorted(write.value for write in crash_free.durable + crash_free.refused if is_refusal_letter(write))
+    refused = sorted(write.value or b"" for write in crash_free.refused if write.stream != "deadletter")
+    letters = sorted(
+        write.value or b"" for write in crash_free.durable + crash_free.refused if is_refusal_letter(write)
+    )
     assert letters == refused
     assert crash_free.gave_up == []
     first = run_worker(messages, Store(), data, refuse)
     kept = first.durable[: data.draw(st.integers(0, len(first.durable)), label="crash after")]
-    restarted = run_worker(messages, Store.of(kept), None, refuse)
+    restarted = run_worker(messages, Store.of(kept), None, refuse, cache_runs=data.draw(st.sampled_from([0, 100])))
     got_latest, got_dead = outputs(kept + restarted.durable)
     assert got_latest == want_latest
     assert want_dead <= got_dead
@@ -296,8 +328,8 @@ def test_a_broker_slower_than_the_fetcher_holds_the_fetcher_back_at_two_checkpoi
         assert processor.partitions[0].handled == 0
 
     asyncio.run(go())
-    checkpoints = [write.value for write in broker.durable if write.key == b"o0"]
-    assert checkpoints == [b"1"]
+    checkpoints = [checkpoint_from_bytes(write.value or b"") for write in broker.durable if write.key == b"o0"]
+    assert checkpoints == [1]
 
 
 def test_a_checkpoint_is_done_when_durable_and_its_commit_does_not_hold_the_next() -> None:
@@ -324,7 +356,7 @@ def test_a_checkpoint_is_done_when_durable_and_its_commit_does_not_hold_the_next
             await asyncio.sleep(0)
 
     asyncio.run(go())
-    assert [write.value for write in broker.durable if write.key == b"o0"] == [b"0", b"1", b"2", b"3"]
+    assert [checkpoint_from_bytes(write.value or b"") for write in broker.durable if write.key == b"o0"] == [0, 1, 2, 3]
     assert broker.commits == {0: 4}  # the newest, after the one under way; those between were overtaken
     assert broker.commit_calls == 2
 
@@ -392,3 +424,83 @@ def test_a_run_leaves_the_cache_only_once_its_writes_are_acknowledged() -> None:
     want, _ = outputs(run_worker([(0, b"run-a", encode(event)) for event in events], Store(), None).durable)
     got, _ = outputs(broker.durable)
     assert got == want
+
+
+def test_a_crash_after_every_prefix_of_a_retirement_restores_the_run_for_its_late_events() -> None:
+    """Closed runs retired (archive records, markers, tombstones), their late events after
+    a crash at every point of those writes: each late event gives the revision one pass over
+    the log gives, byte for byte, from the run's parts or from its archive record."""
+    messages: list[Message] = []
+    for run_id in ("run-a", "run-c"):
+        tasks = [builders.task_spec(f"t{n}") for n in range(3)]
+        events: list[InputEvent] = [builders.started(run_id, tasks)]
+        events += [builders.trial(f"t{n}", f"{run_id}-{n}", run_id=run_id) for n in range(3)]
+        events.append(builders.closed(run_id))
+        messages += [(0, run_id.encode(), encode(event)) for event in events]
+    late: list[Message] = [
+        (0, run_id.encode(), encode(builders.trial("t1", f"late-{run_id}", run_id=run_id)))
+        for run_id in ("run-a", "run-c")
+    ]
+    want, _ = outputs(run_worker(messages + late, Store(), None).durable)
+    first = run_worker(messages, Store(), None, cache_runs=0)
+    retiring = [at for at, write in enumerate(first.durable) if write.stream == "archive"]
+    assert len(retiring) == 2, "both closed runs were retired"
+    assert first.store.partitions[0].keys() == {b'h"run-a"', b'h"run-c"', b"o0"}, "only markers are left"
+    for crash in range(retiring[0], len(first.durable) + 1):
+        kept = first.durable[:crash]
+        restarted = run_worker(messages + late, Store.of(kept), None, cache_runs=0)
+        got, _ = outputs(kept + restarted.durable)
+        assert got == want, f"crash after {crash} writes"
+        assert [orjson.loads(got[run.encode()])["revision"] for run in ("run-a", "run-c")] == [2, 2]
+
+
+def test_a_run_restored_while_its_retirement_is_being_written_writes_every_part_back() -> None:
+    """A late event between the archive's acknowledgement and the marker's: the run is
+    restored from its parts, still in the local copy, and the marker lands after. Its next
+    checkpoint must write every part back (not only the task the event changed), or the
+    marker would hide the late event from the next restore."""
+    tasks = [builders.task_spec("t0"), builders.task_spec("t1")]
+    events: list[InputEvent] = [builders.started("run-a", tasks)]
+    events += [builders.trial(f"t{n}", f"run-a-{n}", run_id="run-a") for n in range(2)]
+    events += [builders.closed("run-a"), builders.trial("t1", "late-1", run_id="run-a")]
+    messages: list[Message] = [(0, b"run-a", encode(event)) for event in events]
+    later: list[Message] = [(0, b"run-a", encode(builders.trial("t0", "late-2", run_id="run-a")))]
+    store = Store()
+    broker = Broker(store)
+    clock = [0.0]
+    engine = new_engine(broker, Processor(store, cache_runs=0), lambda: clock[0])
+    records = [Record(offset, key, value) for offset, (_, key, value) in enumerate(messages)]
+
+    async def settled() -> None:
+        while engine.checkpointing or broker.pending:
+            broker.acknowledge_all()
+            await asyncio.sleep(0)
+
+    async def go() -> None:
+        engine.assigned([0])
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, records[:4])
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # the close's checkpoint
+        await settled()
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # the retirement's
+        while not any(write.stream == "archive" for write in broker.durable):
+            broker.acknowledge(1)
+            await asyncio.sleep(0)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert storage.marker_of(store.partitions[0][b'h"run-a"']) is None, "the marker is not acknowledged yet"
+        await engine.handle(0, records[4:])
+        await settled()
+        clock[0] += 1.0
+        await engine.tick(rebalancing=False)
+        await settled()
+
+    asyncio.run(go())
+    assert storage.marker_of(store.partitions[0][b'h"run-a"']) is None, "back in the changelog, every part"
+    restarted = run_worker(messages + later, Store.of(broker.durable), None, cache_runs=0)
+    got, _ = outputs(broker.durable + restarted.durable)
+    want, _ = outputs(run_worker(messages + later, Store(), None).durable)
+    assert got == want
+    assert orjson.loads(got[b"run-a"])["revision"] == 3

@@ -15,6 +15,7 @@ from events import builders
 from events.codec import encode, encode_payload
 from events.models import InputEvent
 from projections.run import RunState
+from projections.storage import checkpoint_to_bytes
 from projections.summary import summary, summary_bytes
 from tests.builders import fold
 from tests.worker.engine_harness import Store
@@ -84,7 +85,7 @@ def test_a_snapshot_holds_each_changed_part_once_and_names_the_last_offset() -> 
     snapshot = processor.snapshot(0)
     assert snapshot is not None
     assert [key for key, _ in snapshot.records] == [b'h"run"', b't["run","a"]']
-    assert snapshot.checkpoint == (checkpoint_key(0), b"42")
+    assert snapshot.checkpoint == (checkpoint_key(0), checkpoint_to_bytes(42))
     assert processor.snapshot(0) is None  # nothing new since
     assert processor.unsaved() == []
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -148,3 +149,61 @@ def test_a_local_copy_not_in_the_changelog_is_wiped_and_one_in_it_kept(bootstrap
     assert asyncio.run(verify_local_copies(settings, topic, paths)) == [1]
     assert paths[0].exists()
     assert not paths[1].exists()
+
+
+def test_closed_runs_are_retired_and_a_fresh_worker_restores_only_markers_and_open_runs(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    """Closed runs leave the changelog once durable (a marker each, their task records
+    compacted away); a worker on an empty data dir restores the partition from what is
+    left, and a late event on a retired run restores it from the archive: revision 2, byte
+    for byte what replay gives; then the run is retired again."""
+    from worker.local.records import create_compacting_fast, read_whole
+
+    settings = isolated_settings(bootstrap)
+    changelog = f"{settings.app_id}-state-changelog"
+    asyncio.run(ensure_topics(settings))
+    asyncio.run(create_compacting_fast(settings, changelog))
+    closed = {
+        f"closed-{n}": [orjson.dumps(e) for e in synthetic_run(f"closed-{n}", tasks=4, attempts=2, seed=n)]
+        for n in range(3)
+    }
+    opened = [orjson.dumps(e) for e in synthetic_run("open-across", tasks=3, attempts=4, seed=9)]
+    late = encode(builders.trial("task-00001", "late-trial", run_id="closed-1"))
+    head, middle, tail = opened[:10], opened[10:-6], opened[-6:]
+    before = [line for lines in closed.values() for line in lines] + head
+    want = {orjson.loads(line)["run_id"].encode(): line for line in replayed([*before, *middle, late, *tail])}
+
+    def task_keys(records: list[Any]) -> set[str]:
+        return {orjson.loads(r.key[1:])[0] for r in records if r.key.startswith(b"t") and r.value is not None}
+
+    first = WorkerProcess(settings, tmp_path / "first")
+    try:
+        first.wait_ready()
+        asyncio.run(publish(settings, before))
+        latest_summaries(settings, {run.encode(): replayed(lines)[0] for run, lines in closed.items()})
+        for line in middle:  # the open run goes on: its checkpoints roll segments, the cleaner runs
+            asyncio.run(publish(settings, [line]))
+            time.sleep(0.6)
+        deadline = time.monotonic() + 90
+        while left := task_keys(hot := read_whole(settings, changelog)) & set(closed):
+            assert time.monotonic() < deadline, f"closed runs' task records still in the changelog: {left}"
+            # A write rolls the active segment (segment.ms), so that the cleaner takes it.
+            nudge = builders.trial("task-00000", f"nudge-{time.time()}", run_id="nudge")
+            asyncio.run(publish(settings, [encode(nudge)]))
+            time.sleep(2)
+    finally:
+        first.stop()
+    assert task_keys(hot) <= {"open-across", "nudge"}, "what a restore reads: the open runs' parts"
+    assert "open-across" in task_keys(hot)
+    markers = {r.key for r in hot if r.value is not None and storage.marker_of(r.value) is not None}
+    assert markers == {f'h"{run}"'.encode() for run in closed}
+    assert read_whole(settings, settings.archive_topic), "the archive holds the retired runs"
+    second = WorkerProcess(settings.with_overrides(web_port=free_port()), tmp_path / "fresh")
+    try:
+        asyncio.run(publish(settings, [late, *tail]))
+        got = latest_summaries(settings, want)
+    finally:
+        second.stop()
+    assert {key: got.get(key) for key in want} == want  # byte for byte
+    assert orjson.loads(got[b"closed-1"])["revision"] == 2

@@ -214,7 +214,9 @@ REFUSALS = {
         "producer", ("gate", "a", "b"), ("not authorised for topic '{summaries}': user 'producer'",)
     ),
     "the reader runs a worker": Refusal(
-        "reader", ("worker",), ("not authorised for topics '{deadletter}', '{events}'", "may neither see nor create")
+        "reader",
+        ("worker",),
+        ("not authorised for topics '{archive}', '{deadletter}', '{events}'", "may neither see nor create"),
     ),
 }
 
@@ -226,6 +228,7 @@ def test_a_refused_client_is_told_why_at_once(
     topics = cluster.settings
     names = {
         **{"events": topics.events_topic, "summaries": topics.summaries_topic, "deadletter": topics.deadletter_topic},
+        "archive": Settings().archive_topic,  # the commands run under the default app id
         "other_ca": str(cluster.other_ca),
     }
     variables = {key: value.format(**names) for key, value in refusal.variables.items()}

@@ -15,13 +15,15 @@ import orjson
 import pytest
 
 from events import builders
-from events.codec import encode
+from events.codec import encode, encode_payload
 from projections import storage
+from projections.run import RunState
 from projections.storage import NewerStore
+from projections.summary import summary
 from tests.fixtures.storage.make_v2 import CHECKPOINTED, records
 from tests.worker.engine_harness import Store
 from worker.commands.replay import replay
-from worker.runtime.keys import checkpoint_key, header_key
+from worker.runtime.keys import checkpoint_key, header_key, task_id_of, task_prefix
 from worker.runtime.processor import Processor, Record
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "storage"
@@ -69,21 +71,30 @@ def test_the_version_2_store_restores_and_goes_on_as_replay_does() -> None:
     assert orjson.loads(latest["fixture-closed"])["revision"] == 2
 
 
-def test_a_version_bump_reads_the_version_2_store_through_its_upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the next version does: it writes version 3 and upgrades version 2 parts as read."""
-    upgraded: list[int] = []
-
-    def two_to_three(stored: dict[str, object]) -> dict[str, object]:
-        upgraded.append(1)
-        return {**stored, "v": 3}
-
-    monkeypatch.setattr(storage, "VERSION", 3)
-    monkeypatch.setitem(storage.UPGRADES, 2, two_to_three)
+def test_this_version_writes_its_own_and_reads_version_2_through_the_upgrade() -> None:
     latest, store = resumed_from_fixture()
     assert latest == replayed(log())
-    assert upgraded, "the version 2 parts went through the upgrade"
-    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {"v": 3, "offset": len(log()) - 1}
-    assert orjson.loads(store.partitions[0][header_key("fixture-open")])["v"] == 3
+    version = storage.VERSION
+    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {"v": version, "offset": len(log()) - 1}
+    assert orjson.loads(store.partitions[0][header_key("fixture-open")])["v"] == version
+
+
+def test_a_version_bump_reads_the_version_2_store_through_its_upgrades(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the next version does: it writes its own and upgrades older parts as read, step by step."""
+    upgraded: list[int] = []
+    later = storage.VERSION + 1
+
+    def step(stored: dict[str, object]) -> dict[str, object]:
+        upgraded.append(1)
+        return {**stored, "v": later}
+
+    monkeypatch.setattr(storage, "VERSION", later)
+    monkeypatch.setitem(storage.UPGRADES, later - 1, step)
+    latest, store = resumed_from_fixture()
+    assert latest == replayed(log())
+    assert upgraded, "the version 2 parts went through the upgrades"
+    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {"v": later, "offset": len(log()) - 1}
+    assert orjson.loads(store.partitions[0][header_key("fixture-open")])["v"] == later
 
 
 def test_a_store_of_a_newer_version_stops_the_worker_before_it_consumes() -> None:
@@ -101,6 +112,7 @@ def test_a_store_of_a_newer_version_stops_the_worker_before_it_consumes() -> Non
 def test_a_run_stored_by_a_newer_version_is_refused_not_dead_lettered() -> None:
     """Its event is not in the state: the worker stops, and no checkpoint may cover it."""
     store = fixture_store()
+    store.partitions[0][checkpoint_key(0)] = storage.checkpoint_to_bytes(CHECKPOINTED - 1)  # no scan at assignment
     key = header_key("fixture-closed")
     store.partitions[0][key] = store.partitions[0][key].replace(b'"v":2', b'"v":%d' % (storage.VERSION + 1))
     processor = Processor(store)
@@ -117,3 +129,44 @@ def test_a_part_older_than_the_oldest_version_read_is_refused_with_the_fix() -> 
     key = header_key("fixture-closed")
     with pytest.raises(ValueError, match="wipe the store and replay the topic"):
         storage.restore("fixture-closed", store.partitions[0][key].replace(b'"v":2', b'"v":1'), [])
+
+
+def test_a_version_2_run_archived_as_stored_restores_as_its_parts_do_and_a_wrong_record_is_refused() -> None:
+    store = fixture_store().partitions[0]
+    header = store[header_key("fixture-closed")]
+    parts = [
+        (task_id_of(key), value)
+        for key, value in sorted(store.items())
+        if key.startswith(task_prefix("fixture-closed"))
+    ]
+    archive = storage.archive_to_bytes(header, parts)
+    ref = storage.ArchiveRef(0, 7, storage.digest_of(archive))
+    assert storage.marker_of(storage.marker_to_bytes(ref)) == ref
+    assert storage.marker_of(header) is None
+    hot = storage.restore("fixture-closed", header, [storage.task_from_bytes(task, blob) for task, blob in parts])
+    archived = storage.restore_archived("fixture-closed", ref, archive)
+    assert summary_bytes(archived) == summary_bytes(hot)
+    with pytest.raises(storage.ArchiveMismatch, match="digest differs"):
+        storage.restore_archived("fixture-closed", ref._replace(digest=storage.digest_of(b"another")), archive)
+
+
+def summary_bytes(run: RunState) -> bytes:
+    return encode_payload(summary(run))
+
+
+def test_the_closed_runs_of_a_version_2_store_are_retired_once_assigned() -> None:
+    store = fixture_store()
+    processor = Processor(store)
+    processor.assign([0])
+    snapshot = processor.snapshot(0)
+    assert snapshot is not None
+    assert [retirement.run_id for retirement in snapshot.retirements] == ["fixture-closed"]
+    assert snapshot.records == ()
+    [retirement] = snapshot.retirements
+    ref = storage.ArchiveRef(0, 0, storage.digest_of(retirement.archive))
+    archived = storage.restore_archived("fixture-closed", ref, retirement.archive)
+    parts = store.partitions[0]
+    tasks = [storage.task_from_bytes(task_id_of(key), parts[key]) for key in retirement.task_keys]
+    hot = storage.restore("fixture-closed", parts[header_key("fixture-closed")], tasks)
+    assert summary_bytes(archived) == summary_bytes(hot)
+    assert len(retirement.task_keys) == 3

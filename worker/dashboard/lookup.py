@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from events.outputs import RunSummary
 from worker.settings import Settings
-from worker.topic_reader import topic_reader
+from worker.topic_reader import record_at, topic_reader
 
 log = logging.getLogger(__name__)
 
@@ -64,20 +64,13 @@ class TopicLookup:
                 )
                 if consumer is None:
                     return None
-            place = TopicPartition(self.settings.summaries_topic, partition)
-            consumer.assign([place])
-            consumer.seek(place, offset)
-            while True:
-                batch = (await consumer.getmany(place, timeout_ms=500, max_records=1)).get(place, [])
-                if not batch:
-                    continue
-                record = batch[0]
-                if record.offset != offset or record.value is None:
-                    return None  # compacted away: a newer record of the run replaced it
-                try:
-                    return RunSummary.model_validate_json(record.value)
-                except ValidationError:
-                    return None
+            record = await record_at(consumer, TopicPartition(self.settings.summaries_topic, partition), offset)
+            if record is None or record.value is None:
+                return None  # compacted away: a newer record of the run replaced it
+            try:
+                return RunSummary.model_validate_json(record.value)
+            except ValidationError:
+                return None
 
     async def close(self) -> None:
         if self._consumer is not None:

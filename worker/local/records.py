@@ -6,6 +6,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
 
@@ -39,3 +41,48 @@ async def _read(settings: Settings, topic: str, until: int, timeout: float) -> l
         return records
     finally:
         await consumer.stop()
+
+
+def read_whole(settings: Settings, topic: str, *, timeout: float = 60.0) -> list[Record]:
+    """Every record of `topic`, from its start to its end as of the call (tombstones too)."""
+    return asyncio.run(_read_whole(settings, topic, timeout))
+
+
+async def _read_whole(settings: Settings, topic: str, timeout: float) -> list[Record]:
+    deadline = time.monotonic() + timeout
+    consumer = await topic_reader(settings, topic, wait=timeout)
+    if consumer is None:
+        return []
+    records: list[Record] = []
+    try:
+        ends = await consumer.end_offsets(list(consumer.assignment()))
+        while [place for place, end in ends.items() if await consumer.position(place) < end]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic} not read to its end within {timeout:.0f} s")
+            for batch in (await consumer.getmany(timeout_ms=200)).values():
+                records.extend(
+                    Record(r.key, r.value, r.partition, r.offset, {k: bytes(v) for k, v in r.headers}) for r in batch
+                )
+        return records
+    finally:
+        await consumer.stop()
+
+
+COMPACT_FAST = {
+    "cleanup.policy": "compact",
+    "segment.ms": "500",
+    "min.cleanable.dirty.ratio": "0.01",
+    "min.compaction.lag.ms": "0",
+    "delete.retention.ms": "0",
+}
+"""A compacted topic the broker cleans as soon as it can (its cleaner passes every 15 s)."""
+
+
+async def create_compacting_fast(settings: Settings, topic: str) -> None:
+    """Create `topic` (the settings' partitions) compacted as fast as the broker allows."""
+    admin = AIOKafkaAdminClient(**settings.client_options())
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, settings.partitions, 1, topic_configs=COMPACT_FAST)])
+    finally:
+        await admin.close()

@@ -11,8 +11,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
 from worker.local import broker
 from worker.local.chaos import (
     Group,
@@ -27,7 +25,7 @@ from worker.local.chaos import (
 from worker.local.clusters import local_broker
 from worker.local.poison import STATEFUL, poisons
 from worker.local.processes import isolated_settings
-from worker.local.records import read_topic
+from worker.local.records import create_compacting_fast, read_topic
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 
@@ -189,24 +187,7 @@ def state_edges(bootstrap: str, root: Path, *, restarts: int, tasks: int, second
     """One run over four partitions, so three changelog partitions stay empty, and a
     changelog compacted as fast as the broker allows: restarts must recover both."""
     settings = _prepared(bootstrap, partitions=4)
-    changelog = f"{settings.app_id}-state-changelog"
-    compact_fast = {
-        "cleanup.policy": "compact",
-        "segment.ms": "500",
-        "min.cleanable.dirty.ratio": "0.01",
-        "min.compaction.lag.ms": "0",
-        "delete.retention.ms": "0",
-    }
-
-    async def create() -> None:
-        admin = AIOKafkaAdminClient(**settings.client_options())
-        await admin.start()
-        try:
-            await admin.create_topics([NewTopic(changelog, 4, 1, topic_configs=compact_fast)])
-        finally:
-            await admin.close()
-
-    asyncio.run(create())
+    asyncio.run(create_compacting_fast(settings, f"{settings.app_id}-state-changelog"))
     rng = random.Random(seed)
     log = chaos_log("edge", runs=1, tasks=tasks, attempts=5, seed=seed)
     faults = [lambda group: _kill_one(group, rng, replace=True) for _ in range(restarts)]

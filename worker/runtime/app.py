@@ -27,6 +27,7 @@ from faust.types import TP
 from events.codec import MAX_EVENT_BYTES
 from projections.storage import NewerStore
 from worker.runtime import consumer, internals, web
+from worker.runtime.archive import TopicArchive
 from worker.runtime.changelog import TableState, verify_local_copies
 from worker.runtime.engine import Engine
 from worker.runtime.metrics import WorkerMetrics
@@ -45,6 +46,17 @@ ROCKSDB_OPTIONS = {
 """Per partition. faust's defaults (a 2 GiB block cache, three 64 MiB write buffers) let
 RSS grow with the store for as long as the worker runs; the run cache in front of the store
 is what keeps hot runs in memory."""
+
+CHANGELOG_CONFIGS = {
+    "segment.ms": str(10 * 60 * 1000),
+    "min.cleanable.dirty.ratio": "0.1",
+    "delete.retention.ms": str(10 * 60 * 1000),
+}
+"""The changelog topic's, past faust's `cleanup.policy=compact`: the broker cleans only
+rolled segments, so at Kafka's defaults (a segment rolls at 1 GiB or 7 days, tombstones are
+kept a day) the records of retired runs stayed for a week in a worker's changelog and every
+restore from its start read them. A reader that misses a tombstone because it was cleaned
+mid-read keeps a task record of a retired run, which the run's marker makes unread."""
 
 
 def _credentials(settings: Settings) -> Any:
@@ -160,6 +172,7 @@ def build_app(settings: Settings, refused: list[NewerStore] | None = None) -> fa
         value_type=bytes,
         partitions=settings.partitions,
         options=ROCKSDB_OPTIONS,
+        extra_topic_configs=CHANGELOG_CONFIGS,
     )
     app.tables.add(table)
     state = TableState(app, table, settings.events_topic)
@@ -169,7 +182,9 @@ def build_app(settings: Settings, refused: list[NewerStore] | None = None) -> fa
         progress_interval=settings.progress_interval,
         flush_every=settings.flush_every,
         cache_runs=settings.cache_runs,
+        retire=settings.retire_closed,
     )
+    archive = TopicArchive(app, settings)
 
     async def stop_worker(error: BaseException) -> None:
         log.critical("stopping: the broker refused a write the state depends on (%r); a restart resumes safely", error)
@@ -187,6 +202,7 @@ def build_app(settings: Settings, refused: list[NewerStore] | None = None) -> fa
         _Producer(app, settings),
         state,
         _Seeker(app, settings.events_topic),
+        archive=archive,
         flush_interval=settings.flush_interval,
         clock=time.monotonic,
         on_failure=stop_worker,
@@ -241,5 +257,6 @@ def build_app(settings: Settings, refused: list[NewerStore] | None = None) -> fa
     @app.on_before_shutdown.connect
     async def shutting_down(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         await engine.revoked(timeout=settings.session_timeout)
+        await archive.close()
 
     return app

@@ -36,6 +36,9 @@ class CachedRun:
     """When its last progress event was published (the worker's monotonic clock)."""
     closed: bool = False
     """Whether the cache files it with the closed runs."""
+    archived: bool = False
+    """The store holds (or the checkpoint being written puts there) the run's marker in place
+    of its parts: its next change writes every part back, the header last."""
 
     @property
     def pinned(self) -> bool:
@@ -56,6 +59,13 @@ class RunCache:
     def __iter__(self) -> Iterator[CachedRun]:
         yield from self._open.values()
         yield from self._closed.values()
+
+    def __contains__(self, run_id: str) -> bool:
+        return run_id in self._open or run_id in self._closed
+
+    def peek(self, run_id: str) -> CachedRun | None:
+        """The run if held, leaving its place in the order as it is."""
+        return self._open.get(run_id) or self._closed.get(run_id)
 
     def get(self, run_id: str) -> CachedRun | None:
         """The run, now the most recently used, if held."""

@@ -58,16 +58,21 @@ class TableState:
     def scan(self, partition: int, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         return internals.scan(internals.partition_db(self.table, partition), prefix)
 
-    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[Any]:
+    async def write(self, partition: int, key: bytes, value: bytes | None) -> Awaitable[Any]:
         topic = self.table.changelog_topic.get_topic_name()
         sent = await self.app.producer.send(topic, key, value, partition, None, None)
         return self._acknowledged(TP(topic, partition), key, value, sent)
 
-    async def _acknowledged(self, tp: TP, key: bytes, value: bytes, sent: Awaitable[Any]) -> Any:
+    async def _acknowledged(self, tp: TP, key: bytes, value: bytes | None, sent: Awaitable[Any]) -> Any:
         """Awaited by the checkpoint in the order written: a refused write raises before it
-        reaches the local copy, and the copy stays a prefix of the changelog."""
+        reaches the local copy, and the copy stays a prefix of the changelog (a tombstone
+        deletes the key there, as faust's recovery does when it reads one)."""
         metadata = await sent
-        internals.partition_db(self.table, tp.partition)[key] = value
+        db = internals.partition_db(self.table, tp.partition)
+        if value is None:
+            del db[key]
+        else:
+            db[key] = value
         if key == checkpoint_key(tp.partition):
             self.table.data.set_persisted_offset(tp, metadata.offset)
         return metadata

@@ -29,6 +29,11 @@ broker answers it, is handled once: counted, logged and replaced by its dead let
 partition goes on. Sent again after a restart, it would be refused again: without this
 the partition would fail at the same offset for ever.
 
+**Retired runs.** A batch that names a run retired out of the hot store (a late event
+after its close: `worker.runtime.processor`) waits, before it is handled, for the run's
+archive record, read back by offset; one that is not there, or not the run's, stops the
+worker (the run's state is gone, and folding the event into an empty run would be wrong).
+
 **Ownership.** `revoked` (a rebalance or a stop has begun) bumps the epoch: handling and
 checkpoints begun before it write nothing more, it waits for the checkpoints in flight and
 for every changelog write to be acknowledged, so that the next owner restores all of it,
@@ -39,10 +44,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from worker.runtime.checkpoint import Changelog, Sent, checkpoint
+from projections.storage import digest_of
+from worker.runtime.checkpoint import Archive, Changelog, Sent, checkpoint
 from worker.runtime.commits import Commits
 from worker.runtime.outputs import Publish, Source, refused_output
 from worker.runtime.processor import Processor, Record
@@ -72,6 +78,7 @@ class Engine:
         changelog: Changelog,
         seeker: Seeker,
         *,
+        archive: Archive,
         flush_interval: float,
         clock: Callable[[], float],
         on_failure: Callable[[BaseException], Awaitable[None]],
@@ -86,6 +93,7 @@ class Engine:
         self.outputs = outputs
         self.changelog = changelog
         self.seeker = seeker
+        self.archive = archive
         self.flush_interval = flush_interval
         self.clock = clock
         self.on_failure = on_failure
@@ -188,11 +196,14 @@ class Engine:
             if now - self._checkpointed_at.get(partition, -1e9) >= self.flush_interval:
                 self._start_checkpoint(partition, epoch)
 
-    async def handle(self, partition: int, records: Iterable[Record]) -> None:
+    async def handle(self, partition: int, records: Sequence[Record]) -> None:
         """A batch of one events partition's records, fetched after the last `tick`."""
         if partition not in self._ready:
             return  # fetched before the partition's rewind: it is read again after it
-        items = self.processor.handle(partition, records, self.clock())
+        archives = await self._archives(partition, records)
+        if archives is None or partition not in self._ready:
+            return  # the worker stops, or a rebalance began: the batch is read again
+        items = self.processor.handle(partition, records, self.clock(), archives)
         # Shielded: faust cancels its fetcher task on a stop, and a batch whose state has
         # changed must have all its outputs sent before a snapshot can cover it.
         sending = self._sending[partition] = asyncio.ensure_future(self._send(partition, items, self.epoch))
@@ -204,6 +215,29 @@ class Engine:
                 # fetcher's task) is what bounds the changes in memory to two checkpoints'.
                 await asyncio.shield(writing)
             self._start_checkpoint(partition, self.epoch)
+
+    async def _archives(self, partition: int, records: Sequence[Record]) -> dict[str, bytes] | None:
+        """The archive records of the retired runs `records` name (None: one is lost, and
+        the worker stops). Asked again after each read, until nothing more is needed: the
+        checkpoint under way may retire another of the batch's runs meanwhile."""
+        fetched: dict[str, bytes] = {}
+        while needed := self.processor.archives_needed(partition, records, fetched):
+            for run_id, ref in needed.items():
+                record = await self.archive.read(ref.partition, ref.offset)
+                value = record[1] if record is not None and record[0] == run_id.encode() else None
+                if value is not None and digest_of(value) == ref.digest:
+                    fetched[run_id] = value
+                    continue
+                what = "missing" if record is None else "another record"
+                error = LookupError(
+                    f"run {run_id!r} is retired and its archive record (archive partition {ref.partition}, "
+                    f"offset {ref.offset}) is {what}: the archive topic was deleted or changed, and the run's "
+                    "state with it; replay the events topic into a new app id"
+                )
+                log.critical("stopping: %s", error)
+                await self.on_failure(error)
+                return None
+        return fetched
 
     async def _send(self, partition: int, items: list[Publish], epoch: int) -> None:
         for item in items:
@@ -267,6 +301,7 @@ class Engine:
                     outputs,
                     self.processor,
                     self.changelog,
+                    self.archive,
                     still_owner=lambda: epoch == self.epoch,
                     commit=self._commits.request,
                     refused=lambda item, error: self._refused(partition, item, error),

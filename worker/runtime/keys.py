@@ -1,6 +1,7 @@
 """The worker's store keys (one changelog-backed table, partitioned like the events topic).
 
-- `h"<run>"`: a run's header (`projections.storage.header_to_bytes`);
+- `h"<run>"`: a run's header (`projections.storage.header_to_bytes`), or once the run is
+  retired its marker (`marker_to_bytes`: where its archive record is);
 - `t["<run>","<task>"]`: one task of a run (`task_to_bytes`); none for a declared task that
   nothing has arrived for;
 - `o<partition>`: the checkpoint of an events partition: the offset of the last event whose
@@ -18,6 +19,16 @@ import orjson
 
 def header_key(run_id: str) -> bytes:
     return b"h" + orjson.dumps(run_id)
+
+
+HEADER_PREFIX = b'h"'
+"""What every `header_key` starts with."""
+
+
+def run_id_of(key: bytes) -> str:
+    """The run of a `header_key`."""
+    run_id: str = orjson.loads(key[1:])
+    return run_id
 
 
 def task_key(run_id: str, task_id: str) -> bytes:

@@ -32,6 +32,13 @@ def wanted_topics(settings: Settings) -> list[NewTopic]:
             topic_configs={"cleanup.policy": "compact", "max.message.bytes": str(SUMMARY_MAX_BYTES)},
         ),
         NewTopic(settings.deadletter_topic, settings.partitions, 1, topic_configs=deadletter_config),
+        # A retired run's whole stored form, compressed: at most a producer request.
+        NewTopic(
+            settings.archive_topic,
+            settings.partitions,
+            1,
+            topic_configs={"cleanup.policy": "compact", "max.message.bytes": str(SUMMARY_MAX_BYTES + 64 * 1024)},
+        ),
     ]
 
 
