@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
@@ -34,10 +36,7 @@ async def _read(settings: Settings, topic: str, until: int, timeout: float) -> l
     records: list[Record] = []
     try:
         while len(records) < until and time.monotonic() < deadline:
-            for batch in (await consumer.getmany(timeout_ms=200)).values():
-                records.extend(
-                    Record(r.key, r.value, r.partition, r.offset, {k: bytes(v) for k, v in r.headers}) for r in batch
-                )
+            records.extend(_fetched(await consumer.getmany(timeout_ms=200)))
         return records
     finally:
         await consumer.stop()
@@ -59,10 +58,7 @@ async def _read_whole(settings: Settings, topic: str, timeout: float) -> list[Re
         while [place for place, end in ends.items() if await consumer.position(place) < end]:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{topic} not read to its end within {timeout:.0f} s")
-            for batch in (await consumer.getmany(timeout_ms=200)).values():
-                records.extend(
-                    Record(r.key, r.value, r.partition, r.offset, {k: bytes(v) for k, v in r.headers}) for r in batch
-                )
+            records.extend(_fetched(await consumer.getmany(timeout_ms=200)))
         return records
     finally:
         await consumer.stop()
@@ -86,3 +82,10 @@ async def create_compacting_fast(settings: Settings, topic: str) -> None:
         await admin.create_topics([NewTopic(topic, settings.partitions, 1, topic_configs=COMPACT_FAST)])
     finally:
         await admin.close()
+
+
+def _fetched(batches: dict[Any, list[Any]]) -> Iterator[Record]:
+    """The records of one `getmany`, as `Record`s."""
+    for batch in batches.values():
+        for r in batch:
+            yield Record(r.key, r.value, r.partition, r.offset, {k: bytes(v) for k, v in r.headers})
