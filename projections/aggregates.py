@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from events.nonfinite import wire_float
+from events.nonfinite import wire_number
 
 PERCENTILES = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 
@@ -120,14 +120,16 @@ class Spread(NamedTuple):
     sample_variance: float | None
 
 
-def _wire(value: float | None) -> float | str | None:
-    return None if value is None else wire_float(value)
+def center_and_spread(values: Iterable[float], total: int) -> tuple[Center, Spread | None]:
+    """`center` of `values` among `total`, and their `spread` around its mean (None: no
+    finite value)."""
+    middle = center(values, total)
+    return middle, None if middle.mean is None else spread(middle, middle.mean)
 
 
 def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
     """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
-    middle = center(values, total)
-    return aggregate_of(name, middle, None if middle.mean is None else spread(middle, middle.mean))
+    return aggregate_of(name, *center_and_spread(values, total))
 
 
 def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate:
@@ -140,16 +142,16 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate
         return record
     variance, sample_variance = spreads
     ordered = sorted(finite)
-    percentiles = {f"p{p}": _wire(percentile(ordered, p)) for p in PERCENTILES}
+    percentiles = {f"p{p}": wire_number(percentile(ordered, p)) for p in PERCENTILES}
     record.update(
-        sum=_wire(middle.sum),
-        mean=_wire(mean),
+        sum=wire_number(middle.sum),
+        mean=wire_number(mean),
         min=ordered[0],
         max=ordered[-1],
-        variance=_wire(variance),
-        std_dev=_wire(math.sqrt(variance)),
-        sample_variance=_wire(sample_variance),
-        sample_std_dev=None if sample_variance is None else _wire(math.sqrt(sample_variance)),
+        variance=wire_number(variance),
+        std_dev=wire_number(math.sqrt(variance)),
+        sample_variance=wire_number(sample_variance),
+        sample_std_dev=None if sample_variance is None else wire_number(math.sqrt(sample_variance)),
         percentiles=percentiles,
         median=percentiles["p50"],
     )

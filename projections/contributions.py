@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from events.nonfinite import wire_float
+from events.nonfinite import wire_number
 from projections.attempts import AttemptList, task_attempts
 from projections.declarations import Key, key_name
 from projections.harbor import value_label
@@ -175,10 +175,6 @@ def fragment(payload: Any) -> orjson.Fragment:
     return orjson.Fragment(bytes(memoryview(orjson.dumps(payload))))
 
 
-def _wire(value: float | None) -> float | str | None:
-    return None if value is None else wire_float(value)
-
-
 def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict[str, Key], landed: _Landed) -> None:
     """Compute the task's contribution again; `eligible`: the run's pass@k keys by name."""
     old = cache.tasks.get(task.task_id)
@@ -222,7 +218,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     cache.tasks[task.task_id] = TaskContribution(
         attempts=fragment(
             {
-                name: [{"trial_id": trial_id, "value": _wire(value)} for trial_id, value, _ in attempt_list]
+                name: [{"trial_id": trial_id, "value": wire_number(value)} for trial_id, value, _ in attempt_list]
                 for name, attempt_list in lists.items()
             }
         ),

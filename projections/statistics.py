@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from projections.aggregates import Center, Spread, aggregate_of, center, spread
+from projections.aggregates import Center, Spread, aggregate_of, center_and_spread
 from projections.attempts import key_tallies
 from projections.contributions import KeyFigures, cache_of, fragment
 from projections.passk import Tally, estimates, hat_estimates
@@ -58,16 +58,14 @@ def _figures(name: str, measured: list[Tally], unmeasured: int) -> KeyFigures:
     aggregates = []
     at_k = []
     for k, values in enumerate(by_k(measured, estimates), start=1):
-        middle = center(values, len(values) + unmeasured)
-        spreads = None if middle.mean is None else spread(middle, middle.mean)
+        middle, spreads = center_and_spread(values, len(values) + unmeasured)
         aggregates.append(fragment(aggregate_of(f"{name}.pass@{k}", middle, spreads)))
         at_k.append(entry(k, middle, spreads))
     if not measured:
         return KeyFigures(measured, unmeasured, aggregates, None)
     hat_k = []
     for k, values in enumerate(by_k(measured, hat_estimates), start=1):
-        middle = center(values, len(values) + unmeasured)
-        hat_k.append(entry(k, middle, None if middle.mean is None else spread(middle, middle.mean)))
+        hat_k.append(entry(k, *center_and_spread(values, len(values) + unmeasured)))
     return KeyFigures(
         measured, unmeasured, aggregates, {"tasks": len(measured), "pass_at_k": at_k, "pass_hat_k": hat_k}
     )
