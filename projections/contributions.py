@@ -72,8 +72,14 @@ class InOrder:
     items: list[Any] = field(default_factory=list)
 
     def add(self, new: list[tuple[int, Any]]) -> None:
-        """Put the (seq, item) pairs `new` in their places: one by one when few (a late
-        event's), else in one sort (a summary at close takes every task's at once)."""
+        """Put the (seq, item) pairs `new` in their places: appended when they all come
+        after the items there (a run's first summary, an event at the end of the log), one
+        by one when few (a late event's), else in one sort."""
+        new.sort(key=itemgetter(0))
+        if not self.seqs or new[0][0] > self.seqs[-1]:
+            self.seqs.extend(seq for seq, _ in new)
+            self.items.extend(item for _, item in new)
+            return
         if len(new) <= _FEW:
             for seq, item in new:
                 at = bisect_right(self.seqs, seq)
