@@ -132,6 +132,8 @@ class SummaryCache:
     """metric_type -> the output names its scores carried."""
     metric_records: dict[Key, tuple[int, orjson.Fragment]] = field(default_factory=dict)
     """(metric, output) -> (its metric's score count, its aggregate encoded), until a value lands."""
+    view_records: list[orjson.Fragment] | None = None
+    """The view aggregates encoded, until some task's views change (None: to compute)."""
     keys: dict[str, KeyFigures] = field(default_factory=dict)
     harbor: dict[str, tuple[list[Tally], dict[str, float]]] = field(default_factory=dict)
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
@@ -204,6 +206,9 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     values: dict[str, list[float]] = {}
     if declared is not None:
         view_values(task, declared.views, totals, values)
+    views = {name: (total, values.get(name, [])) for name, total in totals.items()}
+    if old is None or not _same_views(old.views, views):
+        cache.view_records = None
     coverage: Coverage = {
         metric: (
             len(columns.statuses),
@@ -235,11 +240,20 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         },
         harbor=harbor,
         broken=frozenset(broken),
-        views={name: (total, values.get(name, [])) for name, total in totals.items()},
+        views=views,
         coverage=coverage,
         taken_attempts=taken_attempts,
         taken_numeric=taken_numeric,
         taken_trials=len(task.trial_ids),
+    )
+
+
+def _same_views(old: dict[str, tuple[int, list[float]]], new: dict[str, tuple[int, list[float]]]) -> bool:
+    """Whether a task's views give the same totals and floats, to the bit (== would take
+    -0.0 for 0.0, which an aggregate's min, max and percentiles tell apart)."""
+    return old.keys() == new.keys() and all(
+        old[name][0] == total and array("d", old[name][1]).tobytes() == array("d", values).tobytes()
+        for name, (total, values) in new.items()
     )
 
 
