@@ -103,12 +103,25 @@ class MetricCoverage:
     carried: dict[str, int] = field(default_factory=dict)
 
 
+class Column(NamedTuple):
+    """One k's per-task figures of an eligible key (pass@k's or pass^k's, in summary task
+    order) and what they give: section 8's entry and, for pass@k, the `<key>.pass@<k>`
+    aggregate (encoded)."""
+
+    values: list[float]
+    entry: dict[str, Any]
+    aggregate: orjson.Fragment | None
+
+
 class KeyFigures(NamedTuple):
     """One eligible key's `<key>.pass@<k>` aggregates and its section 8 entry (None: no
     measured task), for the (n, c) list they were computed from."""
 
     measured: list[Tally]
     unmeasured: int
+    at_k: list[Column]
+    hat_k: list[Column]
+    """Empty when no task is measured."""
     aggregates: list[orjson.Fragment]
     """Encoded: only the summary takes them, and a run keeps them between revisions."""
     statistics: dict[str, Any] | None
