@@ -62,6 +62,8 @@ class TaskContribution:
     """(metric, output) -> numeric values already in the run's `numeric`."""
     taken_trials: int
     """The task's trial ids already in the run's `trials`."""
+    rows: int
+    """The task's score rows (all metrics) it was computed from."""
 
 
 @dataclass(slots=True)
@@ -199,6 +201,11 @@ def fragment(payload: Any) -> orjson.Fragment:
 def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict[str, Key], landed: _Landed) -> None:
     """Compute the task's contribution again; `eligible`: the run's pass@k keys by name."""
     old = cache.tasks.get(task.task_id)
+    rows = sum(len(columns.statuses) for columns in task.metrics.values())
+    if old is not None and old.rows == rows:
+        # No score since (a trial.finished): rows only grow, so the same count is the same
+        # rows, trials and keys, all the contribution is made of.
+        return
     lists = task_attempts(task)
     taken_attempts = _take_rewards(landed, lists, old.taken_attempts if old else {})
     taken_numeric = _take_numeric(landed, task, old.taken_numeric if old else {})
@@ -258,6 +265,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         taken_attempts=taken_attempts,
         taken_numeric=taken_numeric,
         taken_trials=len(task.trial_ids),
+        rows=rows,
     )
 
 
