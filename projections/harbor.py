@@ -81,7 +81,8 @@ def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCac
 def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
     """Harbor's reward_stats: key -> value label -> trial ids, in the log order of the scores
     that made the attempts, keys and labels as they first appear in that order (the
-    attempts of one score by key name)."""
+    attempts of one score by key name). The trial id lists are the cache's own, not copies:
+    a summary is encoded before the next event moves them."""
 
     def first(labels: dict[str, InOrder]) -> int:
         return min(ordered.seqs[0] for ordered in labels.values())
@@ -89,7 +90,7 @@ def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
     names = sorted(cache.rewards, key=lambda name: (first(cache.rewards[name]), name))
     return {
         name: {
-            label: list(ordered.items)
+            label: ordered.items
             for label, ordered in sorted(cache.rewards[name].items(), key=lambda item: item[1].seqs[0])
         }
         for name in names
