@@ -7,6 +7,7 @@ Figures are Harbor's own, bit for bit: its pass@k estimator multiplies in its ow
 from __future__ import annotations
 
 import heapq
+import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +44,8 @@ def harbor_estimate(n: int, c: int, k: int) -> float:
 
 def value_label(value: float) -> str:
     """A value as a reward_stats key: Python's repr, non-finite as on the wire."""
-    wire = wire_float(value)
-    return wire if isinstance(wire, str) else repr(wire)
+    # The finite case first, without a call: it runs once per attempt of a summary.
+    return repr(value) if math.isfinite(value) else str(wire_float(value))
 
 
 def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCache) -> dict[str, Any]:
