@@ -48,7 +48,7 @@ def _first(values: list[float]) -> float:
 
 
 def _finite_mean(values: list[float]) -> float | None:
-    finite = [value for value in values if math.isfinite(value)]
+    finite = list(filter(math.isfinite, values))
     return compensated_sum(finite) / len(finite) if finite else None
 
 
