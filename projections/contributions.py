@@ -77,10 +77,11 @@ class InOrder:
         """Put the (seq, item) pairs `new` in their places: appended when they all come
         after the items there (a run's first summary, an event at the end of the log), one
         by one when few (a late event's), else in one sort."""
-        new.sort(key=itemgetter(0))
+        new.sort(key=_SEQ)
         if not self.seqs or new[0][0] > self.seqs[-1]:
-            self.seqs.extend(seq for seq, _ in new)
-            self.items.extend(item for _, item in new)
+            seqs, items = zip(*new, strict=True)  # C-level: a run's first summary adds every item
+            self.seqs.extend(seqs)
+            self.items.extend(items)
             return
         if len(new) <= _FEW:
             for seq, item in new:
@@ -88,12 +89,13 @@ class InOrder:
                 self.seqs.insert(at, seq)
                 self.items.insert(at, item)
             return
-        merged = sorted([*zip(self.seqs, self.items, strict=True), *new], key=itemgetter(0))
+        merged = sorted([*zip(self.seqs, self.items, strict=True), *new], key=_SEQ)
         self.seqs = array("q", [seq for seq, _ in merged])
         self.items = [item for _, item in merged]
 
 
 _FEW = 64
+_SEQ = itemgetter(0)
 
 
 @dataclass(slots=True)
