@@ -77,7 +77,8 @@ class Declarations:
             attempts_per_task=event.attempts_per_task,
             eligible=eligible,
             outputs={metric: frozenset(names) for metric, names in outputs.items()},
-            started=zlib.compress(encode(event) if wire is None else wire),
+            # Level 1: task specs repeat, so it packs them about as small as level 6 does, in half the time.
+            started=zlib.compress(encode(event) if wire is None else wire, 1),
         )
 
 
