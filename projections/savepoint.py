@@ -25,7 +25,6 @@ from projections.task import TaskState
 _HEADER = (
     "declarations",
     "started_event_id",
-    "started_wire",
     "closed_reason",
     "closed_position",
     "first_at",
