@@ -60,7 +60,6 @@ class Savepoint:
             task,
             _task_fields(task),
             len(task.trial_ids),
-            named.trial_id,
             len(task.events),
             len(task.trial_positions),
             -1 if failed is None else len(failed),
@@ -87,12 +86,10 @@ class Savepoint:
 
 def _task_back(saved: tuple[Any, ...]) -> None:
     task: TaskState
-    task, fields, trials, trial_id, events, positions, failed, metric, rows = saved
+    task, fields, trials, events, positions, failed, metric, rows = saved
     for name, value in zip(_TASK, fields, strict=True):
         setattr(task, name, value)
     del task.trial_ids[trials:]
-    if task.trial_index.get(trial_id, -1) >= trials:
-        del task.trial_index[trial_id]
     del task.events[events:]
     del task.trial_positions[positions:]
     if failed < 0:

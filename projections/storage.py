@@ -143,7 +143,6 @@ def _task_of(task_id: str, parsed: Any) -> TaskState:
         task_id,
         **{name: stored[name] for name in _TASK_FIELDS},
         trial_ids=trials,
-        trial_index={trial: index for index, trial in enumerate(trials)},
         metrics={
             sys.intern(metric): MetricColumns(
                 trials=_unpack("i", columns["trials"]),

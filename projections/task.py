@@ -26,7 +26,6 @@ class TaskState:
     touched: bool = False
     """Some trial or score event named this task (a declared untouched task is pending)."""
     trial_ids: list[str] = field(default_factory=list)
-    trial_index: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, MetricColumns] = field(default_factory=dict)
     tallies: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     """metric_type -> output -> [n, c] for every key the task has."""
@@ -47,14 +46,16 @@ class TaskState:
 
     def record_score(self, event: ScoreEmitted, seq: int, eligible: Mapping[Key, KeyTally]) -> None:
         """Append one score, updating this task's (n, c) per key and, for pass@k-eligible
-        keys, the run-wide tallies in `eligible`. O(outputs of the score), except when an
-        undeclared output gets its key (O(rows of that metric), once per key)."""
+        keys, the run-wide tallies in `eligible`. O(trials of the task + outputs of the score),
+        except when an undeclared output gets its key (O(rows of that metric), once per key)."""
         if self.first_score < 0:
             self.first_score = seq
-        trial = self.trial_index.get(event.trial_id)
-        if trial is None:
-            trial = self.trial_index[event.trial_id] = len(self.trial_ids)
-            self.trial_ids.append(event.trial_id)
+        # A task has a few trials: its list searched in C costs about what a dict lookup
+        # does, where an index dict would cost ~360 bytes a task.
+        trial_ids = self.trial_ids
+        trial = trial_ids.index(event.trial_id) if event.trial_id in trial_ids else len(trial_ids)
+        if trial == len(trial_ids):
+            trial_ids.append(event.trial_id)
         metric = event.metric_type
         columns = self.metrics.get(metric)
         if columns is None:
