@@ -250,12 +250,11 @@ def rekey_run(run: RunState) -> None:
     run.passk = {key: KeyTally() for key in sorted(declarations.eligible)} if declarations else {}
     for task in run.tasks.values():
         task.rekey(declarations)
-        for metric, outputs in task.tallies.items():
-            for output, (n, c) in outputs.items():
-                tally = run.passk.get((metric, output))
-                if tally is not None:
-                    tally.add((n, c))
-                    tally.pending += not task.touched
+        for key, n, c in task.tallies():
+            tally = run.passk.get(key)
+            if tally is not None:
+                tally.add((n, c))
+                tally.pending += not task.touched
 
 
 def rederive(run: RunState) -> None:

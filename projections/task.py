@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -27,8 +27,11 @@ class TaskState:
     """Some trial or score event named this task (a declared untouched task is pending)."""
     trial_ids: list[str] = field(default_factory=list)
     metrics: dict[str, MetricColumns] = field(default_factory=dict)
-    tallies: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-    """metric_type -> output -> [n, c] for every key the task has."""
+    keys: tuple[Key, ...] = ()
+    """The task's keys, in the order it got them: one tuple shared by the tasks whose keys
+    are alike (most tasks of a run), where a dict of dicts per task cost ~1.2 KB."""
+    counts: list[int] = field(default_factory=list)
+    """n, c of each of `keys`, flat: the task's (n, c) of `keys[i]` is `counts[2 * i : 2 * i + 2]`."""
     events: array[int] = field(default_factory=lambda: array("Q"))
     """Fingerprints (hi, lo pairs) of the events applied to this task: persisted with it,
     they rebuild the run's redelivery index on restore."""
@@ -60,17 +63,13 @@ class TaskState:
         columns = self.metrics.get(metric)
         if columns is None:
             columns = self.metrics[sys.intern(metric)] = MetricColumns()
-        kept = self.tallies.get(metric)
         if event.status == "failed":
             dead = event.failure == "trial"
             columns.append(trial, TRIAL_FAILED if dead else METRIC_FAILED, seq)
-            for output, dead_counts in kept.items() if dead and kept else ():
-                n, c = dead_counts
-                dead_counts[0] = n + 1
-                tally = eligible.get((metric, output))
-                if tally is not None:
-                    tally.move(n, c, n + 1, c)
+            if dead:
+                self._died(metric, eligible)
             return
+        keys, counts = self.keys, self.counts
         # The hot path of the whole fold: rows and outputs are appended inline, not through
         # MetricColumns methods, because a call costs as much as the append itself.
         row = len(columns.statuses)
@@ -88,41 +87,62 @@ class TaskState:
             column.values.append(value)
             if kind == NON_SEMANTIC:
                 continue
-            counts = kept.get(out.name) if kept is not None else None
-            if counts is not None:
-                n, c = counts
+            key = (metric, out.name)
+            if key in keys:
+                at = 2 * keys.index(key)
+                n, c = counts[at], counts[at + 1]
                 passed = c + passes(value)
-                counts[0] = n + 1
-                counts[1] = passed
-                tally = eligible.get((metric, out.name))
+                counts[at] = n + 1
+                counts[at + 1] = passed
+                tally = eligible.get(key)
                 if tally is not None:
                     tally.move(n, c, n + 1, passed)
-            elif (metric, out.name) not in self.excluded:
+            elif key not in self.excluded:
                 # Rule 2: an undeclared output with a semantic value gets its key.
-                n, c = self._keep((metric, out.name))
-                tally = eligible.get((metric, out.name))
+                n, c = self._keep(key)
+                tally = eligible.get(key)
                 if tally is not None:
                     tally.add((n, c))
-                kept = self.tallies[metric]
+                keys = self.keys
+
+    def _died(self, metric: str, eligible: Mapping[Key, KeyTally]) -> None:
+        """A dead trial's null attempt on each of the metric's keys (it passes none)."""
+        counts = self.counts
+        for at, key in enumerate(self.keys):
+            if key[0] == metric:
+                n, c = counts[2 * at], counts[2 * at + 1]
+                counts[2 * at] = n + 1
+                tally = eligible.get(key)
+                if tally is not None:
+                    tally.move(n, c, n + 1, c)
 
     def graded_trials(self) -> set[str]:
         """The trial ids with at least one completed or partial score, of any metric."""
         return {self.trial_ids[trial] for columns in self.metrics.values() for trial in columns.latest_ok_rows()}
 
     def tally(self, key: Key) -> Tally | None:
-        counts = self.tallies.get(key[0], {}).get(key[1])
-        return None if counts is None else (counts[0], counts[1])
+        if key not in self.keys:
+            return None
+        at = 2 * self.keys.index(key)
+        return self.counts[at], self.counts[at + 1]
+
+    def tallies(self) -> Iterator[tuple[Key, int, int]]:
+        """(key, n, c) of every key the task has."""
+        counts = self.counts
+        for at, key in enumerate(self.keys):
+            yield key, counts[2 * at], counts[2 * at + 1]
 
     def attempted(self) -> bool:
         """Whether some key of the task has an attempt."""
-        return any(counts[0] for outputs in self.tallies.values() for counts in outputs.values())
+        return any(self.counts[::2])
 
     def kept_keys(self) -> list[Key]:
-        return [(metric, output) for metric, outputs in self.tallies.items() for output in outputs]
+        return list(self.keys)
 
     def rekey(self, declarations: Declarations | None) -> None:
         """Decide the task's keys afresh (SEMANTICS.md section 1 rules) from its columns."""
-        self.tallies = {}
+        self.keys = ()
+        self.counts = []
         declared = declarations.tasks.get(self.task_id) if declarations else None
         kinds = declared.kinds if declared else {}
         self.excluded = _excluded(kinds)
@@ -142,8 +162,15 @@ class TaskState:
         for _, value, _ in columns.attempts(output) if columns else ():
             n += 1
             c += passes(value)
-        self.tallies.setdefault(metric, {})[output] = [n, c]
+        self.keys = _shared((*self.keys, key))
+        self.counts += (n, c)
         return n, c
+
+
+@lru_cache(maxsize=1024)
+def _shared(keys: tuple[Key, ...]) -> tuple[Key, ...]:
+    """One tuple for equal key tuples."""
+    return keys
 
 
 @lru_cache(maxsize=1024)

@@ -32,7 +32,7 @@ def image(run: RunState, log: Sequence[InputEvent]) -> tuple[Any, ...]:
         [run.applied.contains(*fingerprint(event.event_id), run.run_events, run.fingerprints) for event in log],
         len(run.applied),
         {key: (dict(tally.verdicts), tally.unmeasured, tally.pending) for key, tally in run.passk.items()},
-        {task_id: (task.tallies, task.excluded) for task_id, task in run.tasks.items()},
+        {task_id: (sorted(task.tallies()), task.excluded) for task_id, task in run.tasks.items()},
         encode_payload(progress(run, 1)),
     )
 
