@@ -3,13 +3,19 @@
 One row per applied `score.emitted` of that (task, metric_type): the trial (an index
 into the task's trial ids), the status and the run sequence number (metric aggregates
 take values in run log order, across tasks). Outputs are sparse columns beside them:
-only the rows that carry the output have an entry. About 5 bytes a row plus 13 bytes
-an output, against hundreds for the decoded event; everything the summary needs is
-derived from these columns.
+only the rows that carry the output have a cell (the row, the value's kind, its semantic
+value). Everything the summary needs is derived from these columns.
+
+Rows and cells are packed, 13 bytes each, in one `bytearray` per metric and one per output:
+a task has a handful of rows, and an array object per field (six per metric) cost more in
+headers and growth than its data (~360 bytes a metric of 8 rows). The fields are read back
+with `struct.iter_unpack`, in C, over a copy (`_frozen`); `trials`, `statuses`, `seqs` and `rows`, `kinds`, `values`
+give them as arrays, for the store.
 """
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +33,15 @@ BOOLEAN = 1
 """semantic value 1.0 / 0.0, but not numeric (metric aggregates skip it)."""
 NUMERIC = 2
 
+ROW = struct.Struct("=iBq")
+"""A score's row: trial index (int32), status (uint8), run sequence number (int64)."""
+CELL = struct.Struct("=iBd")
+"""An output's cell: row (int32), value kind (uint8), semantic value (double)."""
+STATUS_AT = 4
+"""The status's byte within a row."""
+KIND_AT = 4
+"""The kind's byte within a cell."""
+
 
 def classify(value: object) -> tuple[int, float]:
     """(value kind, semantic value) of an output value as decoded from the wire."""
@@ -38,34 +53,89 @@ def classify(value: object) -> tuple[int, float]:
     return NON_SEMANTIC, 0.0
 
 
+def _frozen(packed: bytearray) -> bytes:
+    """A copy to iterate: an iterator over the bytearray itself holds a buffer export, and
+    while one lives (a generator left suspended, a traceback's frames) the column cannot
+    grow or be truncated (BufferError)."""
+    return bytes(packed)
+
+
+def _fields(packed: bytearray, layout: struct.Struct) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
+    if not packed:
+        return (), (), ()
+    first, second, third = zip(*layout.iter_unpack(_frozen(packed)), strict=True)
+    return first, second, third
+
+
+def _packed(layout: struct.Struct, *columns: object) -> bytearray:
+    return bytearray(b"".join(layout.pack(*fields) for fields in zip(*columns, strict=True)))
+
+
 @dataclass(slots=True)
 class OutputColumn:
-    rows: array[int] = field(default_factory=lambda: array("i"))
-    kinds: bytearray = field(default_factory=bytearray)
-    values: array[float] = field(default_factory=lambda: array("d"))
+    cells: bytearray = field(default_factory=bytearray)
+    """One packed `CELL` per row that carries the output, rows ascending."""
+
+    @classmethod
+    def of(cls, rows: array[int], kinds: bytes, values: array[float]) -> OutputColumn:
+        return cls(_packed(CELL, rows, kinds, values))
+
+    def __len__(self) -> int:
+        return len(self.cells) // CELL.size
+
+    @property
+    def rows(self) -> array[int]:
+        return array("i", _fields(self.cells, CELL)[0])
+
+    @property
+    def kinds(self) -> bytes:
+        return bytes(self.cells[KIND_AT :: CELL.size])
+
+    @property
+    def values(self) -> array[float]:
+        return array("d", _fields(self.cells, CELL)[2])
+
+    def semantic(self) -> bool:
+        """Whether some cell has a semantic value."""
+        return self.kinds.count(NON_SEMANTIC) != len(self)
 
     def semantic_at(self) -> dict[int, float]:
         """Row -> semantic value, for the rows where the output has one."""
-        return {
-            row: value
-            for row, kind, value in zip(self.rows, self.kinds, self.values, strict=True)
-            if kind != NON_SEMANTIC
-        }
+        return {row: value for row, kind, value in CELL.iter_unpack(_frozen(self.cells)) if kind != NON_SEMANTIC}
 
 
 @dataclass(slots=True)
 class MetricColumns:
-    trials: array[int] = field(default_factory=lambda: array("i"))
-    statuses: bytearray = field(default_factory=bytearray)
-    seqs: array[int] = field(default_factory=lambda: array("q"))
+    packed: bytearray = field(default_factory=bytearray)
+    """One packed `ROW` per score, in log order."""
     outputs: dict[str, OutputColumn] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, trials: array[int], statuses: bytes, seqs: array[int], outputs: dict[str, OutputColumn]
+    ) -> MetricColumns:
+        return cls(_packed(ROW, trials, statuses, seqs), outputs)
+
+    def __len__(self) -> int:
+        return len(self.packed) // ROW.size
+
+    @property
+    def trials(self) -> array[int]:
+        return array("i", _fields(self.packed, ROW)[0])
+
+    @property
+    def statuses(self) -> bytes:
+        return bytes(self.packed[STATUS_AT :: ROW.size])
+
+    @property
+    def seqs(self) -> array[int]:
+        return array("q", _fields(self.packed, ROW)[2])  # type: ignore[arg-type]
 
     def append(self, trial: int, status: int, seq: int) -> int:
         """Add a row; returns its index."""
-        self.trials.append(trial)
-        self.statuses.append(status)
-        self.seqs.append(seq)
-        return len(self.statuses) - 1
+        row = len(self)
+        self.packed += ROW.pack(trial, status, seq)
+        return row
 
     def attempts(self, output: str) -> Iterator[tuple[int, float | None, int]]:
         """(trial index, value, run sequence number of the score) of the attempts of key
@@ -75,7 +145,7 @@ class MetricColumns:
         completed or partial score adds the output's semantic value if it has one.
         """
         semantic = self.outputs[output].semantic_at() if output in self.outputs else {}
-        for row, (trial, status, seq) in enumerate(zip(self.trials, self.statuses, self.seqs, strict=True)):
+        for row, (trial, status, seq) in enumerate(ROW.iter_unpack(_frozen(self.packed))):
             if status == TRIAL_FAILED:
                 yield trial, None, seq
             elif status == OK and row in semantic:
@@ -86,20 +156,18 @@ class MetricColumns:
         column = self.outputs.get(output)
         if column is None:
             return []
-        seqs = self.seqs
+        packed, at = self.packed, ROW.size
         return [
-            (seqs[row], value)
-            for row, kind, value in zip(column.rows, column.kinds, column.values, strict=True)
+            (ROW.unpack_from(packed, row * at)[2], value)
+            for row, kind, value in CELL.iter_unpack(_frozen(column.cells))
             if kind == NUMERIC
         ]
 
     def failed(self) -> int:
-        return len(self.statuses) - self.statuses.count(OK)
+        return len(self) - self.statuses.count(OK)
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""
         return {
-            trial: row
-            for row, (trial, status) in enumerate(zip(self.trials, self.statuses, strict=True))
-            if status == OK
+            trial: row for row, (trial, status, _) in enumerate(ROW.iter_unpack(_frozen(self.packed))) if status == OK
         }

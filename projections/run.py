@@ -264,7 +264,7 @@ def rederive(run: RunState) -> None:
     tasks = run.tasks.values()
     run.trials_completed = sum(task.trials_completed for task in tasks)
     run.trials_failed = sum(task.trials_failed for task in tasks)
-    run.score_count = sum(len(columns.statuses) for task in tasks for columns in task.metrics.values())
+    run.score_count = sum(len(columns) for task in tasks for columns in task.metrics.values())
     run.event_count = sum(len(pairs) // 2 for pairs in run.fingerprints())
     run.applied = AppliedEvents(run.event_count)
     for pairs in run.fingerprints():

@@ -19,6 +19,7 @@ from operator import attrgetter
 from typing import Any, cast
 
 from events.models import InputEvent, ScoreEmitted, TrialFinished
+from projections.columns import CELL, ROW
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
@@ -64,7 +65,7 @@ class Savepoint:
             len(task.trial_positions),
             -1 if failed is None else len(failed),
             metric,
-            -1 if columns is None else len(columns.statuses),
+            -1 if columns is None else len(columns),
         )
 
     def rollback(self, run: RunState) -> None:
@@ -102,15 +103,11 @@ def _task_back(saved: tuple[Any, ...]) -> None:
         task.metrics.pop(metric, None)
         return
     columns = task.metrics[metric]
-    del columns.trials[rows:]
-    del columns.statuses[rows:]
-    del columns.seqs[rows:]
+    del columns.packed[rows * ROW.size :]
     for name, column in list(columns.outputs.items()):
         # An output's rows ascend: those before `rows` are the ones it had.
         kept = bisect_left(column.rows, rows)
         if not kept:  # made by this event
             del columns.outputs[name]
             continue
-        del column.rows[kept:]
-        del column.kinds[kept:]
-        del column.values[kept:]
+        del column.cells[kept * CELL.size :]

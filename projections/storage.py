@@ -144,14 +144,14 @@ def _task_of(task_id: str, parsed: Any) -> TaskState:
         **{name: stored[name] for name in _TASK_FIELDS},
         trial_ids=trials,
         metrics={
-            sys.intern(metric): MetricColumns(
+            sys.intern(metric): MetricColumns.of(
                 trials=_unpack("i", columns["trials"]),
-                statuses=bytearray(base64.b64decode(columns["statuses"])),
+                statuses=base64.b64decode(columns["statuses"]),
                 seqs=_unpack("q", columns["seqs"]),
                 outputs={
-                    sys.intern(output): OutputColumn(
+                    sys.intern(output): OutputColumn.of(
                         rows=_unpack("i", column["rows"]),
-                        kinds=bytearray(base64.b64decode(column["kinds"])),
+                        kinds=base64.b64decode(column["kinds"]),
                         values=_unpack("d", column["values"]),
                     )
                     for output, column in columns["outputs"].items()

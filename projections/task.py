@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from events.models import ScoreEmitted
-from projections.columns import METRIC_FAILED, NON_SEMANTIC, OK, TRIAL_FAILED, MetricColumns, OutputColumn, classify
+from projections.columns import (
+    CELL,
+    METRIC_FAILED,
+    NON_SEMANTIC,
+    OK,
+    ROW,
+    TRIAL_FAILED,
+    MetricColumns,
+    OutputColumn,
+    classify,
+)
 from projections.declarations import ATTEMPT_KINDS, Declarations, Key
 from projections.passk import KeyTally, Tally, passes
 
@@ -72,19 +82,15 @@ class TaskState:
         keys, counts = self.keys, self.counts
         # The hot path of the whole fold: rows and outputs are appended inline, not through
         # MetricColumns methods, because a call costs as much as the append itself.
-        row = len(columns.statuses)
-        columns.trials.append(trial)
-        columns.statuses.append(OK)
-        columns.seqs.append(seq)
+        row = len(columns.packed) // ROW.size
+        columns.packed += ROW.pack(trial, OK, seq)
         outputs = columns.outputs
         for out in event.outputs:
             kind, value = classify(out.value)
             column = outputs.get(out.name)
             if column is None:
                 column = outputs[sys.intern(out.name)] = OutputColumn()
-            column.rows.append(row)
-            column.kinds.append(kind)
-            column.values.append(value)
+            column.cells += CELL.pack(row, kind, value)
             if kind == NON_SEMANTIC:
                 continue
             key = (metric, out.name)
@@ -151,7 +157,7 @@ class TaskState:
                 self._keep(key)
         for metric, columns in self.metrics.items():
             for output, column in columns.outputs.items():
-                if (metric, output) not in kinds and any(kind != NON_SEMANTIC for kind in column.kinds):
+                if (metric, output) not in kinds and column.semantic():
                     self._keep((metric, output))
 
     def _keep(self, key: Key) -> Tally:
