@@ -16,9 +16,13 @@ give them as arrays, for the store.
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from projections.sharing import shared
 
 OK = 0
 """completed or partial: the outputs count."""
@@ -73,6 +77,8 @@ def _packed(layout: struct.Struct, *columns: object) -> bytearray:
 
 @dataclass(slots=True)
 class OutputColumn:
+    """One output's cells, as a metric's `outputs` hands them out (the same bytearray)."""
+
     cells: bytearray = field(default_factory=bytearray)
     """One packed `CELL` per row that carries the output, rows ascending."""
 
@@ -108,16 +114,29 @@ class OutputColumn:
 class MetricColumns:
     packed: bytearray = field(default_factory=bytearray)
     """One packed `ROW` per score, in log order."""
-    outputs: dict[str, OutputColumn] = field(default_factory=dict)
+    names: tuple[str, ...] = ()
+    """The output names, in the order the scores brought them: one tuple shared by the
+    metrics whose names are alike (a dict of outputs per metric cost ~180 bytes)."""
+    cells: list[bytearray] = field(default_factory=list)
+    """The cells of each output of `names`."""
 
     @classmethod
     def of(
         cls, trials: array[int], statuses: bytes, seqs: array[int], outputs: dict[str, OutputColumn]
     ) -> MetricColumns:
-        return cls(_packed(ROW, trials, statuses, seqs), outputs)
+        return cls(
+            _packed(ROW, trials, statuses, seqs),
+            shared(tuple(sys.intern(name) for name in outputs)),
+            [column.cells for column in outputs.values()],
+        )
 
     def __len__(self) -> int:
         return len(self.packed) // ROW.size
+
+    @property
+    def outputs(self) -> dict[str, OutputColumn]:
+        """Output name -> its column, in the order of `names`."""
+        return {name: OutputColumn(cells) for name, cells in zip(self.names, self.cells, strict=True)}
 
     @property
     def trials(self) -> array[int]:
@@ -130,6 +149,26 @@ class MetricColumns:
     @property
     def seqs(self) -> array[int]:
         return array("q", _fields(self.packed, ROW)[2])  # type: ignore[arg-type]
+
+    def add_output(self, name: str) -> bytearray:
+        """The cells of a new output `name` (empty)."""
+        self.names = shared((*self.names, sys.intern(name)))
+        self.cells.append(bytearray())
+        return self.cells[-1]
+
+    def truncate(self, rows: int) -> None:
+        """Keep the first `rows` rows, and the outputs and cells they had."""
+        del self.packed[rows * ROW.size :]
+        names, cells = [], []
+        for name, column in zip(self.names, self.cells, strict=True):
+            # An output's rows ascend: those before `rows` are the ones it had.
+            kept = bisect_left(OutputColumn(column).rows, rows)
+            if kept:  # else made by a row dropped now
+                del column[kept * CELL.size :]
+                names.append(name)
+                cells.append(column)
+        self.names = shared(tuple(names))
+        self.cells = cells
 
     def append(self, trial: int, status: int, seq: int) -> int:
         """Add a row; returns its index."""
@@ -144,7 +183,7 @@ class MetricColumns:
         SEMANTICS.md section 1: a dead trial adds null, a metric failure adds nothing, a
         completed or partial score adds the output's semantic value if it has one.
         """
-        semantic = self.outputs[output].semantic_at() if output in self.outputs else {}
+        semantic = OutputColumn(self.cells[self.names.index(output)]).semantic_at() if output in self.names else {}
         for row, (trial, status, seq) in enumerate(ROW.iter_unpack(_frozen(self.packed))):
             if status == TRIAL_FAILED:
                 yield trial, None, seq
@@ -153,13 +192,13 @@ class MetricColumns:
 
     def numeric(self, output: str) -> list[tuple[int, float]]:
         """(run sequence number, value) of the output's numeric values, in log order."""
-        column = self.outputs.get(output)
-        if column is None:
+        if output not in self.names:
             return []
+        cells = self.cells[self.names.index(output)]
         packed, at = self.packed, ROW.size
         return [
             (ROW.unpack_from(packed, row * at)[2], value)
-            for row, kind, value in CELL.iter_unpack(_frozen(column.cells))
+            for row, kind, value in CELL.iter_unpack(_frozen(cells))
             if kind == NUMERIC
         ]
 

@@ -14,12 +14,10 @@ that failed.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from operator import attrgetter
 from typing import Any, cast
 
 from events.models import InputEvent, ScoreEmitted, TrialFinished
-from projections.columns import CELL, ROW
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
@@ -102,12 +100,4 @@ def _task_back(saved: tuple[Any, ...]) -> None:
     if rows < 0:
         task.metrics.pop(metric, None)
         return
-    columns = task.metrics[metric]
-    del columns.packed[rows * ROW.size :]
-    for name, column in list(columns.outputs.items()):
-        # An output's rows ascend: those before `rows` are the ones it had.
-        kept = bisect_left(column.rows, rows)
-        if not kept:  # made by this event
-            del columns.outputs[name]
-            continue
-        del column.cells[kept * CELL.size :]
+    task.metrics[metric].truncate(rows)

@@ -21,11 +21,11 @@ from projections.columns import (
     ROW,
     TRIAL_FAILED,
     MetricColumns,
-    OutputColumn,
     classify,
 )
 from projections.declarations import ATTEMPT_KINDS, Declarations, Key
 from projections.passk import KeyTally, Tally, passes
+from projections.sharing import shared
 
 
 @dataclass(slots=True)
@@ -84,13 +84,15 @@ class TaskState:
         # MetricColumns methods, because a call costs as much as the append itself.
         row = len(columns.packed) // ROW.size
         columns.packed += ROW.pack(trial, OK, seq)
-        outputs = columns.outputs
+        names = columns.names
         for out in event.outputs:
             kind, value = classify(out.value)
-            column = outputs.get(out.name)
-            if column is None:
-                column = outputs[sys.intern(out.name)] = OutputColumn()
-            column.cells += CELL.pack(row, kind, value)
+            if out.name in names:
+                cells = columns.cells[names.index(out.name)]
+            else:
+                cells = columns.add_output(out.name)
+                names = columns.names
+            cells += CELL.pack(row, kind, value)
             if kind == NON_SEMANTIC:
                 continue
             key = (metric, out.name)
@@ -168,15 +170,9 @@ class TaskState:
         for _, value, _ in columns.attempts(output) if columns else ():
             n += 1
             c += passes(value)
-        self.keys = _shared((*self.keys, key))
+        self.keys = shared((*self.keys, key))
         self.counts += (n, c)
         return n, c
-
-
-@lru_cache(maxsize=1024)
-def _shared(keys: tuple[Key, ...]) -> tuple[Key, ...]:
-    """One tuple for equal key tuples."""
-    return keys
 
 
 @lru_cache(maxsize=1024)
