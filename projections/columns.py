@@ -152,9 +152,10 @@ class MetricColumns:
 
     def add_output(self, name: str) -> bytearray:
         """The cells of a new output `name` (empty)."""
-        self.names = shared((*self.names, sys.intern(name)))
-        self.cells.append(bytearray())
-        return self.cells[-1]
+        cells = bytearray()
+        # One statement: a step that fails part way leaves the two of the same length.
+        self.names, self.cells = shared((*self.names, sys.intern(name))), [*self.cells, cells]
+        return cells
 
     def truncate(self, rows: int) -> None:
         """Keep the first `rows` rows, and the outputs and cells they had."""
