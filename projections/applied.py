@@ -81,7 +81,8 @@ class AppliedEvents:
         at = hi % width
         candidate = False
         while (stored := slots[at]) != 0:
-            candidate = candidate or stored == hi
+            if stored == hi:
+                candidate = True
             at = at + 1 if at + 1 < width else 0
         if candidate and (holds(own, hi, lo) or any(holds(pairs, hi, lo) for pairs in everything())):
             return -1
