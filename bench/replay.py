@@ -139,9 +139,7 @@ def rss_growth_applying(path: Path) -> tuple[int, int]:
 
 def attempts_in(run: RunState) -> int:
     """The attempts the run holds, over all its tasks' keys."""
-    return sum(
-        counts[0] for task in run.tasks.values() for outputs in task.tallies.values() for counts in outputs.values()
-    )
+    return sum(n for task in run.tasks.values() for _, n, _ in task.tallies())
 
 
 def rss_growth_run(tasks: int, attempts: int, seed: int) -> tuple[int, int]:

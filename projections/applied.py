@@ -1,18 +1,26 @@
 """The set of event ids a run has applied, kept compact.
 
 Redelivery detection needs every applied event id for the life of the run. A Python set
-of strings costs ~110 bytes an id; this table keeps a 128-bit BLAKE2b fingerprint per id
-in an open-addressing array of (hi, lo) uint64 pairs (hi = 0 marks an empty slot; a
-fingerprint's hi always has its lowest bit set), 32 to 64 bytes an id. Two distinct ids
-are taken for one only if their fingerprints collide: about 1 in 10**26 for a run of a
-million events. The table is an index: the fingerprints themselves are kept with the
-task (or run) state of the event they belong to, which is what gets persisted.
+of strings costs ~110 bytes an id. Instead each applied event's 128-bit BLAKE2b fingerprint,
+(hi, lo), is kept with the task (or run header) whose state the event changed, which is what
+gets persisted (`TaskState.events`, `RunState.run_events`); this table only indexes them: an
+open-addressing array of the fingerprints' `hi` halves (uint64, 0 marks an empty slot: a
+fingerprint's hi always has its lowest bit set) at a load of at most 3/4, ~11 bytes an event
+once a run.started has sized it. Its size is any number (slots by `hi` modulo the size), not
+a power of two, which would leave a sized table anywhere between 3/8 and 3/4 full.
+
+A slot holding the same `hi` is only a candidate: the whole (hi, lo) pair is then looked for
+among the kept fingerprints, those of the event's own part first (where a redelivery's is),
+then the whole run's. So two distinct ids are taken for one only if all 128 bits collide,
+about 1 in 10**26 for a run of a million events; ids that share only `hi` (1 in 2**64 a pair)
+cost one search of the run.
 """
 
 from __future__ import annotations
 
 import struct
 from array import array
+from collections.abc import Callable, Iterable
 from hashlib import blake2b
 
 _PAIR = struct.Struct("<QQ")
@@ -25,39 +33,73 @@ def fingerprint(event_id: str) -> tuple[int, int]:
     return hi | 1, lo
 
 
-class AppliedEvents:
-    """Fingerprints of applied event ids: `add` says whether the id is new."""
+def holds(pairs: array[int], hi: int, lo: int) -> bool:
+    """Whether the (hi, lo) pairs of `pairs` include (hi, lo). O(len(pairs)), in C."""
+    data = pairs.tobytes()
+    needle = array("Q", (hi, lo)).tobytes()
+    at = data.find(needle)
+    while at >= 0 and at % len(needle):  # a match must start at a pair
+        at = data.find(needle, at + 1)
+    return at >= 0
 
-    __slots__ = ("_limit", "_mask", "_size", "_slots")
+
+class AppliedEvents:
+    """The `hi` halves of a run's applied fingerprints: `add` says whether an event is new."""
+
+    __slots__ = ("_limit", "_size", "_slots", "_width")
 
     def __init__(self, capacity: int = _MIN_SLOTS // 2) -> None:
         self._size = 0
         self._allocate(capacity)
 
-    def __contains__(self, event_id: str) -> bool:
-        return self._probe(*fingerprint(event_id)) < 0
+    def __len__(self) -> int:
+        return self._size
 
-    def add_fingerprint(self, hi: int, lo: int) -> bool:
-        """Record an id by its fingerprint; False if it was already there (a redelivery)."""
-        at = self._probe(hi, lo)
+    def contains(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+        """Whether the run has applied the event of fingerprint (hi, lo). `own`: the kept
+        fingerprints of the part the event changes; `everything`: all the run's kept
+        fingerprints, looked through only when `own` does not have a candidate's pair."""
+        return self._free(hi, lo, own, everything) < 0
+
+    def add(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+        """Index the event of fingerprint (hi, lo), about to be applied (its pair is kept by
+        the caller right after); False if the run has applied it (a redelivery)."""
+        at = self._free(hi, lo, own, everything)
         if at < 0:
             return False
+        self._put(at, hi)
+        return True
+
+    def insert(self, hi: int) -> None:
+        """Index a fingerprint already kept and known to be distinct (a rebuild from the
+        kept fingerprints, which hold each applied event once)."""
+        self._put(self._empty(hi), hi)
+
+    def _free(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> int:
+        """The free slot for `hi`, or -1 when the pair is kept already (linear probing)."""
+        slots, width = self._slots, self._width
+        at = hi % width
+        candidate = False
+        while (stored := slots[at]) != 0:
+            if stored == hi:
+                candidate = True
+            at = at + 1 if at + 1 < width else 0
+        if candidate and (holds(own, hi, lo) or any(holds(pairs, hi, lo) for pairs in everything())):
+            return -1
+        return at
+
+    def _empty(self, hi: int) -> int:
+        slots, width = self._slots, self._width
+        at = hi % width
+        while slots[at]:
+            at = at + 1 if at + 1 < width else 0
+        return at
+
+    def _put(self, at: int, hi: int) -> None:
         self._slots[at] = hi
-        self._slots[at + 1] = lo
         self._size += 1
         if self._size > self._limit:
             self.reserve(self._size * 2)
-        return True
-
-    def _probe(self, hi: int, lo: int) -> int:
-        """The free slot for (hi, lo), or -1 when it is there already (linear probing)."""
-        slots, wrap = self._slots, self._mask << 1 | 1
-        at = (hi & self._mask) << 1
-        while (stored := slots[at]) != 0:
-            if stored == hi and slots[at + 1] == lo:
-                return -1
-            at = (at + 2) & wrap
-        return at
 
     def reserve(self, capacity: int) -> None:
         """Make room for `capacity` ids without growing again (a run.started knows its size)."""
@@ -65,16 +107,13 @@ class AppliedEvents:
             return
         old = self._slots
         self._allocate(capacity)
-        for at in range(0, len(old), 2):
-            if old[at]:
-                new = self._probe(old[at], old[at + 1])
-                self._slots[new] = old[at]
-                self._slots[new + 1] = old[at + 1]
+        for hi in old:
+            if hi:
+                self._slots[self._empty(hi)] = hi
 
     def _allocate(self, capacity: int) -> None:
-        slots = _MIN_SLOTS
-        while slots < capacity * 2:  # load factor <= 1/2 keeps probes short
-            slots *= 2
-        self._slots = array("Q", bytes(16 * slots))
-        self._mask = slots - 1
-        self._limit = slots // 2
+        # Room for `capacity` at a load of 3/4: linear probing's inserts then average ~2.5
+        # probes over the table's filling, 8.5 at its fullest.
+        self._width = max(_MIN_SLOTS, capacity * 4 // 3 + 1)
+        self._slots = array("Q", bytes(8 * self._width))
+        self._limit = self._width * 3 // 4

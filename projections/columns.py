@@ -3,16 +3,26 @@
 One row per applied `score.emitted` of that (task, metric_type): the trial (an index
 into the task's trial ids), the status and the run sequence number (metric aggregates
 take values in run log order, across tasks). Outputs are sparse columns beside them:
-only the rows that carry the output have an entry. About 5 bytes a row plus 13 bytes
-an output, against hundreds for the decoded event; everything the summary needs is
-derived from these columns.
+only the rows that carry the output have a cell (the row, the value's kind, its semantic
+value). Everything the summary needs is derived from these columns.
+
+Rows and cells are packed, 13 bytes each, in one `bytearray` per metric and one per output:
+a task has a handful of rows, and an array object per field (six per metric) cost more in
+headers and growth than its data (~360 bytes a metric of 8 rows). The fields are read back
+with `struct.iter_unpack`, in C, over a copy (`_frozen`); `trials`, `statuses`, `seqs` and `rows`, `kinds`, `values`
+give them as arrays, for the store.
 """
 
 from __future__ import annotations
 
+import struct
+import sys
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from projections.sharing import shared
 
 OK = 0
 """completed or partial: the outputs count."""
@@ -27,6 +37,15 @@ BOOLEAN = 1
 """semantic value 1.0 / 0.0, but not numeric (metric aggregates skip it)."""
 NUMERIC = 2
 
+ROW = struct.Struct("=iBq")
+"""A score's row: trial index (int32), status (uint8), run sequence number (int64)."""
+CELL = struct.Struct("=iBd")
+"""An output's cell: row (int32), value kind (uint8), semantic value (double)."""
+STATUS_AT = 4
+"""The status's byte within a row."""
+KIND_AT = 4
+"""The kind's byte within a cell."""
+
 
 def classify(value: object) -> tuple[int, float]:
     """(value kind, semantic value) of an output value as decoded from the wire."""
@@ -38,34 +57,125 @@ def classify(value: object) -> tuple[int, float]:
     return NON_SEMANTIC, 0.0
 
 
+def _frozen(packed: bytearray) -> bytes:
+    """A copy to iterate: an iterator over the bytearray itself holds a buffer export, and
+    while one lives (a generator left suspended, a traceback's frames) the column cannot
+    grow or be truncated (BufferError)."""
+    return bytes(packed)
+
+
+def _fields(packed: bytearray, layout: struct.Struct) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
+    if not packed:
+        return (), (), ()
+    first, second, third = zip(*layout.iter_unpack(_frozen(packed)), strict=True)
+    return first, second, third
+
+
+def _packed(layout: struct.Struct, *columns: object) -> bytearray:
+    return bytearray(b"".join(layout.pack(*fields) for fields in zip(*columns, strict=True)))
+
+
 @dataclass(slots=True)
 class OutputColumn:
-    rows: array[int] = field(default_factory=lambda: array("i"))
-    kinds: bytearray = field(default_factory=bytearray)
-    values: array[float] = field(default_factory=lambda: array("d"))
+    """One output's cells, as a metric's `outputs` hands them out (the same bytearray)."""
+
+    cells: bytearray = field(default_factory=bytearray)
+    """One packed `CELL` per row that carries the output, rows ascending."""
+
+    @classmethod
+    def of(cls, rows: array[int], kinds: bytes, values: array[float]) -> OutputColumn:
+        return cls(_packed(CELL, rows, kinds, values))
+
+    def __len__(self) -> int:
+        return len(self.cells) // CELL.size
+
+    @property
+    def rows(self) -> array[int]:
+        return array("i", _fields(self.cells, CELL)[0])
+
+    @property
+    def kinds(self) -> bytes:
+        return bytes(self.cells[KIND_AT :: CELL.size])
+
+    @property
+    def values(self) -> array[float]:
+        return array("d", _fields(self.cells, CELL)[2])
+
+    def semantic(self) -> bool:
+        """Whether some cell has a semantic value."""
+        return self.kinds.count(NON_SEMANTIC) != len(self)
 
     def semantic_at(self) -> dict[int, float]:
         """Row -> semantic value, for the rows where the output has one."""
-        return {
-            row: value
-            for row, kind, value in zip(self.rows, self.kinds, self.values, strict=True)
-            if kind != NON_SEMANTIC
-        }
+        return {row: value for row, kind, value in CELL.iter_unpack(_frozen(self.cells)) if kind != NON_SEMANTIC}
 
 
 @dataclass(slots=True)
 class MetricColumns:
-    trials: array[int] = field(default_factory=lambda: array("i"))
-    statuses: bytearray = field(default_factory=bytearray)
-    seqs: array[int] = field(default_factory=lambda: array("q"))
-    outputs: dict[str, OutputColumn] = field(default_factory=dict)
+    packed: bytearray = field(default_factory=bytearray)
+    """One packed `ROW` per score, in log order."""
+    names: tuple[str, ...] = ()
+    """The output names, in the order the scores brought them: one tuple shared by the
+    metrics whose names are alike (a dict of outputs per metric cost ~180 bytes)."""
+    cells: list[bytearray] = field(default_factory=list)
+    """The cells of each output of `names`."""
+
+    @classmethod
+    def of(
+        cls, trials: array[int], statuses: bytes, seqs: array[int], outputs: dict[str, OutputColumn]
+    ) -> MetricColumns:
+        return cls(
+            _packed(ROW, trials, statuses, seqs),
+            shared(tuple(sys.intern(name) for name in outputs)),
+            [column.cells for column in outputs.values()],
+        )
+
+    def __len__(self) -> int:
+        return len(self.packed) // ROW.size
+
+    @property
+    def outputs(self) -> dict[str, OutputColumn]:
+        """Output name -> its column, in the order of `names`."""
+        return {name: OutputColumn(cells) for name, cells in zip(self.names, self.cells, strict=True)}
+
+    @property
+    def trials(self) -> array[int]:
+        return array("i", _fields(self.packed, ROW)[0])
+
+    @property
+    def statuses(self) -> bytes:
+        return bytes(self.packed[STATUS_AT :: ROW.size])
+
+    @property
+    def seqs(self) -> array[int]:
+        return array("q", _fields(self.packed, ROW)[2])  # type: ignore[arg-type]
+
+    def add_output(self, name: str) -> bytearray:
+        """The cells of a new output `name` (empty)."""
+        cells = bytearray()
+        # One statement: a step that fails part way leaves the two of the same length.
+        self.names, self.cells = shared((*self.names, sys.intern(name))), [*self.cells, cells]
+        return cells
+
+    def truncate(self, rows: int) -> None:
+        """Keep the first `rows` rows, and the outputs and cells they had."""
+        del self.packed[rows * ROW.size :]
+        names, cells = [], []
+        for name, column in zip(self.names, self.cells, strict=True):
+            # An output's rows ascend: those before `rows` are the ones it had.
+            kept = bisect_left(OutputColumn(column).rows, rows)
+            if kept:  # else made by a row dropped now
+                del column[kept * CELL.size :]
+                names.append(name)
+                cells.append(column)
+        self.names = shared(tuple(names))
+        self.cells = cells
 
     def append(self, trial: int, status: int, seq: int) -> int:
         """Add a row; returns its index."""
-        self.trials.append(trial)
-        self.statuses.append(status)
-        self.seqs.append(seq)
-        return len(self.statuses) - 1
+        row = len(self)
+        self.packed += ROW.pack(trial, status, seq)
+        return row
 
     def attempts(self, output: str) -> Iterator[tuple[int, float | None, int]]:
         """(trial index, value, run sequence number of the score) of the attempts of key
@@ -74,8 +184,8 @@ class MetricColumns:
         SEMANTICS.md section 1: a dead trial adds null, a metric failure adds nothing, a
         completed or partial score adds the output's semantic value if it has one.
         """
-        semantic = self.outputs[output].semantic_at() if output in self.outputs else {}
-        for row, (trial, status, seq) in enumerate(zip(self.trials, self.statuses, self.seqs, strict=True)):
+        semantic = OutputColumn(self.cells[self.names.index(output)]).semantic_at() if output in self.names else {}
+        for row, (trial, status, seq) in enumerate(ROW.iter_unpack(_frozen(self.packed))):
             if status == TRIAL_FAILED:
                 yield trial, None, seq
             elif status == OK and row in semantic:
@@ -83,23 +193,21 @@ class MetricColumns:
 
     def numeric(self, output: str) -> list[tuple[int, float]]:
         """(run sequence number, value) of the output's numeric values, in log order."""
-        column = self.outputs.get(output)
-        if column is None:
+        if output not in self.names:
             return []
-        seqs = self.seqs
+        cells = self.cells[self.names.index(output)]
+        packed, at = self.packed, ROW.size
         return [
-            (seqs[row], value)
-            for row, kind, value in zip(column.rows, column.kinds, column.values, strict=True)
+            (ROW.unpack_from(packed, row * at)[2], value)
+            for row, kind, value in CELL.iter_unpack(_frozen(cells))
             if kind == NUMERIC
         ]
 
     def failed(self) -> int:
-        return len(self.statuses) - self.statuses.count(OK)
+        return len(self) - self.statuses.count(OK)
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""
         return {
-            trial: row
-            for row, (trial, status) in enumerate(zip(self.trials, self.statuses, strict=True))
-            if status == OK
+            trial: row for row, (trial, status, _) in enumerate(ROW.iter_unpack(_frozen(self.packed))) if status == OK
         }

@@ -233,9 +233,9 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         cache.view_records = None
     coverage: Coverage = {
         metric: (
-            len(columns.statuses),
+            len(columns),
             columns.failed(),
-            {output: len(column.rows) for output, column in columns.outputs.items()},
+            {output: len(column) for output, column in columns.outputs.items()},
         )
         for metric, columns in task.metrics.items()
     }
@@ -247,7 +247,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     _move_coverage(cache, old.coverage if old else {}, -1)
     _move_coverage(cache, coverage, 1)
     for metric, columns in task.metrics.items():
-        cache.outputs.setdefault(metric, set()).update(columns.outputs)
+        cache.outputs.setdefault(metric, set()).update(columns.names)
     cache.tasks[task.task_id] = TaskContribution(
         attempts=fragment(
             {
@@ -295,7 +295,7 @@ def _take_numeric(landed: _Landed, task: TaskState, taken: dict[Key, int]) -> di
     """Land the task's numeric values past those `taken` for the run's."""
     now: dict[Key, int] = {}
     for metric, columns in task.metrics.items():
-        for output in columns.outputs:
+        for output in columns.names:
             key = (metric, output)
             numeric = columns.numeric(output)
             already = taken.get(key, 0)

@@ -2,15 +2,24 @@
 
 A run without `run.started` has no declarations ("no specs"): every task then keeps
 keys by rule 2 of SEMANTICS.md section 1 alone, and no key is eligible for pass@k.
+
+Memory is per task, and a run may declare tens of thousands of tasks, most of them alike:
+tasks (of one run or of several) that declare the same metrics and views share one
+`TaskDeclaration`, and the run.started itself is kept compressed.
 """
 
 from __future__ import annotations
 
 import sys
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
-from events.models import RunStarted, ViewSpec
+from pydantic import TypeAdapter
+
+from events.codec import encode
+from events.models import RunStarted, TaskSpec, ViewSpec
 
 Key = tuple[str, str]
 """(metric_type, output name); written `metric_type.output` on the wire."""
@@ -19,6 +28,8 @@ ATTEMPT_KINDS = frozenset({"continuous", "discrete", "boolean"})
 """Declared kinds that always get an attempt list (rule 1); label and model never do (rule 3)."""
 PASSK_KINDS = frozenset({"continuous", "boolean"})
 
+_VIEWS: TypeAdapter[list[ViewSpec]] = TypeAdapter(list[ViewSpec])
+
 
 def key_name(key: Key) -> str:
     return f"{key[0]}.{key[1]}"
@@ -26,7 +37,8 @@ def key_name(key: Key) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TaskDeclaration:
-    task_id: str
+    """What one task declares; shared by every task that declares the same (`_declared`)."""
+
     kinds: Mapping[Key, str]
     views: tuple[ViewSpec, ...]
 
@@ -40,29 +52,49 @@ class Declarations:
     """Keys some task declares continuous or boolean: the pass@k keys."""
     outputs: dict[str, frozenset[str]]
     """Per metric_type, the output names any task declares (of any kind)."""
+    started: bytes
+    """The run.started they were made of, as encoded, zlib-compressed: a big run's is MBs of
+    task specs that repeat (~1/100 compressed), and only a write of the run header reads it."""
+
+    def started_wire(self) -> bytes:
+        """The run.started as encoded (what the run header stores)."""
+        return zlib.decompress(self.started)
 
     @classmethod
-    def of(cls, event: RunStarted) -> Declarations:
-        tasks: dict[str, TaskDeclaration] = {}
+    def of(cls, event: RunStarted, wire: bytes | None = None) -> Declarations:
+        """`event`'s declarations; `wire` is its encoding if the caller has it (a restore
+        keeps the bytes it read, whichever version of `encode` wrote them)."""
+        tasks = {spec.task_id: _declaration_of(spec) for spec in event.tasks}
+        distinct = {id(declared): declared for declared in tasks.values()}.values()
         outputs: dict[str, set[str]] = {}
-        # Most tasks of a run declare the same metrics: share one mapping between them
-        # (memory is per task, and a run may declare tens of thousands).
-        shared: dict[tuple[tuple[Key, str], ...], dict[Key, str]] = {}
-        for spec in event.tasks:
-            items = tuple(
-                ((sys.intern(metric.metric_type), sys.intern(out.name)), out.kind)
-                for metric in spec.metrics
-                for out in metric.outputs
-            )
-            kinds = shared.setdefault(items, dict(items))
-            tasks[spec.task_id] = TaskDeclaration(spec.task_id, kinds, tuple(spec.views))
-            for metric_type, name in kinds:
+        for declared in distinct:
+            for metric_type, name in declared.kinds:
                 outputs.setdefault(metric_type, set()).add(name)
-        eligible = frozenset(key for task in tasks.values() for key, kind in task.kinds.items() if kind in PASSK_KINDS)
+        eligible = frozenset(key for task in distinct for key, kind in task.kinds.items() if kind in PASSK_KINDS)
         return cls(
             tasks=tasks,
             labels=dict(event.labels),
             attempts_per_task=event.attempts_per_task,
             eligible=eligible,
             outputs={metric: frozenset(names) for metric, names in outputs.items()},
+            # Level 1: task specs repeat, so it packs them about as small as level 6 does, in half the time.
+            started=zlib.compress(encode(event) if wire is None else wire, 1),
         )
+
+
+def _declaration_of(spec: TaskSpec) -> TaskDeclaration:
+    kinds = tuple(
+        ((sys.intern(metric.metric_type), sys.intern(out.name)), out.kind)
+        for metric in spec.metrics
+        for out in metric.outputs
+    )
+    # Views are keyed by their encoding: the models hold lists (unhashable), and equal
+    # models may still differ on the wire (a weight of 0.0 and one of -0.0).
+    return _declared(kinds, _VIEWS.dump_json(spec.views))
+
+
+@lru_cache(maxsize=1024)
+def _declared(kinds: tuple[tuple[Key, str], ...], views: bytes) -> TaskDeclaration:
+    """One declaration per distinct (kinds, views), built from the key itself, so that the
+    tasks sharing it keep no part of their own run.started alive."""
+    return TaskDeclaration(dict(kinds), tuple(_VIEWS.validate_json(views)))

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import enum
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, cast
 
-from events.codec import encode
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from projections.applied import AppliedEvents, fingerprint
 from projections.declarations import Declarations, Key
@@ -46,6 +46,8 @@ class Applied(NamedTuple):
 
 
 _REDELIVERY = Applied(Outcome.REDELIVERY)
+_NO_EVENTS: array[int] = array("Q")
+"""The kept fingerprints of a task not seen yet (never written)."""
 _APPLIED = Applied(Outcome.APPLIED)
 
 
@@ -60,8 +62,6 @@ class RunState:
     run_id: str
     declarations: Declarations | None = None
     started_event_id: str | None = None
-    started_wire: bytes | None = None
-    """The applied run.started as encoded: stored with the run header, declarations are rebuilt from it."""
     closed_reason: str | None = None
     closed_position: int = -1
     """The log position of the applied run.closed (-1: open)."""
@@ -97,6 +97,12 @@ class RunState:
         firsts = [holder.first_at for holder in holders if holder.first_at is not None]
         lasts = [holder.last_at for holder in holders if holder.last_at is not None]
         return max(lasts) - min(firsts) if firsts else None
+
+    def fingerprints(self) -> Iterator[array[int]]:
+        """The kept fingerprints of every applied event: the run header's, then each task's."""
+        yield self.run_events
+        for task in self.tasks.values():
+            yield task.events
 
     @property
     def closed(self) -> bool:
@@ -136,10 +142,15 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
             Outcome.REFUSED,
             f"run {run.run_id!r} already started with event {run.started_event_id!r}; a run has one run.started",
         )
-    if kind == "run.closed" and run.closed and event.event_id not in run.applied:
-        return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
     hi, lo = fingerprint(event.event_id)
-    if not run.applied.add_fingerprint(hi, lo):
+    if kind == "run.closed" and run.closed and not run.applied.contains(hi, lo, run.run_events, run.fingerprints):
+        return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
+    if kind in {"score.emitted", "trial.finished"}:
+        task = run.tasks.get(cast("ScoreEmitted | TrialFinished", event).task_id)
+        own = _NO_EVENTS if task is None else task.events
+    else:
+        own = run.run_events
+    if not run.applied.add(hi, lo, own, run.fingerprints):
         return _REDELIVERY
     run.event_count += 1
     at = run.event_count if position is None else position
@@ -221,11 +232,11 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
 def _start(run: RunState, event: RunStarted) -> None:
     declarations = run.declarations = Declarations.of(event)
     run.started_event_id = event.event_id
-    run.started_wire = encode(event)
     if event.attempts_per_task:
-        # Each planned trial brings a trial.finished and a score per declared metric.
+        # Each planned trial brings a trial.finished and a score per declared metric; the
+        # run.closed is one more (a sized table that must grow doubles).
         per_trial = 1 + max((len({m for m, _ in task.kinds}) for task in declarations.tasks.values()), default=0)
-        run.applied.reserve(len(declarations.tasks) * event.attempts_per_task * per_trial + run.event_count)
+        run.applied.reserve(len(declarations.tasks) * event.attempts_per_task * per_trial + run.event_count + 1)
     for task_id in declarations.tasks:
         if task_id not in run.tasks:
             run.tasks[task_id] = TaskState(task_id)
@@ -240,12 +251,11 @@ def rekey_run(run: RunState) -> None:
     run.passk = {key: KeyTally() for key in sorted(declarations.eligible)} if declarations else {}
     for task in run.tasks.values():
         task.rekey(declarations)
-        for metric, outputs in task.tallies.items():
-            for output, (n, c) in outputs.items():
-                tally = run.passk.get((metric, output))
-                if tally is not None:
-                    tally.add((n, c))
-                    tally.pending += not task.touched
+        for key, n, c in task.tallies():
+            tally = run.passk.get(key)
+            if tally is not None:
+                tally.add((n, c))
+                tally.pending += not task.touched
 
 
 def rederive(run: RunState) -> None:
@@ -255,12 +265,11 @@ def rederive(run: RunState) -> None:
     tasks = run.tasks.values()
     run.trials_completed = sum(task.trials_completed for task in tasks)
     run.trials_failed = sum(task.trials_failed for task in tasks)
-    run.score_count = sum(len(columns.statuses) for task in tasks for columns in task.metrics.values())
-    fingerprints = [run.run_events, *(task.events for task in tasks)]
-    run.event_count = sum(len(pairs) // 2 for pairs in fingerprints)
+    run.score_count = sum(len(columns) for task in tasks for columns in task.metrics.values())
+    run.event_count = sum(len(pairs) // 2 for pairs in run.fingerprints())
     run.applied = AppliedEvents(run.event_count)
-    for pairs in fingerprints:
-        for at in range(0, len(pairs), 2):
-            run.applied.add_fingerprint(pairs[at], pairs[at + 1])
+    for pairs in run.fingerprints():
+        for hi in pairs[::2]:
+            run.applied.insert(hi)
     rekey_run(run)
     run.after_close = run.applied_after(run.closed_position) if run.closed else 0

@@ -14,18 +14,17 @@ that failed.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from operator import attrgetter
 from typing import Any, cast
 
 from events.models import InputEvent, ScoreEmitted, TrialFinished
+from projections.columns import ROW
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
 _HEADER = (
     "declarations",
     "started_event_id",
-    "started_wire",
     "closed_reason",
     "closed_position",
     "first_at",
@@ -61,12 +60,11 @@ class Savepoint:
             task,
             _task_fields(task),
             len(task.trial_ids),
-            named.trial_id,
             len(task.events),
             len(task.trial_positions),
             -1 if failed is None else len(failed),
             metric,
-            -1 if columns is None else len(columns.statuses),
+            -1 if columns is None else len(columns.packed) // ROW.size,
         )
 
     def rollback(self, run: RunState) -> None:
@@ -88,12 +86,10 @@ class Savepoint:
 
 def _task_back(saved: tuple[Any, ...]) -> None:
     task: TaskState
-    task, fields, trials, trial_id, events, positions, failed, metric, rows = saved
+    task, fields, trials, events, positions, failed, metric, rows = saved
     for name, value in zip(_TASK, fields, strict=True):
         setattr(task, name, value)
     del task.trial_ids[trials:]
-    if task.trial_index.get(trial_id, -1) >= trials:
-        del task.trial_index[trial_id]
     del task.events[events:]
     del task.trial_positions[positions:]
     if failed < 0:
@@ -105,16 +101,4 @@ def _task_back(saved: tuple[Any, ...]) -> None:
     if rows < 0:
         task.metrics.pop(metric, None)
         return
-    columns = task.metrics[metric]
-    del columns.trials[rows:]
-    del columns.statuses[rows:]
-    del columns.seqs[rows:]
-    for name, column in list(columns.outputs.items()):
-        # An output's rows ascend: those before `rows` are the ones it had.
-        kept = bisect_left(column.rows, rows)
-        if not kept:  # made by this event
-            del columns.outputs[name]
-            continue
-        del column.rows[kept:]
-        del column.kinds[kept:]
-        del column.values[kept:]
+    task.metrics[metric].truncate(rows)

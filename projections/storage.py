@@ -5,7 +5,7 @@ its effects, so a store that writes one record per event is consistent after any
 an event is in the state entirely or not at all.
 - one record per task: its trials, score columns, counters, failed trials and the
   fingerprints of its events; written by each event that names the task, O(the task);
-- the run header: the applied run.started (declarations are rebuilt from it), the close,
+- the run header: the applied run.started (declarations are rebuilt from it and keep it), the close,
   and the fingerprints of those run-level events; written by run.started and run.closed.
 Everything else (the event count, keys per task, pass@k tallies, the redelivery index) is
 derived on restore (`run.rederive`), by the same code that maintains it live; trial and
@@ -98,7 +98,7 @@ def header_to_bytes(run: RunState) -> bytes:
     header: dict[str, Any] = {"v": VERSION, **{name: getattr(run, name) for name in _HEADER_FIELDS}}
     header["run_events"] = _pack(run.run_events)
     header["run_positions"] = _pack(run.run_positions)
-    header["started"] = run.started_wire.decode() if run.started_wire is not None else None
+    header["started"] = run.declarations.started_wire().decode() if run.declarations is not None else None
     return orjson.dumps(header)
 
 
@@ -143,16 +143,15 @@ def _task_of(task_id: str, parsed: Any) -> TaskState:
         task_id,
         **{name: stored[name] for name in _TASK_FIELDS},
         trial_ids=trials,
-        trial_index={trial: index for index, trial in enumerate(trials)},
         metrics={
-            sys.intern(metric): MetricColumns(
+            sys.intern(metric): MetricColumns.of(
                 trials=_unpack("i", columns["trials"]),
-                statuses=bytearray(base64.b64decode(columns["statuses"])),
+                statuses=base64.b64decode(columns["statuses"]),
                 seqs=_unpack("q", columns["seqs"]),
                 outputs={
-                    sys.intern(output): OutputColumn(
+                    sys.intern(output): OutputColumn.of(
                         rows=_unpack("i", column["rows"]),
-                        kinds=bytearray(base64.b64decode(column["kinds"])),
+                        kinds=base64.b64decode(column["kinds"]),
                         values=_unpack("d", column["values"]),
                     )
                     for output, column in columns["outputs"].items()
@@ -182,11 +181,11 @@ def _restored(run_id: str, parsed: Any, tasks: Iterable[TaskState]) -> RunState:
         run.run_events = _unpack("Q", stored["run_events"])
         run.run_positions = _unpack("q", stored["run_positions"])
         if stored["started"] is not None:
-            run.started_wire = stored["started"].encode()
-            started = decode(run.started_wire)
+            wire = stored["started"].encode()
+            started = decode(wire)
             if not isinstance(started, RunStarted):
                 raise ValueError(f"stored run.started of run {run_id!r} is a {started.type}; wipe the store and replay")
-            run.declarations = Declarations.of(started)
+            run.declarations = Declarations.of(started, wire)
     run.tasks = {task.task_id: task for task in tasks}
     if run.declarations is not None:
         for task_id in run.declarations.tasks:  # a declared task nothing arrived for has no record

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from events.models import ScoreEmitted
-from projections.columns import METRIC_FAILED, NON_SEMANTIC, OK, TRIAL_FAILED, MetricColumns, OutputColumn, classify
+from projections.columns import (
+    CELL,
+    METRIC_FAILED,
+    NON_SEMANTIC,
+    OK,
+    ROW,
+    TRIAL_FAILED,
+    MetricColumns,
+    classify,
+)
 from projections.declarations import ATTEMPT_KINDS, Declarations, Key
 from projections.passk import KeyTally, Tally, passes
+from projections.sharing import shared
 
 
 @dataclass(slots=True)
@@ -26,10 +36,12 @@ class TaskState:
     touched: bool = False
     """Some trial or score event named this task (a declared untouched task is pending)."""
     trial_ids: list[str] = field(default_factory=list)
-    trial_index: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, MetricColumns] = field(default_factory=dict)
-    tallies: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-    """metric_type -> output -> [n, c] for every key the task has."""
+    keys: tuple[Key, ...] = ()
+    """The task's keys, in the order it got them: one tuple shared by the tasks whose keys
+    are alike (most tasks of a run), where a dict of dicts per task cost ~1.2 KB."""
+    counts: list[int] = field(default_factory=list)
+    """n, c of each of `keys`, flat: the task's (n, c) of `keys[i]` is `counts[2 * i : 2 * i + 2]`."""
     events: array[int] = field(default_factory=lambda: array("Q"))
     """Fingerprints (hi, lo pairs) of the events applied to this task: persisted with it,
     they rebuild the run's redelivery index on restore."""
@@ -47,81 +59,98 @@ class TaskState:
 
     def record_score(self, event: ScoreEmitted, seq: int, eligible: Mapping[Key, KeyTally]) -> None:
         """Append one score, updating this task's (n, c) per key and, for pass@k-eligible
-        keys, the run-wide tallies in `eligible`. O(outputs of the score), except when an
-        undeclared output gets its key (O(rows of that metric), once per key)."""
+        keys, the run-wide tallies in `eligible`. O(trials of the task + outputs of the score),
+        except when an undeclared output gets its key (O(rows of that metric), once per key)."""
         if self.first_score < 0:
             self.first_score = seq
-        trial = self.trial_index.get(event.trial_id)
-        if trial is None:
-            trial = self.trial_index[event.trial_id] = len(self.trial_ids)
-            self.trial_ids.append(event.trial_id)
+        # A task has a few trials: its list searched in C costs about what a dict lookup
+        # does, where an index dict would cost ~360 bytes a task.
+        trial_ids = self.trial_ids
+        trial = trial_ids.index(event.trial_id) if event.trial_id in trial_ids else len(trial_ids)
+        if trial == len(trial_ids):
+            trial_ids.append(event.trial_id)
         metric = event.metric_type
         columns = self.metrics.get(metric)
         if columns is None:
             columns = self.metrics[sys.intern(metric)] = MetricColumns()
-        kept = self.tallies.get(metric)
         if event.status == "failed":
             dead = event.failure == "trial"
             columns.append(trial, TRIAL_FAILED if dead else METRIC_FAILED, seq)
-            for output, dead_counts in kept.items() if dead and kept else ():
-                n, c = dead_counts
-                dead_counts[0] = n + 1
-                tally = eligible.get((metric, output))
-                if tally is not None:
-                    tally.move(n, c, n + 1, c)
+            if dead:
+                self._died(metric, eligible)
             return
+        keys, counts = self.keys, self.counts
         # The hot path of the whole fold: rows and outputs are appended inline, not through
         # MetricColumns methods, because a call costs as much as the append itself.
-        row = len(columns.statuses)
-        columns.trials.append(trial)
-        columns.statuses.append(OK)
-        columns.seqs.append(seq)
-        outputs = columns.outputs
+        row = len(columns.packed) // ROW.size
+        columns.packed += ROW.pack(trial, OK, seq)
+        names = columns.names
         for out in event.outputs:
             kind, value = classify(out.value)
-            column = outputs.get(out.name)
-            if column is None:
-                column = outputs[sys.intern(out.name)] = OutputColumn()
-            column.rows.append(row)
-            column.kinds.append(kind)
-            column.values.append(value)
+            if out.name in names:
+                cells = columns.cells[names.index(out.name)]
+            else:
+                cells = columns.add_output(out.name)
+                names = columns.names
+            cells += CELL.pack(row, kind, value)
             if kind == NON_SEMANTIC:
                 continue
-            counts = kept.get(out.name) if kept is not None else None
-            if counts is not None:
-                n, c = counts
+            key = (metric, out.name)
+            if key in keys:
+                at = 2 * keys.index(key)
+                n, c = counts[at], counts[at + 1]
                 passed = c + passes(value)
-                counts[0] = n + 1
-                counts[1] = passed
-                tally = eligible.get((metric, out.name))
+                counts[at] = n + 1
+                counts[at + 1] = passed
+                tally = eligible.get(key)
                 if tally is not None:
                     tally.move(n, c, n + 1, passed)
-            elif (metric, out.name) not in self.excluded:
+            elif key not in self.excluded:
                 # Rule 2: an undeclared output with a semantic value gets its key.
-                n, c = self._keep((metric, out.name))
-                tally = eligible.get((metric, out.name))
+                n, c = self._keep(key)
+                tally = eligible.get(key)
                 if tally is not None:
                     tally.add((n, c))
-                kept = self.tallies[metric]
+                keys = self.keys
+
+    def _died(self, metric: str, eligible: Mapping[Key, KeyTally]) -> None:
+        """A dead trial's null attempt on each of the metric's keys (it passes none)."""
+        counts = self.counts
+        for at, key in enumerate(self.keys):
+            if key[0] == metric:
+                n, c = counts[2 * at], counts[2 * at + 1]
+                counts[2 * at] = n + 1
+                tally = eligible.get(key)
+                if tally is not None:
+                    tally.move(n, c, n + 1, c)
 
     def graded_trials(self) -> set[str]:
         """The trial ids with at least one completed or partial score, of any metric."""
         return {self.trial_ids[trial] for columns in self.metrics.values() for trial in columns.latest_ok_rows()}
 
     def tally(self, key: Key) -> Tally | None:
-        counts = self.tallies.get(key[0], {}).get(key[1])
-        return None if counts is None else (counts[0], counts[1])
+        if key not in self.keys:
+            return None
+        at = 2 * self.keys.index(key)
+        return self.counts[at], self.counts[at + 1]
+
+    def tallies(self) -> Iterator[tuple[Key, int, int]]:
+        """(key, n, c) of every key the task has."""
+        counts = self.counts
+        for at, key in enumerate(self.keys):
+            yield key, counts[2 * at], counts[2 * at + 1]
 
     def attempted(self) -> bool:
         """Whether some key of the task has an attempt."""
-        return any(counts[0] for outputs in self.tallies.values() for counts in outputs.values())
+        return any(self.counts[::2])
 
     def kept_keys(self) -> list[Key]:
-        return [(metric, output) for metric, outputs in self.tallies.items() for output in outputs]
+        return list(self.keys)
 
     def rekey(self, declarations: Declarations | None) -> None:
         """Decide the task's keys afresh (SEMANTICS.md section 1 rules) from its columns."""
-        self.tallies = {}
+        self.keys = ()
+        self.counts = []
         declared = declarations.tasks.get(self.task_id) if declarations else None
         kinds = declared.kinds if declared else {}
         self.excluded = _excluded(kinds)
@@ -130,7 +159,7 @@ class TaskState:
                 self._keep(key)
         for metric, columns in self.metrics.items():
             for output, column in columns.outputs.items():
-                if (metric, output) not in kinds and any(kind != NON_SEMANTIC for kind in column.kinds):
+                if (metric, output) not in kinds and column.semantic():
                     self._keep((metric, output))
 
     def _keep(self, key: Key) -> Tally:
@@ -141,7 +170,8 @@ class TaskState:
         for _, value, _ in columns.attempts(output) if columns else ():
             n += 1
             c += passes(value)
-        self.tallies.setdefault(metric, {})[output] = [n, c]
+        self.keys = shared((*self.keys, key))
+        self.counts += (n, c)
         return n, c
 
 

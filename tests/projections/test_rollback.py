@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from events import builders
 from events.codec import encode, encode_payload
 from events.models import InputEvent
+from projections.applied import fingerprint
 from projections.progress import progress
 from projections.run import RunState
 from projections.step import Stepped, step
@@ -28,9 +29,10 @@ def image(run: RunState, log: Sequence[InputEvent]) -> tuple[Any, ...]:
         header_to_bytes(run),
         [(task_id, task_to_bytes(task)) for task_id, task in run.tasks.items()],
         (run.event_count, run.after_close, run.trials_completed, run.trials_failed, run.score_count),
-        [event.event_id in run.applied for event in log],
+        [run.applied.contains(*fingerprint(event.event_id), run.run_events, run.fingerprints) for event in log],
+        len(run.applied),
         {key: (dict(tally.verdicts), tally.unmeasured, tally.pending) for key, tally in run.passk.items()},
-        {task_id: (task.tallies, task.excluded) for task_id, task in run.tasks.items()},
+        {task_id: (sorted(task.tallies()), task.excluded) for task_id, task in run.tasks.items()},
         encode_payload(progress(run, 1)),
     )
 

@@ -26,6 +26,7 @@ def test_a_restored_run_continues_exactly_like_the_original(log: list[InputEvent
     split = data.draw(st.integers(0, len(log)))
     original = fold(log[:split])
     restored = stored_and_restored(original)
+    assert header_to_bytes(restored) == header_to_bytes(original)
     assert progress(restored, 1) == progress(original, 1)
     for event in [*log[split:], *data.draw(st.lists(st.sampled_from(log), max_size=5))]:
         assert apply(restored, event).outcome == apply(original, event).outcome  # redeliveries included

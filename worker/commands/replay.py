@@ -17,7 +17,7 @@ import heapq
 import multiprocessing
 import pickle
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from itertools import islice
 from multiprocessing.connection import Connection
@@ -63,28 +63,31 @@ class Replayer:
         self.progress_every = progress_every
         self.stats = ReplayStats()
 
-    def feed(self, number: int, line: bytes) -> list[Output]:
+    def feed(self, number: int, line: bytes) -> Sequence[Output]:
         """What line `number` of a file makes replay write."""
-        if not line.strip():
-            return []
-        return self.apply(number, line.rstrip(b"\r\n"), f"line {number}")
+        if not line or line.isspace():
+            return ()
+        return self.apply(number, line.rstrip(b"\r\n"))
 
     def apply(
-        self, number: int, value: bytes, where: str, *, key: bytes | None = None, keyed: bool = False
-    ) -> list[Output]:
-        """What one message makes replay write; `where` names it in a rejection. A keyed
-        message (from the events topic) takes the worker's key check, and its `number` is
-        its offset, the position the worker gives it."""
+        self, number: int, value: bytes, where: str | None = None, *, key: bytes | None = None, keyed: bool = False
+    ) -> Sequence[Output]:
+        """What one message makes replay write; `where` names it in a rejection (by
+        default "line `number`"). A keyed message (from the events topic) takes the worker's
+        key check, and its `number` is its offset, the position the worker gives it."""
         stepped = step(value, self._run, position=number if keyed else None, keyed=keyed, key=key)
         if stepped.rejected is not None:
             self.stats.skipped += 1
+            where = where or f"line {number}"
             return [(number, STDERR, f"{where}: {stepped.rejected.code}: {stepped.rejected.detail}\n".encode())]
-        if not stepped.applied or stepped.run is None:
+        run = stepped.run
+        if stepped.outcome is not Outcome.APPLIED or run is None:
             self.stats.redeliveries += stepped.outcome is Outcome.REDELIVERY
             self.stats.ignored += stepped.outcome is Outcome.IGNORED
-            return []
-        run = stepped.run
+            return ()
         self.stats.applied += 1
+        if stepped.summary is None and not self.progress_every:
+            return ()
         outputs = []
         if self.progress_every and (run.closed or run.event_count % self.progress_every == 0):
             outputs.append((number, STDOUT, encode_payload(progress(run, run.event_count)) + b"\n"))
@@ -116,15 +119,14 @@ def replay(
     """Fold `lines` (one event each) and write summaries (and progress, when
     `progress_every` is set: every that many applied events of a run, and at close)."""
     stats = ReplayStats()
-    numbered = _counted(lines, stats)
     if jobs > 1:
-        outputs = _sharded(numbered, jobs, progress_every, stats)
-    else:
-        replayer = Replayer(progress_every)
-        outputs = (output for number, line in numbered for output in replayer.feed(number, line))
-    write(outputs, out, err)
-    if jobs <= 1:
-        stats.add(replayer.finish())
+        write(_sharded(_counted(lines, stats), jobs, progress_every, stats), out, err)
+        return stats
+    replayer = Replayer(progress_every)
+    for stats.lines, line in enumerate(lines, 1):
+        if outputs := replayer.feed(stats.lines, line):
+            write(outputs, out, err)
+    stats.add(replayer.finish())
     return stats
 
 

@@ -1,0 +1,69 @@
+"""The redelivery index: an event is new unless its whole 128-bit fingerprint is kept,
+whatever the index's `hi` halves share."""
+
+from __future__ import annotations
+
+from array import array
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from events.builders import score
+from projections.applied import AppliedEvents, holds
+from projections.run import Outcome, RunState, apply, rederive
+
+HI = 0x1234_5678_9ABC_DEF1
+
+
+def kept(*pairs: tuple[int, int]) -> array[int]:
+    return array("Q", [half for pair in pairs for half in pair])
+
+
+def test_fingerprints_sharing_hi_are_distinct_events() -> None:
+    index, own = AppliedEvents(), kept()
+    assert index.add(HI, 1, own, lambda: [own])
+    own.extend((HI, 1))
+    assert index.add(HI, 2, own, lambda: [own])
+    own.extend((HI, 2))
+    assert not index.add(HI, 1, own, lambda: [own])
+    assert not index.add(HI, 2, own, lambda: [own])
+    assert index.add(HI, 3, own, lambda: [own])
+
+
+def test_a_pair_kept_by_another_part_of_the_run_is_found() -> None:
+    index, elsewhere = AppliedEvents(), kept((HI, 7))
+    index.insert(HI)
+    assert index.contains(HI, 7, kept(), lambda: [kept(), elsewhere])
+    assert not index.add(HI, 7, kept(), lambda: [kept(), elsewhere])
+    assert not index.contains(HI, 8, kept(), lambda: [elsewhere])
+
+
+def test_a_pair_is_matched_only_at_a_pair_boundary() -> None:
+    # (lo of one pair, hi of the next) spells the needle's bytes without being a kept pair.
+    assert not holds(kept((1, HI), (5, 9)), HI, 5)
+    assert holds(kept((1, HI), (HI, 5)), HI, 5)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=60))
+def test_the_index_says_new_exactly_for_pairs_not_kept(pairs: list[tuple[int, int]]) -> None:
+    """Few distinct `hi` halves, so nearly every probe meets candidates; growth included."""
+    index, own, seen = AppliedEvents(), kept(), set()
+    for small_hi, lo in pairs:
+        hi = small_hi << 1 | 1
+        assert index.add(hi, lo, own, lambda: [own]) is ((hi, lo) not in seen)
+        if (hi, lo) not in seen:
+            own.extend((hi, lo))
+            seen.add((hi, lo))
+
+
+def test_a_redelivery_naming_another_task_is_found_and_a_rebuilt_index_agrees() -> None:
+    run = RunState("r")
+    first = score("t1", "trial-1", "reward", {"score": 1.0}, run_id="r", event_id="e-1")
+    assert apply(run, first).outcome is Outcome.APPLIED
+    moved = score("t2", "trial-1", "reward", {"score": 1.0}, run_id="r", event_id="e-1")
+    assert apply(run, moved).outcome is Outcome.REDELIVERY
+    rederive(run)
+    assert apply(run, first).outcome is Outcome.REDELIVERY
+    assert apply(run, moved).outcome is Outcome.REDELIVERY
+    other = score("t2", "trial-2", "reward", {"score": 0.0}, run_id="r", event_id="e-2")
+    assert apply(run, other).outcome is Outcome.APPLIED
