@@ -203,7 +203,7 @@ def fragment(payload: Any) -> orjson.Fragment:
 def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict[str, Key], landed: _Landed) -> None:
     """Compute the task's contribution again; `eligible`: the run's pass@k keys by name."""
     old = cache.tasks.get(task.task_id)
-    rows = sum(len(columns.statuses) for columns in task.metrics.values())
+    rows = sum(len(columns) for columns in task.metrics.values())
     if old is not None and old.rows == rows:
         # No score since (a trial.finished): rows only grow, so the same count is the same
         # rows, trials and keys, all the contribution is made of.
