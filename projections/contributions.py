@@ -62,6 +62,8 @@ class TaskContribution:
     """(metric, output) -> numeric values already in the run's `numeric`."""
     taken_trials: int
     """The task's trial ids already in the run's `trials`."""
+    rows: int
+    """The task's score rows (all metrics) it was computed from."""
 
 
 @dataclass(slots=True)
@@ -72,20 +74,28 @@ class InOrder:
     items: list[Any] = field(default_factory=list)
 
     def add(self, new: list[tuple[int, Any]]) -> None:
-        """Put the (seq, item) pairs `new` in their places: one by one when few (a late
-        event's), else in one sort (a summary at close takes every task's at once)."""
+        """Put the (seq, item) pairs `new` in their places: appended when they all come
+        after the items there (a run's first summary, an event at the end of the log), one
+        by one when few (a late event's), else in one sort."""
+        new.sort(key=_SEQ)
+        if not self.seqs or new[0][0] > self.seqs[-1]:
+            seqs, items = zip(*new, strict=True)  # C-level: a run's first summary adds every item
+            self.seqs.extend(seqs)
+            self.items.extend(items)
+            return
         if len(new) <= _FEW:
             for seq, item in new:
                 at = bisect_right(self.seqs, seq)
                 self.seqs.insert(at, seq)
                 self.items.insert(at, item)
             return
-        merged = sorted([*zip(self.seqs, self.items, strict=True), *new], key=itemgetter(0))
+        merged = sorted([*zip(self.seqs, self.items, strict=True), *new], key=_SEQ)
         self.seqs = array("q", [seq for seq, _ in merged])
         self.items = [item for _, item in merged]
 
 
 _FEW = 64
+_SEQ = itemgetter(0)
 
 
 @dataclass(slots=True)
@@ -97,12 +107,25 @@ class MetricCoverage:
     carried: dict[str, int] = field(default_factory=dict)
 
 
+class Column(NamedTuple):
+    """One k's per-task figures of an eligible key (pass@k's or pass^k's, in summary task
+    order) and what they give: section 8's entry and, for pass@k, the `<key>.pass@<k>`
+    aggregate (encoded)."""
+
+    values: list[float]
+    entry: dict[str, Any]
+    aggregate: orjson.Fragment | None
+
+
 class KeyFigures(NamedTuple):
     """One eligible key's `<key>.pass@<k>` aggregates and its section 8 entry (None: no
     measured task), for the (n, c) list they were computed from."""
 
     measured: list[Tally]
     unmeasured: int
+    at_k: list[Column]
+    hat_k: list[Column]
+    """Empty when no task is measured."""
     aggregates: list[orjson.Fragment]
     """Encoded: only the summary takes them, and a run keeps them between revisions."""
     statistics: dict[str, Any] | None
@@ -126,6 +149,8 @@ class SummaryCache:
     """metric_type -> the output names its scores carried."""
     metric_records: dict[Key, tuple[int, orjson.Fragment]] = field(default_factory=dict)
     """(metric, output) -> (its metric's score count, its aggregate encoded), until a value lands."""
+    view_records: list[orjson.Fragment] | None = None
+    """The view aggregates encoded, until some task's views change (None: to compute)."""
     keys: dict[str, KeyFigures] = field(default_factory=dict)
     harbor: dict[str, tuple[list[Tally], dict[str, float]]] = field(default_factory=dict)
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
@@ -178,6 +203,11 @@ def fragment(payload: Any) -> orjson.Fragment:
 def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict[str, Key], landed: _Landed) -> None:
     """Compute the task's contribution again; `eligible`: the run's pass@k keys by name."""
     old = cache.tasks.get(task.task_id)
+    rows = sum(len(columns) for columns in task.metrics.values())
+    if old is not None and old.rows == rows:
+        # No score since (a trial.finished): rows only grow, so the same count is the same
+        # rows, trials and keys, all the contribution is made of.
+        return
     lists = task_attempts(task)
     taken_attempts = _take_rewards(landed, lists, old.taken_attempts if old else {})
     taken_numeric = _take_numeric(landed, task, old.taken_numeric if old else {})
@@ -198,6 +228,9 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     values: dict[str, list[float]] = {}
     if declared is not None:
         view_values(task, declared.views, totals, values)
+    views = {name: (total, values.get(name, [])) for name, total in totals.items()}
+    if old is None or not _same_views(old.views, views):
+        cache.view_records = None
     coverage: Coverage = {
         metric: (
             len(columns),
@@ -229,11 +262,21 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         },
         harbor=harbor,
         broken=frozenset(broken),
-        views={name: (total, values.get(name, [])) for name, total in totals.items()},
+        views=views,
         coverage=coverage,
         taken_attempts=taken_attempts,
         taken_numeric=taken_numeric,
         taken_trials=len(task.trial_ids),
+        rows=rows,
+    )
+
+
+def _same_views(old: dict[str, tuple[int, list[float]]], new: dict[str, tuple[int, list[float]]]) -> bool:
+    """Whether a task's views give the same totals and floats, to the bit (== would take
+    -0.0 for 0.0, which an aggregate's min, max and percentiles tell apart)."""
+    return old.keys() == new.keys() and all(
+        old[name][0] == total and array("d", old[name][1]).tobytes() == array("d", values).tobytes()
+        for name, (total, values) in new.items()
     )
 
 

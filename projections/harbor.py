@@ -7,6 +7,7 @@ Figures are Harbor's own, bit for bit: its pass@k estimator multiplies in its ow
 from __future__ import annotations
 
 import heapq
+import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +44,8 @@ def harbor_estimate(n: int, c: int, k: int) -> float:
 
 def value_label(value: float) -> str:
     """A value as a reward_stats key: Python's repr, non-finite as on the wire."""
-    wire = wire_float(value)
-    return wire if isinstance(wire, str) else repr(wire)
+    # The finite case first, without a call: it runs once per attempt of a summary.
+    return repr(value) if math.isfinite(value) else str(wire_float(value))
 
 
 def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCache) -> dict[str, Any]:
@@ -81,7 +82,8 @@ def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCac
 def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
     """Harbor's reward_stats: key -> value label -> trial ids, in the log order of the scores
     that made the attempts, keys and labels as they first appear in that order (the
-    attempts of one score by key name)."""
+    attempts of one score by key name). The trial id lists are the cache's own, not copies:
+    a summary is encoded before the next event moves them."""
 
     def first(labels: dict[str, InOrder]) -> int:
         return min(ordered.seqs[0] for ordered in labels.values())
@@ -89,7 +91,7 @@ def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
     names = sorted(cache.rewards, key=lambda name: (first(cache.rewards[name]), name))
     return {
         name: {
-            label: list(ordered.items)
+            label: ordered.items
             for label, ordered in sorted(cache.rewards[name].items(), key=lambda item: item[1].seqs[0])
         }
         for name in names

@@ -12,7 +12,8 @@ equal the summary's `<key>.pass@<k>` aggregate to the bit. The standard error is
 aggregate's sample standard deviation (`spread`) over sqrt(count): one figure per task, so
 it is clustered by task (Miller 2024, "Adding Error Bars to Evals"). A key's figures are kept
 in the run's cache with the (n, c) list they came from (`key_figures`), so progress and a
-summary compute them again only for the keys whose tasks' tallies moved.
+summary compute them again only for the keys whose tasks' tallies moved, and within such a
+key only the ks whose per-task figures moved (`Column`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from projections.aggregates import Center, Spread, aggregate_of, center_and_spread
 from projections.attempts import key_tallies
-from projections.contributions import KeyFigures, cache_of, fragment
+from projections.contributions import Column, KeyFigures, cache_of, fragment
 from projections.passk import Tally, estimates, hat_estimates
 from projections.run import RunState
 from projections.t975 import t975
@@ -48,27 +49,44 @@ def key_figures(run: RunState) -> list[tuple[str, KeyFigures]]:
     for name, measured, unmeasured in key_tallies(run):
         figures = cache.get(name)
         if figures is None or figures.unmeasured != unmeasured or figures.measured != measured:
-            figures = cache[name] = _figures(name, measured, unmeasured)
+            figures = cache[name] = _figures(name, measured, unmeasured, figures)
         result.append((name, figures))
     return result
 
 
-def _figures(name: str, measured: list[Tally], unmeasured: int) -> KeyFigures:
-    """pass@k's range aggregates and section 8's entries over one center and spread per k."""
-    aggregates = []
-    at_k = []
-    for k, values in enumerate(by_k(measured, estimates), start=1):
-        middle, spreads = center_and_spread(values, len(values) + unmeasured)
-        aggregates.append(fragment(aggregate_of(f"{name}.pass@{k}", middle, spreads)))
-        at_k.append(entry(k, middle, spreads))
+def _figures(name: str, measured: list[Tally], unmeasured: int, before: KeyFigures | None) -> KeyFigures:
+    """pass@k's range aggregates and section 8's entries over one center and spread per k;
+    a k whose per-task figures are those of `before` (a task's (n, c) moved without moving
+    them: 1.0 stays 1.0 while every attempt passes) keeps its column."""
+    if before is not None and before.unmeasured != unmeasured:
+        before = None
+    at_k = _columns(name, by_k(measured, estimates), unmeasured, before.at_k if before else [])
+    hat_k = _columns(None, by_k(measured, hat_estimates), unmeasured, before.hat_k if before else [])
+    aggregates = [column.aggregate for column in at_k if column.aggregate is not None]
     if not measured:
-        return KeyFigures(measured, unmeasured, aggregates, None)
-    hat_k = []
-    for k, values in enumerate(by_k(measured, hat_estimates), start=1):
-        hat_k.append(entry(k, *center_and_spread(values, len(values) + unmeasured)))
-    return KeyFigures(
-        measured, unmeasured, aggregates, {"tasks": len(measured), "pass_at_k": at_k, "pass_hat_k": hat_k}
-    )
+        return KeyFigures(measured, unmeasured, at_k, hat_k, aggregates, None)
+    figures = {
+        "tasks": len(measured),
+        "pass_at_k": [column.entry for column in at_k],
+        "pass_hat_k": [column.entry for column in hat_k],
+    }
+    return KeyFigures(measured, unmeasured, at_k, hat_k, aggregates, figures)
+
+
+def _columns(name: str | None, figures: list[list[float]], unmeasured: int, before: list[Column]) -> list[Column]:
+    """Each k's column of `figures` (`by_k`'s), the ones of `before` kept where they are the
+    same: the figures are never NaN nor -0.0 (products of positive ratios, 1.0 minus one,
+    or 0.0 written as such), so == on them is equality to the bit. `name`: the key's, to
+    give pass@k its aggregates (None: pass^k, which has none)."""
+    columns = []
+    for k, values in enumerate(figures, start=1):
+        if k <= len(before) and before[k - 1].values == values:
+            columns.append(before[k - 1])
+            continue
+        middle, spreads = center_and_spread(values, len(values) + unmeasured)
+        aggregate = None if name is None else fragment(aggregate_of(f"{name}.pass@{k}", middle, spreads))
+        columns.append(Column(values, entry(k, middle, spreads), aggregate))
+    return columns
 
 
 def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:

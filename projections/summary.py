@@ -111,7 +111,14 @@ def metric_coverage(run: RunState, cache: SummaryCache) -> dict[str, dict[str, d
     return coverage
 
 
-def view_aggregates(run: RunState, cache: SummaryCache) -> list[Aggregate]:
+def view_aggregates(run: RunState, cache: SummaryCache) -> list[orjson.Fragment]:
+    """The view aggregates, encoded, kept in `cache` until some task's views change."""
+    if cache.view_records is None:
+        cache.view_records = [fragment(record) for record in _view_records(run, cache)]
+    return cache.view_records
+
+
+def _view_records(run: RunState, cache: SummaryCache) -> list[Aggregate]:
     if run.declarations is None:
         return []
     totals: dict[str, int] = {}

@@ -5,57 +5,96 @@ the same compensated sum as the aggregates, signals in declaration order."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from events.models import ViewSpec
+from events.models import Signal, ViewSpec
 from projections.aggregates import compensated_sum
 from projections.task import TaskState
 
+Reduce = Callable[[list[float]], float | None]
+"""A view's reducer over one trial's signal values, in declaration order (all present);
+None when it has nothing to give."""
 
-def reduce_signals(reducer: str, signals: list[tuple[float, float]]) -> float | None:
-    """Reduce (value, weight) pairs; None when the reducer has nothing to give."""
-    values = [value for value, _ in signals]
-    if not values:
-        return None
-    if reducer == "single":
-        return values[0]
-    if reducer == "all":
-        return min(values)
-    if reducer == "any":
-        return max(values)
-    if reducer == "mean":
-        finite = [value for value in values if math.isfinite(value)]
-        return compensated_sum(finite) / len(finite) if finite else None
-    weights = compensated_sum(weight for _, weight in signals)
-    return compensated_sum(value * weight for value, weight in signals) / weights if weights else None
+
+def reducer_of(view: ViewSpec) -> Reduce:
+    """The view's reducer. `weighted` divides by the compensated sum of the view's weights,
+    the same for every trial (a trial is reduced only when it has every signal), so it is
+    added once per view, not once per trial."""
+    if view.reducer == "single":
+        return _first
+    if view.reducer == "all":
+        return min
+    if view.reducer == "any":
+        return max
+    if view.reducer == "mean":
+        return _finite_mean
+    weights = [signal.weight for signal in view.signals]
+    weight_sum = compensated_sum(weights)
+    if not weight_sum:
+        return _nothing
+
+    def weighted(values: list[float]) -> float:
+        return compensated_sum([value * weight for value, weight in zip(values, weights, strict=True)]) / weight_sum
+
+    return weighted
+
+
+def _nothing(values: list[float]) -> None:
+    return None
+
+
+def _first(values: list[float]) -> float:
+    return values[0]
+
+
+def _finite_mean(values: list[float]) -> float | None:
+    finite = list(filter(math.isfinite, values))
+    return compensated_sum(finite) / len(finite) if finite else None
 
 
 def view_values(
     task: TaskState, views: Iterable[ViewSpec], totals: dict[str, int], values: dict[str, list[float]]
 ) -> None:
     """Add this task's trials to the per-view totals and value lists."""
-    views = list(views)
-    if not views:
+    trials = len(task.trial_ids)
+    if not trials:
         return
-    used = {(signal.metric, signal.output) for view in views for signal in view.signals}
-    metrics = {metric for metric, _ in used if metric in task.metrics}
-    latest = {metric: task.metrics[metric].latest_ok_rows() for metric in metrics}
-    semantic = {
-        (metric, output): task.metrics[metric].outputs[output].semantic_at()
-        for metric, output in used
-        if metric in task.metrics and output in task.metrics[metric].outputs
-    }
-    for trial in range(len(task.trial_ids)):
-        for view in views:
-            totals[view.name] = totals.get(view.name, 0) + 1
-            signals: list[tuple[float, float]] = []
-            for signal in view.signals:
-                row = latest.get(signal.metric, {}).get(trial)
-                value = None if row is None else semantic.get((signal.metric, signal.output), {}).get(row)
-                if value is None:
-                    break
-                signals.append((value, signal.weight))
-            else:
-                reduced = reduce_signals(view.reducer, signals)
-                if reduced is not None:
-                    values.setdefault(view.name, []).append(reduced)
+    signals = _SignalValues(task)
+    for view in views:
+        totals[view.name] = totals.get(view.name, 0) + trials
+        by_signal = [signals.of(signal) for signal in view.signals]
+        # The trials with a value for every signal, in trial order; the others are skipped.
+        complete = sorted(set(by_signal[0]).intersection(*by_signal[1:])) if by_signal else []
+        reduce = reducer_of(view)
+        reduced = [value for trial in complete if (value := reduce([of[trial] for of in by_signal])) is not None]
+        if reduced:
+            values.setdefault(view.name, []).extend(reduced)
+
+
+class _SignalValues:
+    """Per signal, trial index -> its semantic value in the trial's last completed or
+    partial score of the signal's metric (a trial whose last such score lacks it has
+    none): each computed once per task, whichever views share it."""
+
+    def __init__(self, task: TaskState) -> None:
+        self.task = task
+        self.latest: dict[str, dict[int, int]] = {}
+        self.values: dict[tuple[str, str], dict[int, float]] = {}
+
+    def of(self, signal: Signal) -> dict[int, float]:
+        key = (signal.metric, signal.output)
+        known = self.values.get(key)
+        if known is None:
+            known = self.values[key] = self._compute(*key)
+        return known
+
+    def _compute(self, metric: str, output: str) -> dict[int, float]:
+        columns = self.task.metrics.get(metric)
+        column = columns.outputs.get(output) if columns is not None else None
+        if columns is None or column is None:
+            return {}
+        rows = self.latest.get(metric)
+        if rows is None:
+            rows = self.latest[metric] = columns.latest_ok_rows()
+        semantic = column.semantic_at()
+        return {trial: semantic[row] for trial, row in rows.items() if row in semantic}

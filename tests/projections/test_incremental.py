@@ -96,3 +96,19 @@ def test_a_late_attempt_moves_only_the_figures_of_its_task_and_key() -> None:
     assert attempts["t1"]["reward.score"][-1] == {"trial_id": "t1-late", "value": 1.0}
     assert attempts["t0"] == before["summary"]["task_metric_attempts"]["t0"]
     assert after["verdicts"]["t1"]["reward.score"] == "flaky"
+
+
+def test_a_view_value_that_turns_from_0_to_minus_0_moves_the_view_aggregate() -> None:
+    """The kept view aggregates are computed again when a task's view values change to the
+    bit: 0.0 == -0.0, yet the aggregate's min, max and percentiles spell them apart."""
+    view = {"name": "v", "reducer": "single", "signals": [{"metric": "reward", "output": "score"}]}
+    run = RunState("run")
+    apply(run, started("run", [task_spec("t", {"reward.score": "continuous"}, [view])]))
+    apply(run, score("t", "a", "reward", {"score": 0.0}))
+    apply(run, closed())
+    assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
+    apply(run, score("t", "a", "reward", {"score": -0.0}))  # the later score of trial a wins
+    after = summary(run)
+    assert after == rebuilt.summary(run)
+    view_record = next(record for record in after["summary"]["scores"] if record["name"] == "view.v")
+    assert str(view_record["min"]) == "-0.0"
