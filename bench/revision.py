@@ -7,8 +7,10 @@ taken in turn across the run) is applied and the summary revision it makes due i
 and encoded, as `projections.step` does. Printed: the median and best CPU time of a
 revision over the rounds, and, as the baseline measured in the same run, the cost of
 folding the whole run's events (what a revision costing O(run) is to compare with).
-The file runs on older trees too (it uses only `apply`, `summary` and `encode_payload`),
-so that the same command gives the figure before and after a change.
+The revision is `summary_bytes`, what the worker and replay publish; on a tree without it
+(older ones), `encode_payload(summary(run))`, so that the same command gives the figure before
+and after a change. (Reading the bytes back into dicts, as `summary` does, costs 50 to 120 ms
+of allocation on a 7.4 MB summary, varying from call to call: it is no part of a revision.)
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from pydantic import TypeAdapter
 from events.codec import encode_payload
 from events.models import InputEvent
 from events.synthetic import synthetic_run
+from projections import summary as summaries
 from projections.run import RunState, apply
-from projections.summary import summary
+from worker.runtime.collector import quiet_collector
 
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
 
@@ -47,6 +50,11 @@ def late_attempt(run_id: str, task: int, number: int) -> InputEvent:
     )
 
 
+def encoded_summary(run: RunState) -> bytes:
+    built = getattr(summaries, "summary_bytes", None)
+    return built(run) if built is not None else encode_payload(summaries.summary(run))
+
+
 def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]:
     # Validated from Python objects: a run.started of thousands of tasks is over the wire limit.
     events = [EVENT.validate_python(event) for event in synthetic_run("r", tasks=tasks, attempts=attempts, seed=seed)]
@@ -58,14 +66,14 @@ def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]
     del events
     gc.collect()
     began = time.process_time()
-    first = encode_payload(summary(run))
+    first = encoded_summary(run)
     at_close = time.process_time() - began
     costs = []
     for number in range(rounds):
         event = late_attempt("r", number * 7919 % tasks, number)
         began = time.process_time()
         apply(run, event)
-        encoded = encode_payload(summary(run))
+        encoded = encoded_summary(run)
         costs.append(time.process_time() - began)
     return {
         "fold": fold,
@@ -85,6 +93,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    # As the worker and `evalstream replay` run: with CPython's default policy, the full
+    # collections a summary's new objects set off walk the whole run and are most of the
+    # figure's variance.
+    quiet_collector()
     print(f"python {sys.version.split()[0]}, seed {args.seed}")
     figures = measure(args.tasks, args.attempts, args.rounds, args.seed)
     print(

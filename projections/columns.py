@@ -138,6 +138,15 @@ class MetricColumns:
         """Output name -> its column, in the order of `names`."""
         return {name: OutputColumn(cells) for name, cells in zip(self.names, self.cells, strict=True)}
 
+    def column(self, output: str) -> OutputColumn | None:
+        """The column of `output`, if some row carries it."""
+        names = self.names
+        return OutputColumn(self.cells[names.index(output)]) if output in names else None
+
+    def carried(self) -> dict[str, int]:
+        """Output name -> the rows that carry it."""
+        return {name: len(cells) // CELL.size for name, cells in zip(self.names, self.cells, strict=True)}
+
     @property
     def trials(self) -> array[int]:
         return array("i", _fields(self.packed, ROW)[0])
@@ -184,7 +193,8 @@ class MetricColumns:
         SEMANTICS.md section 1: a dead trial adds null, a metric failure adds nothing, a
         completed or partial score adds the output's semantic value if it has one.
         """
-        semantic = OutputColumn(self.cells[self.names.index(output)]).semantic_at() if output in self.names else {}
+        column = self.column(output)
+        semantic = column.semantic_at() if column is not None else {}
         for row, (trial, status, seq) in enumerate(ROW.iter_unpack(_frozen(self.packed))):
             if status == TRIAL_FAILED:
                 yield trial, None, seq
@@ -193,13 +203,13 @@ class MetricColumns:
 
     def numeric(self, output: str) -> list[tuple[int, float]]:
         """(run sequence number, value) of the output's numeric values, in log order."""
-        if output not in self.names:
+        column = self.column(output)
+        if column is None:
             return []
-        cells = self.cells[self.names.index(output)]
         packed, at = self.packed, ROW.size
         return [
             (ROW.unpack_from(packed, row * at)[2], value)
-            for row, kind, value in CELL.iter_unpack(_frozen(cells))
+            for row, kind, value in CELL.iter_unpack(_frozen(column.cells))
             if kind == NUMERIC
         ]
 

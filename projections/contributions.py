@@ -235,7 +235,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         metric: (
             len(columns),
             columns.failed(),
-            {output: len(column) for output, column in columns.outputs.items()},
+            columns.carried(),
         )
         for metric, columns in task.metrics.items()
     }

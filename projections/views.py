@@ -90,7 +90,7 @@ class _SignalValues:
 
     def _compute(self, metric: str, output: str) -> dict[int, float]:
         columns = self.task.metrics.get(metric)
-        column = columns.outputs.get(output) if columns is not None else None
+        column = columns.column(output) if columns is not None else None
         if columns is None or column is None:
             return {}
         rows = self.latest.get(metric)
