@@ -9,8 +9,8 @@ value). Everything the summary needs is derived from these columns.
 Rows and cells are packed, 13 bytes each, in one `bytearray` per metric and one per output:
 a task has a handful of rows, and an array object per field (six per metric) cost more in
 headers and growth than its data (~360 bytes a metric of 8 rows). The fields are read back
-with `struct.iter_unpack`, in C, over a copy (`_frozen`); `trials`, `statuses`, `seqs` and `rows`, `kinds`, `values`
-give them as arrays, for the store.
+with `struct.iter_unpack`, in C, over a copy (`_frozen`); `unpacked` gives a column's three
+fields as the arrays the store writes and `of` takes back.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from projections.sharing import shared
 
@@ -64,11 +65,13 @@ def _frozen(packed: bytearray) -> bytes:
     return bytes(packed)
 
 
-def _fields(packed: bytearray, layout: struct.Struct) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
+def _unpacked(packed: bytearray, layout: struct.Struct, first: str, third: str) -> tuple[array[Any], bytes, array[Any]]:
+    """The three fields of `layout` (the middle one a byte), as arrays of typecodes
+    `first` and `third` and bytes."""
     if not packed:
-        return (), (), ()
-    first, second, third = zip(*layout.iter_unpack(_frozen(packed)), strict=True)
-    return first, second, third
+        return array(first), b"", array(third)
+    firsts, middles, thirds = zip(*layout.iter_unpack(_frozen(packed)), strict=True)
+    return array(first, firsts), bytes(middles), array(third, thirds)
 
 
 def _packed(layout: struct.Struct, *columns: object) -> bytearray:
@@ -89,21 +92,13 @@ class OutputColumn:
     def __len__(self) -> int:
         return len(self.cells) // CELL.size
 
-    @property
-    def rows(self) -> array[int]:
-        return array("i", _fields(self.cells, CELL)[0])
-
-    @property
-    def kinds(self) -> bytes:
-        return bytes(self.cells[KIND_AT :: CELL.size])
-
-    @property
-    def values(self) -> array[float]:
-        return array("d", _fields(self.cells, CELL)[2])
+    def unpacked(self) -> tuple[array[int], bytes, array[float]]:
+        """(rows, kinds, values)."""
+        return _unpacked(self.cells, CELL, "i", "d")
 
     def semantic(self) -> bool:
         """Whether some cell has a semantic value."""
-        return self.kinds.count(NON_SEMANTIC) != len(self)
+        return self.cells[KIND_AT :: CELL.size].count(NON_SEMANTIC) != len(self)
 
     def semantic_at(self) -> dict[int, float]:
         """Row -> semantic value, for the rows where the output has one."""
@@ -147,17 +142,9 @@ class MetricColumns:
         """Output name -> the rows that carry it."""
         return {name: len(cells) // CELL.size for name, cells in zip(self.names, self.cells, strict=True)}
 
-    @property
-    def trials(self) -> array[int]:
-        return array("i", _fields(self.packed, ROW)[0])
-
-    @property
-    def statuses(self) -> bytes:
-        return bytes(self.packed[STATUS_AT :: ROW.size])
-
-    @property
-    def seqs(self) -> array[int]:
-        return array("q", _fields(self.packed, ROW)[2])  # type: ignore[arg-type]
+    def unpacked(self) -> tuple[array[int], bytes, array[int]]:
+        """(trials, statuses, seqs)."""
+        return _unpacked(self.packed, ROW, "i", "q")
 
     def add_output(self, name: str) -> bytearray:
         """The cells of a new output `name` (empty)."""
@@ -172,7 +159,7 @@ class MetricColumns:
         names, cells = [], []
         for name, column in zip(self.names, self.cells, strict=True):
             # An output's rows ascend: those before `rows` are the ones it had.
-            kept = bisect_left(OutputColumn(column).rows, rows)
+            kept = bisect_left(OutputColumn(column).unpacked()[0], rows)
             if kept:  # else made by a row dropped now
                 del column[kept * CELL.size :]
                 names.append(name)
@@ -214,7 +201,7 @@ class MetricColumns:
         ]
 
     def failed(self) -> int:
-        return len(self) - self.statuses.count(OK)
+        return len(self) - self.packed[STATUS_AT :: ROW.size].count(OK)
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""

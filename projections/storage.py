@@ -109,19 +109,7 @@ def task_to_bytes(task: TaskState) -> bytes:
             **{name: getattr(task, name) for name in _TASK_FIELDS},
             "trials": task.trial_ids,
             "metrics": {
-                metric: {
-                    "trials": _pack(columns.trials),
-                    "statuses": base64.b64encode(columns.statuses).decode(),
-                    "seqs": _pack(columns.seqs),
-                    "outputs": {
-                        output: {
-                            "rows": _pack(column.rows),
-                            "kinds": base64.b64encode(column.kinds).decode(),
-                            "values": _pack(column.values),
-                        }
-                        for output, column in columns.outputs.items()
-                    },
-                }
+                metric: {**_metric_record(*columns.unpacked()), "outputs": _outputs_record(columns)}
                 for metric, columns in task.metrics.items()
             },
             "failed": task.failed_trials,
@@ -129,6 +117,18 @@ def task_to_bytes(task: TaskState) -> bytes:
             "trial_positions": _pack(task.trial_positions),
         }
     )
+
+
+def _metric_record(trials: array[int], statuses: bytes, seqs: array[int]) -> dict[str, str]:
+    return {"trials": _pack(trials), "statuses": base64.b64encode(statuses).decode(), "seqs": _pack(seqs)}
+
+
+def _outputs_record(columns: MetricColumns) -> dict[str, dict[str, str]]:
+    records = {}
+    for output, column in columns.outputs.items():
+        rows, kinds, values = column.unpacked()
+        records[output] = {"rows": _pack(rows), "kinds": base64.b64encode(kinds).decode(), "values": _pack(values)}
+    return records
 
 
 def task_from_bytes(task_id: str, data: bytes) -> TaskState:

@@ -66,8 +66,10 @@ class TaskState:
         # A task has a few trials: its list searched in C costs about what a dict lookup
         # does, where an index dict would cost ~360 bytes a task.
         trial_ids = self.trial_ids
-        trial = trial_ids.index(event.trial_id) if event.trial_id in trial_ids else len(trial_ids)
-        if trial == len(trial_ids):
+        if event.trial_id in trial_ids:
+            trial = trial_ids.index(event.trial_id)
+        else:
+            trial = len(trial_ids)
             trial_ids.append(event.trial_id)
         metric = event.metric_type
         columns = self.metrics.get(metric)

@@ -80,7 +80,7 @@ def metric_aggregates(run: RunState) -> list[Aggregate]:
     tasks = summary_tasks(run)
     for metric, outputs in sorted(_metric_outputs(run).items()):
         per_task = [task.metrics[metric] for task in tasks if metric in task.metrics]
-        total = sum(len(columns.statuses) for columns in per_task)
+        total = sum(len(columns) for columns in per_task)
         for output in sorted(outputs):
             values = [
                 value for _, value in sorted(chain.from_iterable(columns.numeric(output) for columns in per_task))
@@ -93,11 +93,11 @@ def metric_coverage(run: RunState) -> dict[str, dict[str, dict[str, int]]]:
     coverage: dict[str, dict[str, dict[str, int]]] = {}
     for metric, outputs in sorted(_metric_outputs(run).items()):
         per_task = [task.metrics[metric] for task in run.tasks.values() if metric in task.metrics]
-        total = sum(len(columns.statuses) for columns in per_task)
+        total = sum(len(columns) for columns in per_task)
         failed = sum(columns.failed() for columns in per_task)
         coverage[metric] = {}
         for output in sorted(outputs):
-            scored = sum(len(columns.outputs[output].rows) for columns in per_task if output in columns.outputs)
+            scored = sum(len(columns.outputs[output]) for columns in per_task if output in columns.outputs)
             coverage[metric][output] = {
                 "total": total,
                 "scored": scored,
