@@ -101,6 +101,11 @@ class AppliedEvents:
         if self._size > self._limit:
             self.reserve(self._size * 2)
 
+    @property
+    def table_bytes(self) -> int:
+        """The memory of the table: a run.started reserves it for the whole plan."""
+        return 8 * self._width
+
     def reserve(self, capacity: int) -> None:
         """Make room for `capacity` ids without growing again (a run.started knows its size)."""
         if capacity <= self._limit:

@@ -44,8 +44,11 @@ class Settings:
     fetch_max_wait_ms: int = field(default_factory=lambda: int(_env("FETCH_MAX_WAIT_MS", "20")))
     """How long the broker may hold an empty fetch (faust's own: 1500; see worker.runtime.consumer)."""
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
-    cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "100")))
+    cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "10000")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
+    cache_mb: int = field(default_factory=lambda: int(_env("CACHE_MB", "128")))
+    """Most memory, in MiB by the cache's estimate, of the runs a worker holds once their
+    changes are stored."""
     retire_closed: bool = field(default_factory=lambda: _env("RETIRE_CLOSED", "1") not in ("0", "false", "no"))
     """Retire closed runs out of the changelog into the archive topic once durable, so that a
     partition's restore reads only open runs (retired ones are restored on a late event

@@ -14,6 +14,7 @@ import projections.step
 from events import builders
 from events.codec import encode, encode_payload
 from events.models import InputEvent
+from projections.footprint import footprint
 from projections.run import RunState
 from projections.storage import checkpoint_to_bytes
 from projections.summary import summary, summary_bytes
@@ -151,6 +152,29 @@ def test_the_cache_keeps_at_most_its_bound_closed_runs_leaving_first() -> None:
     held = {entry.run.run_id for entry in processor.cache}
     assert held == {"open", "closed-4", "closed-5"}  # the open run stays; the oldest closed runs left
     assert processor.cache.evicted == 4
+
+
+def test_the_cache_holds_runs_up_to_its_byte_budget_closed_ones_leaving_first() -> None:
+    store = Store()
+    runs = {f"closed-{index}": small_run(f"closed-{index}") for index in range(4)}
+    runs["open"] = small_run("open")[:-1]
+    sizes = {}
+    for run_id, events in runs.items():  # each run's footprint as the cache will weigh it
+        alone = Processor(Store())
+        alone.handle(0, records(events), 0.0)
+        [entry] = list(alone.cache)
+        sizes[run_id] = footprint(entry.run)
+    budget = sizes["open"] + sizes["closed-2"] + sizes["closed-3"]
+    processor = Processor(store, cache_bytes=budget)
+    processor.assign([0])
+    offset = 0
+    for events in runs.values():
+        processor.handle(0, records(events, first=offset), 0.0)
+        offset += len(events)
+    stored(processor, store)
+    assert {entry.run.run_id for entry in processor.cache} == {"open", "closed-2", "closed-3"}
+    assert processor.cache.held_bytes == budget
+    assert processor.cache.evicted == 2
 
 
 def test_a_late_event_restores_its_evicted_run_and_publishes_the_next_revision() -> None:

@@ -182,6 +182,7 @@ def build_app(settings: Settings, refused: list[NewerStore] | None = None) -> fa
         progress_interval=settings.progress_interval,
         flush_every=settings.flush_every,
         cache_runs=settings.cache_runs,
+        cache_bytes=settings.cache_mb * 2**20,
         retire=settings.retire_closed,
     )
     archive = TopicArchive(app, settings)

@@ -1,14 +1,17 @@
-"""The runs a worker holds in memory: a cache over the stored state, with a bound.
+"""The runs a worker holds in memory: a cache over the stored state, with two bounds.
 
-At most `capacity` runs stay once their changes are written. Past it, the least recently
-used runs leave, closed runs first (a closed run gets only late events; an open one is
-about to get its next). A run whose changes are not in the store yet (changed since its
-partition's last checkpoint, or in a checkpoint still waiting for its outputs) or whose
-progress is not published yet is pinned: it stays until they are out, since the store
-would restore it without them. So the cache holds at most `capacity` runs plus those
-touched by the events of each partition's last two checkpoints, which the engine's
-backpressure bounds (`worker.runtime.engine`). A run that left is restored from the store
-on its next event.
+Once their changes are written, at most `capacity` runs stay, and runs whose estimated
+memory (`projections.footprint`) comes to at most `budget` bytes in all. Past either, the least
+recently used runs leave, closed runs first (a closed run gets only late events; an open
+one is about to get its next). The byte bound is the one that matters: many small runs
+fit where a few big ones do, so a worker with thousands of small runs open holds them
+all instead of reading each back from the store at its next event. A run whose changes
+are not in the store yet (changed since its partition's last checkpoint, or in a
+checkpoint still waiting for its outputs) or whose progress is not published yet is
+pinned: it stays until they are out, since the store would restore it without them. So
+the cache holds those bounds plus the runs touched by the events of each partition's last
+two checkpoints, which the engine's backpressure bounds (`worker.runtime.engine`). A run
+that left is restored from the store on its next event.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from projections.footprint import footprint
 from projections.run import RunState
 
 
@@ -46,10 +50,14 @@ class CachedRun:
 
 
 class RunCache:
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, budget: int) -> None:
+        """`capacity`: most runs held; `budget`: most bytes of runs held, by `footprint`."""
         self.capacity = capacity
+        self.budget = budget
         self.evicted = 0
         """Runs that left, since the worker started."""
+        self.held_bytes = 0
+        """The footprint of the runs held after the last `evict`."""
         self._open: OrderedDict[str, CachedRun] = OrderedDict()
         self._closed: OrderedDict[str, CachedRun] = OrderedDict()
 
@@ -89,22 +97,24 @@ class RunCache:
 
     def evict(self) -> list[str]:
         """Drop unpinned runs, least recently used first, closed before open, down to
-        `capacity`; returns their ids."""
+        `capacity` runs and `budget` bytes; returns their ids. Footprints are taken afresh
+        (runs grow between two calls): O(runs held), once a checkpoint."""
+        count, total = len(self), sum(footprint(entry.run) for entry in self)
         gone: list[str] = []
         for held in (self._closed, self._open):
-            excess = len(self) - self.capacity
-            if excess <= 0:
-                break
             victims = []
             for run_id, entry in held.items():
+                if count <= self.capacity and total <= self.budget:
+                    break
                 if not entry.pinned:
                     victims.append(run_id)
-                    if len(victims) == excess:
-                        break
+                    count -= 1
+                    total -= footprint(entry.run)
             for run_id in victims:
                 del held[run_id]
             gone += victims
         self.evicted += len(gone)
+        self.held_bytes = total
         return gone
 
     def clear(self) -> None:

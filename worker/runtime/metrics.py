@@ -93,6 +93,11 @@ class WorkerMetrics(Collector):
         cache = self.processor.cache
         yield GaugeMetricFamily("evalstream_runs_in_memory", "Runs in the run cache", len(cache))
         yield CounterMetricFamily("evalstream_runs_evicted", "Runs that left the run cache", cache.evicted)
+        yield GaugeMetricFamily(
+            "evalstream_run_cache_bytes",
+            "Estimated memory of the runs in the run cache, as of its last eviction",
+            cache.held_bytes,
+        )
 
     def _partitions(self) -> Iterator[Metric]:
         lag = GaugeMetricFamily("evalstream_consumer_lag", "Records not handled yet", labels=["partition"])

@@ -199,7 +199,8 @@ class Processor:
         topic: str = "events",
         progress_interval: float = 0.2,
         flush_every: int = 1000,
-        cache_runs: int = 100,
+        cache_runs: int = 10_000,
+        cache_bytes: int = 128 * 2**20,
         retire: bool = True,
     ) -> None:
         """`store` None: nothing is stored or restored (an oracle over a whole topic).
@@ -211,7 +212,7 @@ class Processor:
         self.flush_every = flush_every
         """Events of one partition after which a checkpoint is due (the app also checkpoints
         on a timer): more means fewer changelog bytes and more events redone after a crash."""
-        self.cache = RunCache(cache_runs if store is not None else 2**62)
+        self.cache = RunCache(cache_runs, cache_bytes) if store is not None else RunCache(2**62, 2**62)
         self.partitions: dict[int, PartitionState] = {}
         self.counts = Counts()
         self._progress_pending: dict[str, CachedRun] = {}

@@ -1,0 +1,40 @@
+"""What a run holds in memory, estimated from above in O(1) from its counts, so that the
+worker's run cache can bound the bytes it holds rather than the number of runs (many small
+runs fit where a few big ones do).
+
+The constants are calibrated with tracemalloc (`tests/projections/test_footprint.py` checks
+that the estimate is never below what a run measures, and within 3x of it, for runs small
+and large, open and closed, with and without a summary cache).
+"""
+
+from __future__ import annotations
+
+from projections.run import RunState
+
+RUN_BYTES = 4096
+"""A run before any event: its objects and dicts."""
+TASK_BYTES = 1024
+"""A task before any event (a declared task is made at run.started): ~850 B."""
+EVENT_BYTES = 160
+"""Per applied event: its attempt's rows and cells, fingerprints and trial id. The
+redelivery index's table is counted as it is: a run.started reserves it for its plan."""
+FIGURES_BYTES = 32 * 1024
+FIGURES_TASK_BYTES = 512
+"""The summary cache's pass@k and section 8 columns, which the first progress event or
+summary builds: per key and k, over the tasks."""
+CONTRIBUTION_TASK_BYTES = 4096
+CONTRIBUTION_EVENT_BYTES = 200
+"""What the first summary adds: each task's contribution (attempt lists, Harbor lists,
+values in log order)."""
+
+
+def footprint(run: RunState) -> int:
+    """An estimate from above of the bytes `run` holds in memory."""
+    tasks = len(run.tasks)
+    held = RUN_BYTES + TASK_BYTES * tasks + EVENT_BYTES * run.event_count + run.applied.table_bytes
+    cache = run.summary_cache
+    if cache is not None:
+        held += FIGURES_BYTES + FIGURES_TASK_BYTES * tasks
+        if cache.tasks:
+            held += CONTRIBUTION_TASK_BYTES * len(cache.tasks) + CONTRIBUTION_EVENT_BYTES * run.event_count
+    return held
