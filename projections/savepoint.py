@@ -18,7 +18,6 @@ from operator import attrgetter
 from typing import Any, cast
 
 from events.models import InputEvent, ScoreEmitted, TrialFinished
-from projections.columns import ROW
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
@@ -64,7 +63,7 @@ class Savepoint:
             len(task.trial_positions),
             -1 if failed is None else len(failed),
             metric,
-            -1 if columns is None else len(columns.packed) // ROW.size,
+            -1 if columns is None else len(columns),
         )
 
     def rollback(self, run: RunState) -> None:

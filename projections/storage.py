@@ -52,7 +52,7 @@ import orjson
 
 from events.codec import decode
 from events.models import RunStarted
-from projections.columns import MetricColumns, OutputColumn
+from projections.columns import MetricColumns
 from projections.declarations import Declarations
 from projections.run import RunState, rederive
 from projections.task import TaskState
@@ -149,10 +149,10 @@ def _task_of(task_id: str, parsed: Any) -> TaskState:
                 statuses=base64.b64decode(columns["statuses"]),
                 seqs=_unpack("q", columns["seqs"]),
                 outputs={
-                    sys.intern(output): OutputColumn.of(
-                        rows=_unpack("i", column["rows"]),
-                        kinds=base64.b64decode(column["kinds"]),
-                        values=_unpack("d", column["values"]),
+                    output: (
+                        _unpack("i", column["rows"]),
+                        base64.b64decode(column["kinds"]),
+                        _unpack("d", column["values"]),
                     )
                     for output, column in columns["outputs"].items()
                 },

@@ -14,18 +14,20 @@ from functools import lru_cache
 
 from events.models import ScoreEmitted
 from projections.columns import (
-    CELL,
+    ABSENT,
     METRIC_FAILED,
     NON_SEMANTIC,
     OK,
-    ROW,
     TRIAL_FAILED,
     MetricColumns,
     classify,
+    record_layout,
 )
 from projections.declarations import ATTEMPT_KINDS, Declarations, Key
 from projections.passk import KeyTally, Tally, passes
 from projections.sharing import shared
+
+ONE_OUTPUT = record_layout(1)
 
 
 @dataclass(slots=True)
@@ -82,22 +84,21 @@ class TaskState:
                 self._died(metric, eligible)
             return
         keys, counts = self.keys, self.counts
-        # The hot path of the whole fold: rows and outputs are appended inline, not through
-        # MetricColumns methods, because a call costs as much as the append itself.
-        row = len(columns.packed) // ROW.size
-        columns.packed += ROW.pack(trial, OK, seq)
-        names = columns.names
-        for out in event.outputs:
-            kind, value = classify(out.value)
-            if out.name in names:
-                cells = columns.cells[names.index(out.name)]
-            else:
-                cells = columns.add_output(out.name)
-                names = columns.names
-            cells += CELL.pack(row, kind, value)
+        names, outputs = columns.names, event.outputs
+        # The hot path of the whole fold: a score carrying its metric's one output, packed
+        # inline, since a call costs as much as the append itself.
+        if len(outputs) == 1 and len(names) == 1 and outputs[0].name == names[0]:
+            kind, value = classify(outputs[0].value)
+            columns.packed += ONE_OUTPUT.pack(trial, OK, seq, kind, value)
+            landed: list[tuple[str, int, float]] = [(names[0], kind, value)]
+        else:
+            landed = [(out.name, *classify(out.value)) for out in outputs]
+            slots = {columns.slot_of(name): (kind, value) for name, kind, value in landed}
+            columns.append(trial, OK, seq, [slots.get(at, (ABSENT, 0.0)) for at in range(len(columns.names))])
+        for name, kind, value in landed:
             if kind == NON_SEMANTIC:
                 continue
-            key = (metric, out.name)
+            key = (metric, name)
             if key in keys:
                 at = 2 * keys.index(key)
                 n, c = counts[at], counts[at + 1]
