@@ -87,10 +87,12 @@ def _positions(n: int) -> tuple[tuple[int, float | None], ...]:
     return tuple(positions)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Center:
     """The count, NaN count, sum and mean of a range aggregate: all that progress shows of
-    pass@k, without the spread and percentiles that only the summary needs."""
+    pass@k, without the spread and percentiles that only the summary needs. Not frozen: a
+    frozen dataclass sets each field through `object.__setattr__`, and one is made per
+    aggregate and per k of every key's statistics."""
 
     finite: list[float]
     count: int
@@ -144,10 +146,8 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate
     """`range_aggregate`'s record from its center and spread (None: no finite value), for
     a caller that needs them too (section 8 takes pass@k's from the very same)."""
     finite, count, mean = middle.finite, middle.count, middle.mean
-    record: Aggregate = {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count}
     if mean is None or spreads is None:
-        record.update(_EMPTY)
-        return record
+        return {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count, **_EMPTY}
     variance, sample_variance = spreads
     ordered = sorted(finite)
     percentiles = {}
@@ -158,19 +158,22 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate
             # reads: 0.0 times an infinite difference is NaN, and -0.0 + 0.0 is 0.0.
             value += fraction * (ordered[below + 1] - value)
         percentiles[label] = value if math.isfinite(value) else wire_float(value)
-    record.update(
-        sum=wire_number(middle.sum),
-        mean=wire_number(mean),
-        min=ordered[0],
-        max=ordered[-1],
-        variance=wire_number(variance),
-        std_dev=wire_number(math.sqrt(variance)),
-        sample_variance=wire_number(sample_variance),
-        sample_std_dev=None if sample_variance is None else wire_number(math.sqrt(sample_variance)),
-        percentiles=percentiles,
-        median=percentiles["p50"],
-    )
-    return record
+    return {
+        "name": name,
+        "score_type": "range",
+        "count": count,
+        "nan_count": middle.nan_count,
+        "sum": wire_number(middle.sum),
+        "mean": wire_number(mean),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "variance": wire_number(variance),
+        "std_dev": wire_number(math.sqrt(variance)),
+        "sample_variance": wire_number(sample_variance),
+        "sample_std_dev": None if sample_variance is None else wire_number(math.sqrt(sample_variance)),
+        "percentiles": percentiles,
+        "median": percentiles["p50"],
+    }
 
 
 _EMPTY: Aggregate = {

@@ -23,7 +23,7 @@ from projections.attempts import summary_tasks
 from projections.contributions import MetricCoverage, SummaryCache, TaskContribution, fragment, refreshed
 from projections.harbor import harbor_stats
 from projections.run import RunState
-from projections.statistics import key_figures
+from projections.statistics import key_figures, pass_at_k_aggregates
 
 Summary = dict[str, Any]
 
@@ -52,7 +52,7 @@ def summary_bytes(run: RunState) -> bytes:
             "scores": [
                 *metric_aggregates(run, cache),
                 *view_aggregates(run, cache),
-                *(record for _, key in figures for record in key.aggregates),
+                *(record for name, key in figures for record in pass_at_k_aggregates(name, key)),
             ],
             "metric_coverage": metric_coverage(run, cache),
             "task_metric_attempts": {task.task_id: share.attempts for task, share in zip(tasks, shares, strict=True)},
