@@ -70,20 +70,21 @@ def square(value: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _positions(n: int) -> tuple[tuple[int, float | None], ...]:
-    """For each of `PERCENTILES`, where section 4 puts it among n sorted values (position
-    p/100 * (n + 1) - 1): (that end, None) at or past an end, else (the index below, the
-    fraction of the way to the next value). They depend on n alone: computed once per n."""
-    positions: list[tuple[int, float | None]] = []
-    for p in PERCENTILES:
+def _positions(n: int) -> tuple[tuple[str, int, float | None], ...]:
+    """For each of `PERCENTILES`, its label and where section 4 puts it among n sorted
+    values (position p/100 * (n + 1) - 1): (label, that end, None) at or past an end, else
+    (label, the index below, the fraction of the way to the next value). They depend on n
+    alone: computed once per n."""
+    positions: list[tuple[str, int, float | None]] = []
+    for label, p in zip(_LABELS, PERCENTILES, strict=True):
         position = p / 100 * (n + 1) - 1
         if position <= 0:
-            positions.append((0, None))
+            positions.append((label, 0, None))
         elif position >= n - 1:
-            positions.append((n - 1, None))
+            positions.append((label, n - 1, None))
         else:
             below = int(position)
-            positions.append((below, position - below))
+            positions.append((label, below, position - below))
     return tuple(positions)
 
 
@@ -151,7 +152,7 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate
     variance, sample_variance = spreads
     ordered = sorted(finite)
     percentiles = {}
-    for label, (below, fraction) in zip(_LABELS, _positions(count), strict=True):
+    for label, below, fraction in _positions(count):
         value = ordered[below]
         if fraction is not None:
             # Interpolated even at a whole position (fraction 0.0), as section 4's rule
