@@ -16,8 +16,9 @@ def wire_float(value: float) -> float | str:
 
 
 def wire_number(value: float | None) -> float | str | None:
-    """`wire_float` of a value that may be absent: None stays None."""
-    return None if value is None else wire_float(value)
+    """`wire_float` of a value that may be absent: None stays None. A finite value, nearly
+    every one, is returned without calling `wire_float`."""
+    return value if value is None or math.isfinite(value) else wire_float(value)
 
 
 def read_float(value: float | str | None) -> float | None:

@@ -70,27 +70,30 @@ def square(value: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _positions(n: int) -> tuple[tuple[int, float | None], ...]:
-    """For each of `PERCENTILES`, where section 4 puts it among n sorted values (position
-    p/100 * (n + 1) - 1): (that end, None) at or past an end, else (the index below, the
-    fraction of the way to the next value). They depend on n alone: computed once per n."""
-    positions: list[tuple[int, float | None]] = []
-    for p in PERCENTILES:
+def _positions(n: int) -> tuple[tuple[str, int, float | None], ...]:
+    """For each of `PERCENTILES`, its label and where section 4 puts it among n sorted
+    values (position p/100 * (n + 1) - 1): (label, that end, None) at or past an end, else
+    (label, the index below, the fraction of the way to the next value). They depend on n
+    alone: computed once per n."""
+    positions: list[tuple[str, int, float | None]] = []
+    for label, p in zip(_LABELS, PERCENTILES, strict=True):
         position = p / 100 * (n + 1) - 1
         if position <= 0:
-            positions.append((0, None))
+            positions.append((label, 0, None))
         elif position >= n - 1:
-            positions.append((n - 1, None))
+            positions.append((label, n - 1, None))
         else:
             below = int(position)
-            positions.append((below, position - below))
+            positions.append((label, below, position - below))
     return tuple(positions)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Center:
     """The count, NaN count, sum and mean of a range aggregate: all that progress shows of
-    pass@k, without the spread and percentiles that only the summary needs."""
+    pass@k, without the spread and percentiles that only the summary needs. Not frozen: a
+    frozen dataclass sets each field through `object.__setattr__`, and one is made per
+    aggregate and per k of every key's statistics."""
 
     finite: list[float]
     count: int
@@ -144,33 +147,34 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate
     """`range_aggregate`'s record from its center and spread (None: no finite value), for
     a caller that needs them too (section 8 takes pass@k's from the very same)."""
     finite, count, mean = middle.finite, middle.count, middle.mean
-    record: Aggregate = {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count}
     if mean is None or spreads is None:
-        record.update(_EMPTY)
-        return record
+        return {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count, **_EMPTY}
     variance, sample_variance = spreads
     ordered = sorted(finite)
     percentiles = {}
-    for label, (below, fraction) in zip(_LABELS, _positions(count), strict=True):
+    for label, below, fraction in _positions(count):
         value = ordered[below]
         if fraction is not None:
             # Interpolated even at a whole position (fraction 0.0), as section 4's rule
             # reads: 0.0 times an infinite difference is NaN, and -0.0 + 0.0 is 0.0.
             value += fraction * (ordered[below + 1] - value)
         percentiles[label] = value if math.isfinite(value) else wire_float(value)
-    record.update(
-        sum=wire_number(middle.sum),
-        mean=wire_number(mean),
-        min=ordered[0],
-        max=ordered[-1],
-        variance=wire_number(variance),
-        std_dev=wire_number(math.sqrt(variance)),
-        sample_variance=wire_number(sample_variance),
-        sample_std_dev=None if sample_variance is None else wire_number(math.sqrt(sample_variance)),
-        percentiles=percentiles,
-        median=percentiles["p50"],
-    )
-    return record
+    return {
+        "name": name,
+        "score_type": "range",
+        "count": count,
+        "nan_count": middle.nan_count,
+        "sum": wire_number(middle.sum),
+        "mean": wire_number(mean),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "variance": wire_number(variance),
+        "std_dev": wire_number(math.sqrt(variance)),
+        "sample_variance": wire_number(sample_variance),
+        "sample_std_dev": None if sample_variance is None else wire_number(math.sqrt(sample_variance)),
+        "percentiles": percentiles,
+        "median": percentiles["p50"],
+    }
 
 
 _EMPTY: Aggregate = {

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from events.nonfinite import wire_number
+from projections.aggregates import Center, Spread
 from projections.attempts import AttemptList, task_attempts
 from projections.declarations import Key, key_name
 from projections.harbor import value_label
@@ -107,18 +108,26 @@ class MetricCoverage:
     carried: dict[str, int] = field(default_factory=dict)
 
 
-class Column(NamedTuple):
+@dataclass(slots=True)
+class Column:
     """One k's per-task figures of an eligible key (pass@k's or pass^k's, in summary task
-    order) and what they give: section 8's entry and, for pass@k, the `<key>.pass@<k>`
-    aggregate (encoded)."""
+    order: `middle.finite`, the figures being never NaN nor infinite), their center and
+    spread, and section 8's entry they give."""
 
-    values: list[float]
+    middle: Center
+    spreads: Spread | None
     entry: dict[str, Any]
-    aggregate: orjson.Fragment | None
+    aggregate: orjson.Fragment | None = None
+    """pass@k's `<key>.pass@<k>` aggregate, encoded when a summary first asks for it
+    (`statistics.pass_at_k_aggregates`): progress shows none."""
+
+    @property
+    def values(self) -> list[float]:
+        return self.middle.finite
 
 
 class KeyFigures(NamedTuple):
-    """One eligible key's `<key>.pass@<k>` aggregates and its section 8 entry (None: no
+    """One eligible key's pass@k and pass^k columns and its section 8 entry (None: no
     measured task), for the (n, c) list they were computed from."""
 
     measured: list[Tally]
@@ -126,8 +135,6 @@ class KeyFigures(NamedTuple):
     at_k: list[Column]
     hat_k: list[Column]
     """Empty when no task is measured."""
-    aggregates: list[orjson.Fragment]
-    """Encoded: only the summary takes them, and a run keeps them between revisions."""
     statistics: dict[str, Any] | None
 
 

@@ -20,14 +20,16 @@ if TYPE_CHECKING:
     from projections.contributions import InOrder, SummaryCache, TaskContribution
 
 
-def harbor_k_values(smallest_n: int) -> list[int]:
-    """Harbor's ks: 2, 4, 8, ... and 5, 10, 15, ..., up to `smallest_n`."""
+@lru_cache(maxsize=1024)
+def harbor_k_values(smallest_n: int) -> tuple[int, ...]:
+    """Harbor's ks: 2, 4, 8, ... and 5, 10, 15, ..., up to `smallest_n`; they depend on it
+    alone, so they are made once per value."""
     ks = set(range(5, smallest_n + 1, 5))
     k = 2
     while k <= smallest_n:
         ks.add(k)
         k *= 2
-    return sorted(ks)
+    return tuple(sorted(ks))
 
 
 @lru_cache(maxsize=65_536)

@@ -13,7 +13,9 @@ aggregate's sample standard deviation (`spread`) over sqrt(count): one figure pe
 it is clustered by task (Miller 2024, "Adding Error Bars to Evals"). A key's figures are kept
 in the run's cache with the (n, c) list they came from (`key_figures`), so progress and a
 summary compute them again only for the keys whose tasks' tallies moved, and within such a
-key only the ks whose per-task figures moved (`Column`).
+key only the ks whose per-task figures moved (`Column`). The `<key>.pass@<k>` aggregates
+only the summary shows are made from those columns when a summary asks for them
+(`pass_at_k_aggregates`), not by every progress event.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from projections.aggregates import Center, Spread, aggregate_of, center_and_spread
 from projections.attempts import key_tallies
@@ -42,7 +46,7 @@ def statistics(run: RunState) -> Statistics:
 
 
 def key_figures(run: RunState) -> list[tuple[str, KeyFigures]]:
-    """Every eligible key's pass@k aggregates and section 8 entry, by key name: computed
+    """Every eligible key's pass@k and pass^k columns and section 8 entry, by key name: computed
     again only for the keys whose tasks' (n, c) changed since the run's last call."""
     cache = cache_of(run).keys
     result = []
@@ -55,38 +59,51 @@ def key_figures(run: RunState) -> list[tuple[str, KeyFigures]]:
 
 
 def _figures(name: str, measured: list[Tally], unmeasured: int, before: KeyFigures | None) -> KeyFigures:
-    """pass@k's range aggregates and section 8's entries over one center and spread per k;
-    a k whose per-task figures are those of `before` (a task's (n, c) moved without moving
-    them: 1.0 stays 1.0 while every attempt passes) keeps its column."""
+    """pass@k's and pass^k's columns and section 8's entries, over one center and spread per
+    k; a k whose per-task figures are those of `before` (a task's (n, c) moved without
+    moving them: 1.0 stays 1.0 while every attempt passes) keeps its column, and pass^k's
+    column at k is pass@k's when their figures are the same (each task passing all or none
+    of its attempts)."""
     if before is not None and before.unmeasured != unmeasured:
         before = None
-    at_k = _columns(name, by_k(measured, estimates), unmeasured, before.at_k if before else [])
-    hat_k = _columns(None, by_k(measured, hat_estimates), unmeasured, before.hat_k if before else [])
-    aggregates = [column.aggregate for column in at_k if column.aggregate is not None]
+    at_k = _columns(by_k(measured, estimates), unmeasured, before.at_k if before else [])
+    hat_k = _columns(by_k(measured, hat_estimates), unmeasured, before.hat_k if before else [], at_k)
     if not measured:
-        return KeyFigures(measured, unmeasured, at_k, hat_k, aggregates, None)
+        return KeyFigures(measured, unmeasured, at_k, hat_k, None)
     figures = {
         "tasks": len(measured),
         "pass_at_k": [column.entry for column in at_k],
         "pass_hat_k": [column.entry for column in hat_k],
     }
-    return KeyFigures(measured, unmeasured, at_k, hat_k, aggregates, figures)
+    return KeyFigures(measured, unmeasured, at_k, hat_k, figures)
 
 
-def _columns(name: str | None, figures: list[list[float]], unmeasured: int, before: list[Column]) -> list[Column]:
-    """Each k's column of `figures` (`by_k`'s), the ones of `before` kept where they are the
-    same: the figures are never NaN nor -0.0 (products of positive ratios, 1.0 minus one,
-    or 0.0 written as such), so == on them is equality to the bit. `name`: the key's, to
-    give pass@k its aggregates (None: pass^k, which has none)."""
+def _columns(figures: list[list[float]], unmeasured: int, *known: list[Column]) -> list[Column]:
+    """Each k's column of `figures` (`by_k`'s): a column of one of the `known` lists at the
+    same k where it has the same figures (its entry is then the same too), else a new one.
+    The figures are never NaN nor -0.0 (products of positive ratios, 1.0 minus one, or 0.0
+    written as such), so == on them is equality to the bit."""
     columns = []
     for k, values in enumerate(figures, start=1):
-        if k <= len(before) and before[k - 1].values == values:
-            columns.append(before[k - 1])
-            continue
-        middle, spreads = center_and_spread(values, len(values) + unmeasured)
-        aggregate = None if name is None else fragment(aggregate_of(f"{name}.pass@{k}", middle, spreads))
-        columns.append(Column(values, entry(k, middle, spreads), aggregate))
+        for kept in known:
+            if k <= len(kept) and kept[k - 1].values == values:
+                columns.append(kept[k - 1])
+                break
+        else:
+            middle, spreads = center_and_spread(values, len(values) + unmeasured)
+            columns.append(Column(middle, spreads, entry(k, middle, spreads)))
     return columns
+
+
+def pass_at_k_aggregates(name: str, figures: KeyFigures) -> list[orjson.Fragment]:
+    """The key's `<key>.pass@<k>` aggregates, encoded, for k = 1..the largest n: each made
+    when a summary first asks for it, from its column's center and spread, and kept there."""
+    records = []
+    for k, column in enumerate(figures.at_k, start=1):
+        if column.aggregate is None:
+            column.aggregate = fragment(aggregate_of(f"{name}.pass@{k}", column.middle, column.spreads))
+        records.append(column.aggregate)
+    return records
 
 
 def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:

@@ -23,7 +23,7 @@ from projections.attempts import summary_tasks
 from projections.contributions import MetricCoverage, SummaryCache, TaskContribution, fragment, refreshed
 from projections.harbor import harbor_stats
 from projections.run import RunState
-from projections.statistics import key_figures
+from projections.statistics import key_figures, pass_at_k_aggregates
 
 Summary = dict[str, Any]
 
@@ -40,6 +40,7 @@ def summary_bytes(run: RunState) -> bytes:
     tasks = summary_tasks(run)
     shares = [cache.tasks[task.task_id] for task in tasks]
     figures = key_figures(run)
+    outputs = metric_outputs(run, cache)
     payload = {
         "schema_version": 1,
         "type": "run.summary",
@@ -50,11 +51,11 @@ def summary_bytes(run: RunState) -> bytes:
         "event_count": run.event_count,
         "summary": {
             "scores": [
-                *metric_aggregates(run, cache),
+                *metric_aggregates(outputs, cache),
                 *view_aggregates(run, cache),
-                *(record for _, key in figures for record in key.aggregates),
+                *(record for name, key in figures for record in pass_at_k_aggregates(name, key)),
             ],
-            "metric_coverage": metric_coverage(run, cache),
+            "metric_coverage": metric_coverage(outputs, cache),
             "task_metric_attempts": {task.task_id: share.attempts for task, share in zip(tasks, shares, strict=True)},
             "task_count": len(run.declarations.tasks) if run.declarations else len(tasks),
             "trial_count": len(cache.trials),
@@ -67,7 +68,12 @@ def summary_bytes(run: RunState) -> bytes:
     return orjson.dumps(payload)
 
 
-def _metric_outputs(run: RunState, cache: SummaryCache) -> dict[str, set[str]]:
+MetricOutputs = list[tuple[str, list[str]]]
+"""(metric_type, its output names, sorted), metric types sorted: the order of the metric
+aggregates and of `metric_coverage`."""
+
+
+def metric_outputs(run: RunState, cache: SummaryCache) -> MetricOutputs:
     """Per metric_type, the output names declared (any kind) or carried by any score."""
     names: dict[str, set[str]] = {}
     if run.declarations:
@@ -75,14 +81,14 @@ def _metric_outputs(run: RunState, cache: SummaryCache) -> dict[str, set[str]]:
             names.setdefault(metric, set()).update(declared)
     for metric, carried in cache.outputs.items():
         names.setdefault(metric, set()).update(carried)
-    return names
+    return [(metric, sorted(outputs)) for metric, outputs in sorted(names.items())]
 
 
-def metric_aggregates(run: RunState, cache: SummaryCache) -> list[orjson.Fragment]:
+def metric_aggregates(outputs: MetricOutputs, cache: SummaryCache) -> list[orjson.Fragment]:
     records = []
-    for metric, outputs in sorted(_metric_outputs(run, cache).items()):
+    for metric, names in outputs:
         total = cache.coverage[metric].scores if metric in cache.coverage else 0
-        for output in sorted(outputs):
+        for output in names:
             key = (metric, output)
             known = cache.metric_records.get(key)
             if known is None or known[0] != total:
@@ -94,13 +100,13 @@ def metric_aggregates(run: RunState, cache: SummaryCache) -> list[orjson.Fragmen
     return records
 
 
-def metric_coverage(run: RunState, cache: SummaryCache) -> dict[str, dict[str, dict[str, int]]]:
+def metric_coverage(outputs: MetricOutputs, cache: SummaryCache) -> dict[str, dict[str, dict[str, int]]]:
     coverage: dict[str, dict[str, dict[str, int]]] = {}
-    for metric, outputs in sorted(_metric_outputs(run, cache).items()):
+    for metric, names in outputs:
         counts = cache.coverage.get(metric) or MetricCoverage()
         total, failed = counts.scores, counts.failed
         coverage[metric] = {}
-        for output in sorted(outputs):
+        for output in names:
             scored = counts.carried.get(output, 0)
             coverage[metric][output] = {
                 "total": total,

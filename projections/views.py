@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from operator import mul
 
 from events.models import Signal, ViewSpec
 from projections.aggregates import compensated_sum
@@ -34,7 +35,8 @@ def reducer_of(view: ViewSpec) -> Reduce:
         return _nothing
 
     def weighted(values: list[float]) -> float:
-        return compensated_sum([value * weight for value, weight in zip(values, weights, strict=True)]) / weight_sum
+        # One value per signal, so `values` and `weights` have the same length.
+        return compensated_sum(map(mul, values, weights)) / weight_sum
 
     return weighted
 
