@@ -50,6 +50,8 @@ STATUS_AT = 4
 
 Slots = Sequence[tuple[int, float]]
 """(kind, value) of each output of a metric's names, for one record."""
+Stored = tuple["array[Any]", bytes, "array[Any]"]
+"""Three fields of some rows, as arrays and bytes."""
 
 
 @lru_cache(maxsize=64)
@@ -113,15 +115,6 @@ class OutputColumn:
             if kind != ABSENT:
                 yield row, kind, value
 
-    def unpacked(self) -> tuple[array[int], bytes, array[float]]:
-        """(rows, kinds, values) of the rows that carry it: the arrays the store writes."""
-        rows, kinds, values = array("i"), bytearray(), array("d")
-        for row, kind, value in self.cells():
-            rows.append(row)
-            kinds.append(kind)
-            values.append(value)
-        return rows, bytes(kinds), values
-
     def semantic(self) -> bool:
         """Whether some row carries a semantic value of it."""
         kinds = self.packed[_kind_at(self.at) :: record_layout(self.width).size]
@@ -146,7 +139,7 @@ class MetricColumns:
         trials: array[int],
         statuses: bytes,
         seqs: array[int],
-        outputs: dict[str, tuple[array[int], bytes, array[float]]],
+        outputs: dict[str, Stored],
     ) -> MetricColumns:
         """The records of the given rows, and of each output's (rows, kinds, values)."""
         width = len(outputs)
@@ -178,14 +171,26 @@ class MetricColumns:
         rows = len(packed) // size
         return {name: rows - packed[_kind_at(at) :: size].count(ABSENT) for at, name in enumerate(self.names)}
 
-    def unpacked(self) -> tuple[array[int], bytes, array[int]]:
-        """(trials, statuses, seqs)."""
-        trials, statuses, seqs = array("i"), bytearray(), array("q")
-        for trial, status, seq in _heads(len(self.names)).iter_unpack(_frozen(self.packed)):
-            trials.append(trial)
-            statuses.append(status)
-            seqs.append(seq)
-        return trials, bytes(statuses), seqs
+    def seqs(self) -> list[int]:
+        """The run sequence number of each row."""
+        return [seq for _, _, seq in _heads(len(self.names)).iter_unpack(_frozen(self.packed))]
+
+    def stored(self) -> tuple[Stored, dict[str, Stored]]:
+        """(trials, statuses, seqs) of the rows, and (rows, kinds, values) of each output's
+        rows that carry it: the arrays the store writes (`of` takes them back), in one pass."""
+        if not self.packed:
+            return (array("i"), b"", array("q")), {}
+        fields = list(zip(*record_layout(len(self.names)).iter_unpack(_frozen(self.packed)), strict=True))
+        outputs = {}
+        for at, name in enumerate(self.names):
+            kinds, values = fields[3 + 2 * at], fields[4 + 2 * at]
+            rows = [row for row, kind in enumerate(kinds) if kind != ABSENT]
+            outputs[name] = (
+                array("i", rows),
+                bytes(kinds[row] for row in rows),
+                array("d", [values[row] for row in rows]),
+            )
+        return (array("i", fields[0]), bytes(fields[1]), array("q", fields[2])), outputs
 
     def slot_of(self, name: str) -> int:
         """The slot of output `name`, a new one (every record widened) if no score has

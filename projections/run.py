@@ -118,7 +118,7 @@ class RunState:
         count = sum(1 for at in self.run_positions if at > position)
         for task in self.tasks.values():
             count += sum(1 for at in task.trial_positions if at > position)
-            count += sum(1 for columns in task.metrics.values() for at in columns.unpacked()[2] if at > position)
+            count += sum(1 for columns in task.metrics.values() for at in columns.seqs() if at > position)
         return count
 
 
