@@ -18,14 +18,15 @@ TASK_BYTES = 1024
 EVENT_BYTES = 160
 """Per applied event: its attempt's rows and cells, fingerprints and trial id. The
 redelivery index's table is counted as it is: a run.started reserves it for its plan."""
-FIGURES_BYTES = 32 * 1024
+FIGURES_BYTES = 12 * 1024
 FIGURES_TASK_BYTES = 512
 """The summary cache's pass@k and section 8 columns, which the first progress event or
-summary builds: per key and k, over the tasks."""
+summary builds: per key and k, over the tasks (~11 KB for a run of 2 tasks)."""
+SUMMARY_BYTES = 20 * 1024
 CONTRIBUTION_TASK_BYTES = 4096
 CONTRIBUTION_EVENT_BYTES = 200
-"""What the first summary adds: each task's contribution (attempt lists, Harbor lists,
-values in log order)."""
+"""What the first summary adds: the pass@k aggregates, and each task's contribution
+(attempt lists, Harbor lists, values in log order)."""
 
 
 def footprint(run: RunState) -> int:
@@ -36,5 +37,7 @@ def footprint(run: RunState) -> int:
     if cache is not None:
         held += FIGURES_BYTES + FIGURES_TASK_BYTES * tasks
         if cache.tasks:
-            held += CONTRIBUTION_TASK_BYTES * len(cache.tasks) + CONTRIBUTION_EVENT_BYTES * run.event_count
+            held += (
+                SUMMARY_BYTES + CONTRIBUTION_TASK_BYTES * len(cache.tasks) + CONTRIBUTION_EVENT_BYTES * run.event_count
+            )
     return held

@@ -46,7 +46,7 @@ class Settings:
     flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
     cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "10000")))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
-    cache_mb: int = field(default_factory=lambda: int(_env("CACHE_MB", "128")))
+    cache_mb: int = field(default_factory=lambda: int(_env("CACHE_MB", "64")))
     """Most memory, in MiB by the cache's estimate, of the runs a worker holds once their
     changes are stored."""
     retire_closed: bool = field(default_factory=lambda: _env("RETIRE_CLOSED", "1") not in ("0", "false", "no"))

@@ -31,6 +31,7 @@ def folded(tasks: int, attempts: int, *, close: bool, summarized: bool, events: 
     ("tasks", "attempts", "close", "summarized", "events"),
     [
         (2, 5, False, False, None),  # a small open run
+        (2, 5, False, True, None),  # and with the figures its progress built
         (2, 5, True, True, None),  # a small closed run with its summary cache
         (20, 1, True, True, None),  # one attempt a task: the summary cache outweighs the rows
         (40, 5, True, True, None),

@@ -200,7 +200,7 @@ class Processor:
         progress_interval: float = 0.2,
         flush_every: int = 1000,
         cache_runs: int = 10_000,
-        cache_bytes: int = 128 * 2**20,
+        cache_bytes: int = 64 * 2**20,
         retire: bool = True,
     ) -> None:
         """`store` None: nothing is stored or restored (an oracle over a whole topic).
