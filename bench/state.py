@@ -4,7 +4,7 @@ Run: `python -m bench.state` (EVALSTREAM_BOOTSTRAP if set, else a broker of its 
 One worker folds closed runs of 200 attempts each (40 tasks x 5 trials, one score per
 trial), published in rounds of 500; after each round it prints the worker's RSS once
 every run of the round has its summary. The bound holds if RSS is flat (within 15%) between 2,500
-and 5,000 runs: the run cache holds `EVALSTREAM_CACHE_RUNS` runs at most, the rest live in
+and 5,000 runs: the run cache holds `EVALSTREAM_CACHE_MB` of runs at most, the rest live in
 the store. At 1,000 and 10,000 runs it also restarts the worker (a clean stop, a new
 process on a fresh data dir, as after a move to another machine) and prints how long it
 took to consume again: from process start until a probe run's first progress event (the
