@@ -78,6 +78,11 @@ def _kind_at(at: int) -> int:
     return ROW.size + SLOT.size * at
 
 
+def record_size(width: int) -> int:
+    """`record_layout(width).size`, without the cache lookup (rows are counted often)."""
+    return ROW.size + SLOT.size * width
+
+
 def classify(value: object) -> tuple[int, float]:
     """(value kind, semantic value) of an output value as decoded from the wire."""
     kind = type(value)
@@ -106,7 +111,7 @@ class OutputColumn:
 
     def __len__(self) -> int:
         """The rows that carry the output."""
-        kinds = self.packed[_kind_at(self.at) :: record_layout(self.width).size]
+        kinds = self.packed[_kind_at(self.at) :: record_size(self.width)]
         return len(kinds) - kinds.count(ABSENT)
 
     def cells(self) -> Iterator[tuple[int, int, float]]:
@@ -117,7 +122,7 @@ class OutputColumn:
 
     def semantic(self) -> bool:
         """Whether some row carries a semantic value of it."""
-        kinds = self.packed[_kind_at(self.at) :: record_layout(self.width).size]
+        kinds = self.packed[_kind_at(self.at) :: record_size(self.width)]
         return len(kinds) != kinds.count(ABSENT) + kinds.count(NON_SEMANTIC)
 
     def semantic_at(self) -> dict[int, float]:
@@ -152,7 +157,7 @@ class MetricColumns:
         return cls(bytearray(packed), shared(tuple(sys.intern(name) for name in outputs)))
 
     def __len__(self) -> int:
-        return len(self.packed) // record_layout(len(self.names)).size
+        return len(self.packed) // record_size(len(self.names))
 
     @property
     def outputs(self) -> dict[str, OutputColumn]:
@@ -167,7 +172,7 @@ class MetricColumns:
 
     def carried(self) -> dict[str, int]:
         """Output name -> the rows that carry it."""
-        packed, size = self.packed, record_layout(len(self.names)).size
+        packed, size = self.packed, record_size(len(self.names))
         rows = len(packed) // size
         return {name: rows - packed[_kind_at(at) :: size].count(ABSENT) for at, name in enumerate(self.names)}
 
@@ -200,7 +205,7 @@ class MetricColumns:
             return names.index(name)
         width = len(names)
         absent = SLOT.pack(ABSENT, 0.0)
-        size = record_layout(width).size
+        size = record_size(width)
         packed = self.packed
         widened = bytearray(b"".join(packed[start : start + size] + absent for start in range(0, len(packed), size)))
         # One statement: a step that fails part way leaves records and names agreeing.
@@ -262,7 +267,7 @@ class MetricColumns:
         return [(seq, value) for _, _, seq, kind, value in layout.iter_unpack(_frozen(self.packed)) if kind == NUMERIC]
 
     def failed(self) -> int:
-        return len(self) - self.packed[STATUS_AT :: record_layout(len(self.names)).size].count(OK)
+        return len(self) - self.packed[STATUS_AT :: record_size(len(self.names))].count(OK)
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""

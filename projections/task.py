@@ -85,6 +85,9 @@ class TaskState:
             return
         keys, counts = self.keys, self.counts
         names, outputs = columns.names, event.outputs
+        if len(outputs) == 1 and not names and not columns.packed:
+            # The metric's first score: its one output needs no record widened.
+            names = columns.names = shared((sys.intern(outputs[0].name),))
         # The hot path of the whole fold: a score carrying its metric's one output, packed
         # inline, since a call costs as much as the append itself.
         if len(outputs) == 1 and len(names) == 1 and outputs[0].name == names[0]:
