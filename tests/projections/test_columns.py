@@ -1,0 +1,93 @@
+"""A metric's packed records against a plain model of them: rows as tuples, each score's
+outputs as a dict, in the order they came. Whatever order new output names arrive in, and
+wherever a truncation cuts, the records give what the model gives, bit for bit."""
+
+from __future__ import annotations
+
+import struct
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from projections.columns import (
+    BOOLEAN,
+    METRIC_FAILED,
+    NON_SEMANTIC,
+    NUMERIC,
+    OK,
+    TRIAL_FAILED,
+    MetricColumns,
+)
+
+Cell = tuple[int, float]
+Row = tuple[int, int, int, dict[str, Cell]]
+
+values = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0])
+cells = st.tuples(st.sampled_from([NON_SEMANTIC, BOOLEAN, NUMERIC]), values)
+rows = st.lists(
+    st.tuples(
+        st.integers(0, 5),
+        st.sampled_from([OK, OK, OK, TRIAL_FAILED, METRIC_FAILED]),
+        st.dictionaries(st.sampled_from(["score", "passed", "label", "tokens"]), cells, max_size=3),
+    ),
+    max_size=12,
+)
+
+
+def packed(model: list[Row]) -> MetricColumns:
+    """The records `TaskState.record_score` appends for these rows."""
+    columns = MetricColumns()
+    for trial, status, seq, outputs in model:
+        if status != OK:
+            columns.append(trial, status, seq)
+            continue
+        slots = {columns.slot_of(name): cell for name, cell in outputs.items()}
+        columns.append(trial, OK, seq, [slots.get(at, (255, 0.0)) for at in range(len(columns.names))])
+    return columns
+
+
+def bits(value: float | None) -> bytes | None:
+    return None if value is None else struct.pack("<d", value)
+
+
+def check(columns: MetricColumns, model: list[Row]) -> None:
+    names = list(dict.fromkeys(name for _, _, _, outputs in model for name in outputs))
+    assert list(columns.names) == names
+    assert len(columns) == len(model)
+    assert columns.failed() == sum(status != OK for _, status, _, _ in model)
+    assert columns.seqs() == [seq for _, _, seq, _ in model]
+    assert columns.latest_ok_rows() == {trial: row for row, (trial, status, _, _) in enumerate(model) if status == OK}
+    assert columns.carried() == {name: sum(name in outputs for *_, outputs in model) for name in names}
+    for name in [*names, "never"]:
+        expected: list[tuple[int, bytes | None, int]] = []
+        for trial, status, seq, outputs in model:
+            if status == TRIAL_FAILED:
+                expected.append((trial, None, seq))
+            elif status == OK and name in outputs and outputs[name][0] != NON_SEMANTIC:
+                expected.append((trial, bits(outputs[name][1]), seq))
+        assert [(trial, bits(value), seq) for trial, value, seq in columns.attempts(name)] == expected
+        numeric = [(seq, bits(outputs[name][1])) for *_, seq, outputs in model if outputs.get(name, (0,))[0] == NUMERIC]
+        assert [(seq, bits(value)) for seq, value in columns.numeric(name)] == numeric
+    for name, column in columns.outputs.items():
+        carrying = [(row, outputs[name]) for row, (*_, outputs) in enumerate(model) if name in outputs]
+        assert len(column) == len(carrying)
+        assert column.semantic() == any(kind != NON_SEMANTIC for _, (kind, _) in carrying)
+        semantic = {row: bits(value) for row, (kind, value) in carrying if kind != NON_SEMANTIC}
+        assert {row: bits(value) for row, value in column.semantic_at().items()} == semantic
+    heads, stored = columns.stored()
+    restored = MetricColumns.of(*heads, stored)
+    assert (restored.packed, restored.names) == (columns.packed, columns.names)
+
+
+@given(rows, st.data())
+def test_records_give_what_the_rows_say_after_any_truncation(
+    drawn: list[tuple[int, int, dict[str, Cell]]], data: st.DataObject
+) -> None:
+    model = [
+        (trial, status, seq, outputs if status == OK else {}) for seq, (trial, status, outputs) in enumerate(drawn)
+    ]
+    columns = packed(model)
+    check(columns, model)
+    kept = data.draw(st.integers(0, len(model)), label="rows kept")
+    columns.truncate(kept)
+    check(columns, model[:kept])
