@@ -19,7 +19,8 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from collections.abc import Iterator, Sequence
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -47,9 +48,15 @@ SLOT = struct.Struct("=Bd")
 """An output's slot in a record: value kind (uint8), semantic value (double)."""
 STATUS_AT = 4
 """The status's byte within a record."""
+DENSE = 8
+"""The output names of a metric that have a slot in its records. A metric's scores nearly
+always carry the same few; a harness that gives each score a new name would otherwise make
+every record as wide as all the names (O(rows x names) bytes, and a widening each): the
+names past these keep their cells apart (`SPILLED`), so a record never grows past them."""
+SPILLED = struct.Struct("=iIBd")
+"""A cell of a name past the first `DENSE`: row (int32), the name's index (uint32), value
+kind (uint8), semantic value (double)."""
 
-Slots = Sequence[tuple[int, float]]
-"""(kind, value) of each output of a metric's names, for one record."""
 Stored = tuple["array[Any]", bytes, "array[Any]"]
 """Three fields of some rows, as arrays and bytes."""
 
@@ -102,138 +109,156 @@ def _frozen(packed: bytearray) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class OutputColumn:
-    """One output of a metric, read from its records (a view: taken again after a change)."""
+    """One output of a metric: the rows that carry it (a view: taken again after a change)."""
 
-    packed: bytes
-    width: int
-    at: int
-    """The output's slot among the metric's `width`."""
+    cells: list[tuple[int, int, float]]
+    """(row, kind, value) of each row that carries the output, rows ascending."""
 
     def __len__(self) -> int:
-        """The rows that carry the output."""
-        kinds = self.packed[_kind_at(self.at) :: record_size(self.width)]
-        return len(kinds) - kinds.count(ABSENT)
-
-    def cells(self) -> Iterator[tuple[int, int, float]]:
-        """(row, kind, value) of each row that carries the output, rows ascending."""
-        for row, (_, _, _, kind, value) in enumerate(_with_slot(self.width, self.at).iter_unpack(self.packed)):
-            if kind != ABSENT:
-                yield row, kind, value
+        return len(self.cells)
 
     def semantic(self) -> bool:
         """Whether some row carries a semantic value of it."""
-        kinds = self.packed[_kind_at(self.at) :: record_size(self.width)]
-        return len(kinds) != kinds.count(ABSENT) + kinds.count(NON_SEMANTIC)
+        return any(kind != NON_SEMANTIC for _, kind, _ in self.cells)
 
     def semantic_at(self) -> dict[int, float]:
         """Row -> semantic value, for the rows where the output has one."""
-        return {row: value for row, kind, value in self.cells() if kind != NON_SEMANTIC}
+        return {row: value for row, kind, value in self.cells if kind != NON_SEMANTIC}
 
 
 @dataclass(slots=True)
 class MetricColumns:
     packed: bytearray = field(default_factory=bytearray)
-    """One packed record (`record_layout(len(names))`) per score, in log order."""
+    """One packed record (`record_layout(width)`) per score, in log order."""
     names: tuple[str, ...] = ()
     """The output names, in the order the scores brought them: one tuple shared by the
     metrics whose names are alike (a dict of outputs per metric cost ~180 bytes)."""
+    spilled: bytearray | None = None
+    """The cells (`SPILLED`: row, name's index, kind, value), rows ascending, of the names
+    past the first `DENSE`, which have no slot in the records (None: no such name)."""
+
+    @property
+    def width(self) -> int:
+        """The slots of a record: one per name, up to `DENSE`."""
+        return min(len(self.names), DENSE)
 
     @classmethod
-    def of(
-        cls,
-        trials: array[int],
-        statuses: bytes,
-        seqs: array[int],
-        outputs: dict[str, Stored],
-    ) -> MetricColumns:
+    def of(cls, trials: array[int], statuses: bytes, seqs: array[int], outputs: dict[str, Stored]) -> MetricColumns:
         """The records of the given rows, and of each output's (rows, kinds, values)."""
-        width = len(outputs)
+        width = min(len(outputs), DENSE)
         slots: list[list[Any]] = [[ABSENT, 0.0] * width for _ in trials]
+        spilled: list[tuple[int, int, int, float]] = []
         for at, (rows, kinds, values) in enumerate(outputs.values()):
             for row, kind, value in zip(rows, kinds, values, strict=True):
-                slots[row][2 * at : 2 * at + 2] = kind, value
+                if at < DENSE:
+                    slots[row][2 * at : 2 * at + 2] = kind, value
+                else:
+                    spilled.append((row, at, kind, value))
         layout = record_layout(width)
         packed = b"".join(layout.pack(*head, *rest) for *head, rest in zip(trials, statuses, seqs, slots, strict=True))
-        return cls(bytearray(packed), shared(tuple(sys.intern(name) for name in outputs)))
+        names = shared(tuple(sys.intern(name) for name in outputs))
+        return cls(bytearray(packed), names, _spilled(sorted(spilled)) if len(names) > DENSE else None)
 
     def __len__(self) -> int:
-        return len(self.packed) // record_size(len(self.names))
+        return len(self.packed) // record_size(self.width)
+
+    def _cells(self, at: int) -> list[tuple[int, int, float]]:
+        """(row, kind, value) of the rows that carry output number `at`, rows ascending."""
+        if at < DENSE:
+            layout = _with_slot(self.width, at)
+            return [
+                (row, kind, value)
+                for row, (_, _, _, kind, value) in enumerate(layout.iter_unpack(_frozen(self.packed)))
+                if kind != ABSENT
+            ]
+        return [(row, kind, value) for row, name, kind, value in _spilled_cells(self.spilled) if name == at]
 
     @property
     def outputs(self) -> dict[str, OutputColumn]:
         """Output name -> its column, in the order of `names`."""
-        packed, width = _frozen(self.packed), len(self.names)
-        return {name: OutputColumn(packed, width, at) for at, name in enumerate(self.names)}
+        return {name: OutputColumn(self._cells(at)) for at, name in enumerate(self.names)}
 
     def column(self, output: str) -> OutputColumn | None:
         """The column of `output`, if some row carries it."""
         names = self.names
-        return OutputColumn(_frozen(self.packed), len(names), names.index(output)) if output in names else None
+        return OutputColumn(self._cells(names.index(output))) if output in names else None
 
     def carried(self) -> dict[str, int]:
         """Output name -> the rows that carry it."""
-        packed, size = self.packed, record_size(len(self.names))
+        packed, size = self.packed, record_size(self.width)
         rows = len(packed) // size
-        return {name: rows - packed[_kind_at(at) :: size].count(ABSENT) for at, name in enumerate(self.names)}
+        names = self.names
+        carried = {name: rows - packed[_kind_at(at) :: size].count(ABSENT) for at, name in enumerate(names[:DENSE])}
+        if self.spilled is not None:
+            carried.update(dict.fromkeys(names[DENSE:], 0))
+            for _, name, _, _ in _spilled_cells(self.spilled):
+                carried[names[name]] += 1
+        return carried
 
     def seqs(self) -> list[int]:
         """The run sequence number of each row."""
-        return [seq for _, _, seq in _heads(len(self.names)).iter_unpack(_frozen(self.packed))]
+        return [seq for _, _, seq in _heads(self.width).iter_unpack(_frozen(self.packed))]
 
     def stored(self) -> tuple[Stored, dict[str, Stored]]:
         """(trials, statuses, seqs) of the rows, and (rows, kinds, values) of each output's
-        rows that carry it: the arrays the store writes (`of` takes them back), in one pass."""
+        rows that carry it: the arrays the store writes (`of` takes them back)."""
         if not self.packed:
             return (array("i"), b"", array("q")), {}
-        fields = list(zip(*record_layout(len(self.names)).iter_unpack(_frozen(self.packed)), strict=True))
+        fields = list(zip(*record_layout(self.width).iter_unpack(_frozen(self.packed)), strict=True))
         outputs = {}
         for at, name in enumerate(self.names):
-            kinds, values = fields[3 + 2 * at], fields[4 + 2 * at]
-            rows = [row for row, kind in enumerate(kinds) if kind != ABSENT]
-            outputs[name] = (
-                array("i", rows),
-                bytes(kinds[row] for row in rows),
-                array("d", [values[row] for row in rows]),
-            )
+            if at < DENSE:
+                kinds, values = fields[3 + 2 * at], fields[4 + 2 * at]
+                cells = [(row, kind, values[row]) for row, kind in enumerate(kinds) if kind != ABSENT]
+            else:
+                cells = self._cells(at)
+            rows, carried_kinds, carried_values = zip(*cells, strict=True) if cells else ((), (), ())
+            outputs[name] = (array("i", rows), bytes(carried_kinds), array("d", carried_values))
         return (array("i", fields[0]), bytes(fields[1]), array("q", fields[2])), outputs
 
     def slot_of(self, name: str) -> int:
-        """The slot of output `name`, a new one (every record widened) if no score has
-        brought it yet."""
+        """The index of output `name` among `names`, a new one if no score has brought it
+        yet (every record widened by a slot while there are fewer than `DENSE`)."""
         names = self.names
         if name in names:
             return names.index(name)
-        width = len(names)
+        at = len(names)
+        named = shared((*names, sys.intern(name)))
+        if at >= DENSE:
+            self.names, self.spilled = named, self.spilled if self.spilled is not None else bytearray()
+            return at
         absent = SLOT.pack(ABSENT, 0.0)
-        size = record_size(width)
+        size = record_size(at)
         packed = self.packed
         widened = bytearray(b"".join(packed[start : start + size] + absent for start in range(0, len(packed), size)))
         # One statement: a step that fails part way leaves records and names agreeing.
-        self.packed, self.names = widened, shared((*names, sys.intern(name)))
-        return width
+        self.packed, self.names = widened, named
+        return at
 
     def truncate(self, rows: int) -> None:
         """Keep the first `rows` rows, and the outputs they carried."""
-        width = len(self.names)
-        layout = record_layout(width)
-        del self.packed[rows * layout.size :]
-        carried = self.carried()
-        if all(carried.values()):
-            return
-        kept = [at for at, name in enumerate(self.names) if carried[name]]
-        narrowed = record_layout(len(kept))
-        packed = b"".join(
-            narrowed.pack(*record[:3], *(field for at in kept for field in record[3 + 2 * at : 5 + 2 * at]))
-            for record in layout.iter_unpack(_frozen(self.packed))
-        )
-        self.packed, self.names = bytearray(packed), shared(tuple(self.names[at] for at in kept))
+        (trials, statuses, seqs), outputs = self.stored()
+        kept = {}
+        for name, (cells, kinds, values) in outputs.items():
+            carried = bisect_left(cells, rows)  # an output's rows ascend
+            if carried:  # else brought by a row dropped now
+                kept[name] = (cells[:carried], kinds[:carried], values[:carried])
+        rebuilt = MetricColumns.of(trials[:rows], statuses[:rows], seqs[:rows], kept)
+        self.packed, self.names, self.spilled = rebuilt.packed, rebuilt.names, rebuilt.spilled
 
-    def append(self, trial: int, status: int, seq: int, slots: Slots = ()) -> int:
-        """Add a record (`slots`: one (kind, value) per name; none: every output absent);
-        returns its row."""
-        width = len(self.names)
+    def append(self, trial: int, status: int, seq: int, cells: Mapping[int, tuple[int, float]] | None = None) -> int:
+        """Add a record; `cells`: (kind, value) of the outputs it carries, by their index
+        among `names` (none: a failed score). Returns its row."""
+        width = self.width
         row = len(self)
-        fields = [field for slot in slots for field in slot] if slots else [ABSENT, 0.0] * width
+        fields: list[Any] = [ABSENT, 0.0] * width
+        if cells:
+            for at, (kind, value) in sorted(cells.items()):
+                if at < DENSE:
+                    fields[2 * at : 2 * at + 2] = kind, value
+                else:
+                    assert self.spilled is not None  # `slot_of` made it
+                    self.spilled += SPILLED.pack(row, at, kind, value)
         self.packed += record_layout(width).pack(trial, status, seq, *fields)
         return row
 
@@ -245,31 +270,47 @@ class MetricColumns:
         completed or partial score adds the output's semantic value if it has one.
         """
         names = self.names
-        if output not in names:
-            for trial, status, seq in _heads(len(names)).iter_unpack(_frozen(self.packed)):
+        at = names.index(output) if output in names else DENSE + len(names)
+        if at < DENSE:
+            for trial, status, seq, kind, value in _with_slot(self.width, at).iter_unpack(_frozen(self.packed)):
                 if status == TRIAL_FAILED:
                     yield trial, None, seq
+                elif status == OK and kind not in (ABSENT, NON_SEMANTIC):
+                    yield trial, value, seq
             return
-        for trial, status, seq, kind, value in _with_slot(len(names), names.index(output)).iter_unpack(
-            _frozen(self.packed)
-        ):
+        semantic = OutputColumn(self._cells(at)).semantic_at()
+        for row, (trial, status, seq) in enumerate(_heads(self.width).iter_unpack(_frozen(self.packed))):
             if status == TRIAL_FAILED:
                 yield trial, None, seq
-            elif status == OK and kind not in (ABSENT, NON_SEMANTIC):
-                yield trial, value, seq
+            elif status == OK and row in semantic:
+                yield trial, semantic[row], seq
 
     def numeric(self, output: str) -> list[tuple[int, float]]:
         """(run sequence number, value) of the output's numeric values, in log order."""
         names = self.names
         if output not in names:
             return []
-        layout = _with_slot(len(names), names.index(output))
-        return [(seq, value) for _, _, seq, kind, value in layout.iter_unpack(_frozen(self.packed)) if kind == NUMERIC]
+        at = names.index(output)
+        if at < DENSE:
+            layout = _with_slot(self.width, at)
+            return [
+                (seq, value) for _, _, seq, kind, value in layout.iter_unpack(_frozen(self.packed)) if kind == NUMERIC
+            ]
+        seqs = self.seqs()
+        return [(seqs[row], value) for row, kind, value in self._cells(at) if kind == NUMERIC]
 
     def failed(self) -> int:
-        return len(self) - self.packed[STATUS_AT :: record_size(len(self.names))].count(OK)
+        return len(self) - self.packed[STATUS_AT :: record_size(self.width)].count(OK)
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""
-        heads = _heads(len(self.names)).iter_unpack(_frozen(self.packed))
+        heads = _heads(self.width).iter_unpack(_frozen(self.packed))
         return {trial: row for row, (trial, status, _) in enumerate(heads) if status == OK}
+
+
+def _spilled(cells: list[tuple[int, int, int, float]]) -> bytearray:
+    return bytearray(b"".join(SPILLED.pack(*cell) for cell in cells))
+
+
+def _spilled_cells(spilled: bytearray | None) -> Iterator[tuple[int, int, int, float]]:
+    return SPILLED.iter_unpack(_frozen(spilled)) if spilled else iter(())

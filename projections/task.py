@@ -14,7 +14,6 @@ from functools import lru_cache
 
 from events.models import ScoreEmitted
 from projections.columns import (
-    ABSENT,
     METRIC_FAILED,
     NON_SEMANTIC,
     OK,
@@ -96,8 +95,7 @@ class TaskState:
             landed: list[tuple[str, int, float]] = [(names[0], kind, value)]
         else:
             landed = [(out.name, *classify(out.value)) for out in outputs]
-            slots = {columns.slot_of(name): (kind, value) for name, kind, value in landed}
-            columns.append(trial, OK, seq, [slots.get(at, (ABSENT, 0.0)) for at in range(len(columns.names))])
+            columns.append(trial, OK, seq, {columns.slot_of(name): (kind, value) for name, kind, value in landed})
         for name, kind, value in landed:
             if kind == NON_SEMANTIC:
                 continue

@@ -1,6 +1,7 @@
 """A metric's packed records against a plain model of them: rows as tuples, each score's
-outputs as a dict, in the order they came. Whatever order new output names arrive in, and
-wherever a truncation cuts, the records give what the model gives, bit for bit."""
+outputs as a dict, in the order they came. Whatever order new output names arrive in (more
+of them than a record has slots for), and wherever a truncation cuts, the records give what
+the model gives, bit for bit."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from projections.columns import (
     BOOLEAN,
+    DENSE,
     METRIC_FAILED,
     NON_SEMANTIC,
     NUMERIC,
@@ -22,15 +24,17 @@ from projections.columns import (
 Cell = tuple[int, float]
 Row = tuple[int, int, int, dict[str, Cell]]
 
+NAMES = ["score", "passed", "label", "tokens", *(f"extra-{index}" for index in range(DENSE + 2))]
+"""More names than a record has slots for: the ones past them are kept apart."""
 values = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0])
 cells = st.tuples(st.sampled_from([NON_SEMANTIC, BOOLEAN, NUMERIC]), values)
 rows = st.lists(
     st.tuples(
         st.integers(0, 5),
         st.sampled_from([OK, OK, OK, TRIAL_FAILED, METRIC_FAILED]),
-        st.dictionaries(st.sampled_from(["score", "passed", "label", "tokens"]), cells, max_size=3),
+        st.dictionaries(st.sampled_from(NAMES), cells, max_size=4),
     ),
-    max_size=12,
+    max_size=16,
 )
 
 
@@ -41,8 +45,7 @@ def packed(model: list[Row]) -> MetricColumns:
         if status != OK:
             columns.append(trial, status, seq)
             continue
-        slots = {columns.slot_of(name): cell for name, cell in outputs.items()}
-        columns.append(trial, OK, seq, [slots.get(at, (255, 0.0)) for at in range(len(columns.names))])
+        columns.append(trial, OK, seq, {columns.slot_of(name): cell for name, cell in outputs.items()})
     return columns
 
 
@@ -91,3 +94,10 @@ def test_records_give_what_the_rows_say_after_any_truncation(
     kept = data.draw(st.integers(0, len(model)), label="rows kept")
     columns.truncate(kept)
     check(columns, model[:kept])
+
+
+def test_a_score_with_ever_new_output_names_keeps_its_records_narrow() -> None:
+    model: list[Row] = [(row, OK, row, {f"output-{row}": (NUMERIC, float(row))}) for row in range(3 * DENSE)]
+    columns = packed(model)
+    check(columns, model)
+    assert len(columns.packed) == len(model) * (13 + 9 * DENSE)  # slots for the first names only
