@@ -2,9 +2,10 @@
 
 One record per applied `score.emitted` of that (task, metric_type): the trial (an index
 into the task's trial ids), the status and the run sequence number (metric aggregates
-take values in run log order, across tasks), then one slot per output name the metric's
-scores have brought: the value's kind and its semantic value, or `ABSENT` where the score
-did not carry that output. Everything the summary needs is derived from these records.
+take values in run log order, across tasks), then one slot for each output name the
+metric's scores have brought (the first `DENSE` of them): the value's kind and its semantic
+value, or `ABSENT` where the score did not carry that output. Everything the summary needs
+is derived from these records.
 
 The records are packed in one `bytearray` per metric: a task has a handful of scores, and
 an object per field or per output (an array or a bytearray, a list of them) cost more in
@@ -63,7 +64,7 @@ Stored = tuple["array[Any]", bytes, "array[Any]"]
 
 @lru_cache(maxsize=64)
 def record_layout(width: int) -> struct.Struct:
-    """A whole record of a metric with `width` output names."""
+    """A whole record with `width` slots."""
     return struct.Struct("=iBq" + "Bd" * width)
 
 
