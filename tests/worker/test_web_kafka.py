@@ -110,4 +110,5 @@ def test_metrics_count_what_the_worker_did(served: WorkerProcess) -> None:
     assert 0 <= samples['evalstream_last_event_age_seconds{partition="0"}'] < 120
     checkpoints = "evalstream_checkpoint_duration_seconds_count"
     until("a checkpoint is in the histogram", lambda: served.scrape()[checkpoints] > 0)
+    until("the run cache's memory is estimated", lambda: served.scrape()["evalstream_run_cache_bytes"] > 0)
     assert served.scrape()["process_resident_memory_bytes"] > 10 * 2**20
