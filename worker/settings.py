@@ -6,18 +6,43 @@ setting logged or shown in an error never carries them."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from events.clients.security import Security
 from events.outputs import SUMMARY_MAX_BYTES
+from worker.failure import CommandError
+
+N = TypeVar("N", int, float)
 
 __all__ = ["SUMMARY_MAX_BYTES", "Settings"]  # the summaries limit is the contract's (events.outputs)
 
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(f"EVALSTREAM_{name}", default)
+
+
+def _int(name: str, default: str) -> int:
+    return _number(name, default, int, "a whole number")
+
+
+def _float(name: str, default: str) -> float:
+    return _number(name, default, float, "a number")
+
+
+def _number(name: str, default: str, kind: Callable[[str], N], wanted: str) -> N:
+    """EVALSTREAM_<name> read as a number: a value that is not one is the user's to fix, said
+    as such (a command prints it, instead of a traceback)."""
+    value = _env(name, default)
+    try:
+        return kind(value)
+    except ValueError:
+        raise CommandError(
+            f"EVALSTREAM_{name} is {value!r}, which is not {wanted}: set it to one (the default is {default}), "
+            "or unset it"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -28,25 +53,25 @@ class Settings:
     progress_topic: str = field(default_factory=lambda: _env("PROGRESS_TOPIC", "evalstream.progress"))
     summaries_topic: str = field(default_factory=lambda: _env("SUMMARIES_TOPIC", "evalstream.summaries"))
     deadletter_topic: str = field(default_factory=lambda: _env("DEADLETTER_TOPIC", "evalstream.deadletter"))
-    partitions: int = field(default_factory=lambda: int(_env("PARTITIONS", "1")))
+    partitions: int = field(default_factory=lambda: _int("PARTITIONS", "1"))
     data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", "~/.cache/evalstream/worker")).expanduser())
     web_host: str = field(default_factory=lambda: _env("WEB_HOST", "127.0.0.1"))
     """Where the worker's web server (/ready, /live, /metrics) listens: 0.0.0.0 in a container."""
-    web_port: int = field(default_factory=lambda: int(_env("WEB_PORT", "6066")))
+    web_port: int = field(default_factory=lambda: _int("WEB_PORT", "6066"))
     dashboard_host: str = field(default_factory=lambda: _env("DASHBOARD_HOST", "127.0.0.1"))
-    dashboard_port: int = field(default_factory=lambda: int(_env("DASHBOARD_PORT", "6067")))
-    dashboard_recent: int = field(default_factory=lambda: int(_env("DASHBOARD_RECENT_RUNS", "200")))
+    dashboard_port: int = field(default_factory=lambda: _int("DASHBOARD_PORT", "6067"))
+    dashboard_recent: int = field(default_factory=lambda: _int("DASHBOARD_RECENT_RUNS", "200"))
     """Closed runs the dashboard keeps in memory (the last to move); older ones it reads back."""
-    progress_interval: float = field(default_factory=lambda: float(_env("PROGRESS_INTERVAL", "0.2")))
-    flush_interval: float = field(default_factory=lambda: float(_env("FLUSH_INTERVAL", "0.25")))
-    session_timeout: float = field(default_factory=lambda: float(_env("SESSION_TIMEOUT", "10")))
+    progress_interval: float = field(default_factory=lambda: _float("PROGRESS_INTERVAL", "0.2"))
+    flush_interval: float = field(default_factory=lambda: _float("FLUSH_INTERVAL", "0.25"))
+    session_timeout: float = field(default_factory=lambda: _float("SESSION_TIMEOUT", "10"))
     """Seconds before the group gives a silent worker's partitions to others (faust: 60)."""
-    fetch_max_wait_ms: int = field(default_factory=lambda: int(_env("FETCH_MAX_WAIT_MS", "20")))
+    fetch_max_wait_ms: int = field(default_factory=lambda: _int("FETCH_MAX_WAIT_MS", "20"))
     """How long the broker may hold an empty fetch (faust's own: 1500; see worker.runtime.consumer)."""
-    flush_every: int = field(default_factory=lambda: int(_env("FLUSH_EVERY", "1000")))
-    cache_runs: int = field(default_factory=lambda: int(_env("CACHE_RUNS", "10000")))
+    flush_every: int = field(default_factory=lambda: _int("FLUSH_EVERY", "1000"))
+    cache_runs: int = field(default_factory=lambda: _int("CACHE_RUNS", "10000"))
     """Most runs a worker holds in memory once their changes are stored (worker.runtime.cache)."""
-    cache_mb: int = field(default_factory=lambda: int(_env("CACHE_MB", "64")))
+    cache_mb: int = field(default_factory=lambda: _int("CACHE_MB", "64"))
     """Most memory, in MiB by the cache's estimate, of the runs a worker holds once their
     changes are stored."""
     retire_closed: bool = field(default_factory=lambda: _env("RETIRE_CLOSED", "1") not in ("0", "false", "no"))

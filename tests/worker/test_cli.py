@@ -6,6 +6,7 @@ traceback and none of the Kafka client's own noise."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,13 +25,16 @@ UNREACHABLE = f"127.0.0.1:{free_port()}"  # nothing listens there
 HARBOR_JOB = Path(__file__).parents[1] / "fixtures" / "harbor" / "job-mixed"
 
 
-def evalstream(*args: str, stdin: bytes = b"", timeout: float = 120) -> tuple[int, str]:
+def evalstream(
+    *args: str, stdin: bytes = b"", timeout: float = 120, env: dict[str, str] | None = None
+) -> tuple[int, str]:
     done = subprocess.run(
         [sys.executable, "-m", "worker.commands.cli", *args],
         input=stdin,
         capture_output=True,
         timeout=timeout,
         check=False,
+        env={**os.environ, **(env or {})},
     )
     return done.returncode, done.stderr.decode()
 
@@ -115,6 +119,16 @@ CASES = {
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_a_failing_command_says_what_and_what_to_do(case: Case) -> None:
     case.check()
+
+
+@pytest.mark.parametrize(("setting", "value"), [("CACHE_MB", "lots"), ("PROGRESS_INTERVAL", "0,2")])
+def test_a_setting_that_is_not_a_number_is_named(setting: str, value: str) -> None:
+    code, stderr = evalstream("worker", "--bootstrap", UNREACHABLE, env={f"EVALSTREAM_{setting}": value})
+    assert code == 2
+    assert f"evalstream worker: EVALSTREAM_{setting} is {value!r}, which is not a" in stderr
+    assert "unset it" in stderr
+    for noise in NOISE:
+        assert noise not in stderr
 
 
 def test_debug_shows_the_traceback() -> None:
