@@ -6,7 +6,7 @@ ratios against baselines measured in the same run:
    `orjson.loads` rate of the same file (the ceiling), on a log of a few big runs and on
    one of many small runs whose last trial lands after the close (a summary at the close
    and one revision per late event, as a busy topic of short evals has them);
-2. resident memory per stored attempt of a fully applied log;
+2. resident memory per stored attempt of a fully applied log, on both logs;
 3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
 4. the naive alternative (rebuild the summary from all stored scores after every event)
    against incremental apply, on a log small enough to finish;
@@ -276,6 +276,8 @@ def main() -> None:
         print(f"replay end to end, 1 job:   {many:>10,.0f} events/s  replay/ceiling = {many / many_ceiling:.2f}")
         grown, attempts = _fresh(rss_growth_applying, path)
         print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
+        grown, attempts = _fresh(rss_growth_applying, small)
+        print(f"memory, the small runs: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts")
     print(
         f"memory: {marginal_memory(args.seed):.0f} B RSS per attempt added to existing tasks (per-task cost excluded)"
     )
