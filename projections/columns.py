@@ -271,15 +271,15 @@ class MetricColumns:
         completed or partial score adds the output's semantic value if it has one.
         """
         names = self.names
-        at = names.index(output) if output in names else DENSE + len(names)
-        if at < DENSE:
+        if output in names and (at := names.index(output)) < DENSE:
             for trial, status, seq, kind, value in _with_slot(self.width, at).iter_unpack(_frozen(self.packed)):
                 if status == TRIAL_FAILED:
                     yield trial, None, seq
                 elif status == OK and kind not in (ABSENT, NON_SEMANTIC):
                     yield trial, value, seq
             return
-        semantic = OutputColumn(self._cells(at)).semantic_at()
+        column = self.column(output)  # a spilled name's, or None: no score carried it
+        semantic = column.semantic_at() if column is not None else {}
         for row, (trial, status, seq) in enumerate(_heads(self.width).iter_unpack(_frozen(self.packed))):
             if status == TRIAL_FAILED:
                 yield trial, None, seq
