@@ -11,7 +11,13 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
-install: $(BIN)/.installed
+# The fold compiled with mypyc beside its sources (projections/__init__.py says when it is used).
+FOLD_SOURCES := $(sort $(filter-out projections/__init__.py,$(wildcard projections/*.py)))
+
+projections/compiled.digest: $(BIN)/.installed $(FOLD_SOURCES) .ci/compile_fold.py
+	$(BIN)/python .ci/compile_fold.py
+
+install: $(BIN)/.installed projections/compiled.digest
 
 ## The whole suite: lint, format, types, import layers, then every test.
 test: check unit
@@ -77,4 +83,5 @@ bench-chaos: install
 	$(BIN)/python -m bench.chaos
 
 clean:
-	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis build
+	rm -f projections/*.so projections/compiled.digest

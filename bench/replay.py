@@ -33,6 +33,7 @@ import orjson
 import psutil
 from pydantic import TypeAdapter
 
+import projections
 from events.codec import decode
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
@@ -83,10 +84,10 @@ def write_small_runs_log(path: Path, events: int, seed: int) -> int:
     return count
 
 
-def throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
+def throughput(path: Path, lines: int, jobs: int, pure: bool = False) -> tuple[float, float]:
     """(replay events/s with `jobs` processes, orjson.loads lines/s) over the same file, in a
     process of its own with the collector policy `evalstream replay` sets."""
-    return _fresh(_throughput, path, lines, jobs)
+    return _fresh(_throughput, path, lines, jobs, pure=pure)
 
 
 def _throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
@@ -109,17 +110,32 @@ def _throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
     return rate, ceiling
 
 
+def against_source(path: Path, lines: int, rate: float) -> None:
+    """The same replay on the fold's Python source, when the rate above is the compiled one's."""
+    if projections.BUILD == "compiled":
+        source, _ = throughput(path, lines, 1, pure=True)
+        print(f"  the fold as Python source:{source:>10,.0f} events/s  compiled/source = {rate / source:.2f}")
+
+
 def decoded(path: Path) -> Iterator[InputEvent]:
     with path.open("rb") as stream:
         for line in stream:
             yield decode(line)
 
 
-def _fresh(function: Callable[..., T], *args: object) -> T:
+def _fresh(function: Callable[..., T], *args: object, pure: bool = False) -> T:
     """Run `function` in a new process, so that its RSS growth is its own (a process that
-    freed memory earlier would reuse it without growing)."""
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(function, *args).result()
+    freed memory earlier would reuse it without growing); with `pure`, on the fold's Python
+    source even where `make install` compiled it (projections/__init__.py)."""
+    environment = dict(os.environ)
+    if pure:
+        os.environ[projections.PURE_SETTING] = "1"  # the spawned process starts with it
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return pool.submit(function, *args).result()
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 def rss_growth_applying(path: Path) -> tuple[int, int]:
@@ -252,7 +268,7 @@ def main() -> None:
     parser.add_argument("--small-events", type=int, default=400_000, help="events in the log of many small runs")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}, the fold {projections.BUILD}")
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "log.jsonl"
         lines = write_log(path, args.events, args.runs, args.seed)
@@ -265,6 +281,7 @@ def main() -> None:
         print(f"replay end to end, 1 job:   {single:>10,.0f} events/s  replay/ceiling = {single / ceiling:.2f}")
         print(f"replay end to end, {jobs} jobs:  {rate:>10,.0f} events/s  replay/ceiling = {rate / ceiling:.2f}")
         print("  (target >= 150,000 events/s)")
+        against_source(path, lines, single)
         small = Path(scratch) / "small.jsonl"
         small_lines = write_small_runs_log(small, args.small_events, args.seed)
         many, many_ceiling = throughput(small, small_lines, 1)
@@ -274,6 +291,7 @@ def main() -> None:
         )
         print(f"orjson.loads only:          {many_ceiling:>10,.0f} lines/s  (the ceiling)")
         print(f"replay end to end, 1 job:   {many:>10,.0f} events/s  replay/ceiling = {many / many_ceiling:.2f}")
+        against_source(small, small_lines, many)
         grown, attempts = _fresh(rss_growth_applying, path)
         print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
         grown, attempts = _fresh(rss_growth_applying, small)

@@ -1,1 +1,75 @@
-"""The pure fold: input events in, run state, summaries and progress out. No I/O, no clock."""
+"""The pure fold: input events in, run state, summaries and progress out. No I/O, no clock.
+
+The fold has two builds of one source. `make install` compiles every module here but this
+one with mypyc (`.ci/compile_fold.py`: the extension modules beside the sources, and
+`compiled.digest`, the digest of the sources they were compiled from). The Python source is
+the reference the compiled build is tested against (`tests/projections/test_compiled.py`).
+
+This file only picks the build, before any module of the fold is imported: the compiled one
+when it exists and was compiled from the sources as they are; the Python source when
+`EVALSTREAM_PURE=1`, when nothing was compiled, or when a source changed since (then with a
+warning, because a compiled module would run code that is no longer in its file). The choice
+is all or nothing: compiled modules call each other directly, so one module loaded from its
+source beside compiled ones would not be used by them. `BUILD` says which was picked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from importlib.abc import MetaPathFinder
+from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
+from importlib.util import spec_from_file_location
+from pathlib import Path
+from types import ModuleType
+from typing import Literal
+
+_HERE = Path(__file__).resolve().parent
+DIGEST = _HERE / "compiled.digest"
+PURE_SETTING = "EVALSTREAM_PURE"
+
+
+def compiled_sources() -> list[Path]:
+    """The modules the compiled build holds, in the order their digest reads them."""
+    return sorted(path for path in _HERE.glob("*.py") if path.name != "__init__.py")
+
+
+def source_digest() -> str:
+    digest = hashlib.sha256()
+    for path in compiled_sources():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class _SourcesOnly(MetaPathFinder):
+    """Finds the fold's modules as their `.py` files, ahead of the compiled ones."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        package, _, name = fullname.rpartition(".")
+        source = _HERE / f"{name}.py"
+        if package != __name__ or not source.is_file():
+            return None
+        return spec_from_file_location(fullname, source)
+
+
+def _pick() -> Literal["compiled", "pure"]:
+    built = any(_HERE.glob(f"*{EXTENSION_SUFFIXES[0]}"))
+    if built and os.environ.get(PURE_SETTING) != "1":
+        if DIGEST.is_file() and DIGEST.read_text().strip() == source_digest():
+            return "compiled"
+        warnings.warn(
+            f"the compiled fold in {_HERE} is older than its sources; running them as Python"
+            " (run `make install` to compile them again)",
+            stacklevel=2,
+        )
+    if built:
+        sys.meta_path.insert(0, _SourcesOnly())
+    return "pure"
+
+
+BUILD = _pick()

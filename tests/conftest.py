@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import sys
 from collections.abc import Iterator
@@ -12,6 +13,16 @@ from worker.local.broker import BrokerConfig
 from worker.local.clusters import cluster, local_broker
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.runtime.topics import ensure_topics
+
+# This process tests the fold's reference, its Python source, whatever `make install` compiled
+# (projections/__init__.py reads EVALSTREAM_PURE once, at its import, which none of the imports
+# above makes): the processes the tests start (workers, commands) run the compiled build, and
+# tests/projections/test_compiled.py holds the two builds to one trace.
+asked = os.environ.get("EVALSTREAM_PURE")
+os.environ["EVALSTREAM_PURE"] = "1"
+importlib.import_module("projections")
+if asked is None:
+    del os.environ["EVALSTREAM_PURE"]
 
 # One profile for every property test, whichever of them a run collects: no deadline (a
 # loaded machine makes timings flaky failures), 150 examples.
