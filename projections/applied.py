@@ -4,16 +4,17 @@ Redelivery detection needs every applied event id for the life of the run. A Pyt
 of strings costs ~110 bytes an id. Instead each applied event's 128-bit BLAKE2b fingerprint,
 (hi, lo), is kept with the task (or run header) whose state the event changed, which is what
 gets persisted (`TaskState.events`, `RunState.run_events`); this table only indexes them: an
-open-addressing array of the fingerprints' `hi` halves (uint64, 0 marks an empty slot: a
-fingerprint's hi always has its lowest bit set) at a load of at most 3/4, ~11 bytes an event
+open-addressing array of keys taken from the fingerprints' `hi` halves (`_key`: 62 of its bits
+with the lowest set, so never 0, which marks an empty slot) at a load of at most 3/4, ~11 bytes an event
 once a run.started has sized it. Its size is any number (slots by `hi` modulo the size), not
 a power of two, which would leave a sized table anywhere between 3/8 and 3/4 full.
 
-A slot holding the same `hi` is only a candidate: the whole (hi, lo) pair is then looked for
+A slot holding the same key is only a candidate: the whole (hi, lo) pair is then looked for
 among the kept fingerprints, those of the event's own part first (where a redelivery's is),
 then the whole run's. So two distinct ids are taken for one only if all 128 bits collide,
-about 1 in 10**26 for a run of a million events; ids that share only `hi` (1 in 2**64 a pair)
-cost one search of the run.
+about 1 in 10**26 for a run of a million events; ids that share only a key (1 in 2**61 a pair)
+cost one search of the run. A key is below 2**62 so that the compiled fold (mypyc) keeps it
+as a machine integer: a full 64-bit `hi` would be a Python integer object in every step.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ def fingerprint(event_id: str) -> tuple[int, int]:
     return hi | 1, lo
 
 
+def _key(hi: int) -> int:
+    return (hi >> 2) | 1
+
+
 def holds(pairs: array[int], hi: int, lo: int) -> bool:
     """Whether the (hi, lo) pairs of `pairs` include (hi, lo). O(len(pairs)), in C."""
     data = pairs.tobytes()
@@ -44,7 +49,7 @@ def holds(pairs: array[int], hi: int, lo: int) -> bool:
 
 
 class AppliedEvents:
-    """The `hi` halves of a run's applied fingerprints: `add` says whether an event is new."""
+    """Keys of a run's applied fingerprints: `add` says whether an event is new."""
 
     __slots__ = ("_limit", "_size", "_slots", "_width")
 
@@ -67,36 +72,37 @@ class AppliedEvents:
         at = self._free(hi, lo, own, everything)
         if at < 0:
             return False
-        self._put(at, hi)
+        self._put(at, _key(hi))
         return True
 
     def insert(self, hi: int) -> None:
         """Index a fingerprint already kept and known to be distinct (a rebuild from the
         kept fingerprints, which hold each applied event once)."""
-        self._put(self._empty(hi), hi)
+        key = _key(hi)
+        self._put(self._empty(key), key)
 
     def _free(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> int:
-        """The free slot for `hi`, or -1 when the pair is kept already (linear probing)."""
-        slots, width = self._slots, self._width
-        at = hi % width
+        """The free slot for `hi`'s key, or -1 when the pair is kept already (linear probing)."""
+        slots, width, key = self._slots, self._width, _key(hi)
+        at = key % width
         candidate = False
         while (stored := slots[at]) != 0:
-            if stored == hi:
+            if stored == key:
                 candidate = True
             at = at + 1 if at + 1 < width else 0
         if candidate and (holds(own, hi, lo) or any(holds(pairs, hi, lo) for pairs in everything())):
             return -1
         return at
 
-    def _empty(self, hi: int) -> int:
+    def _empty(self, key: int) -> int:
         slots, width = self._slots, self._width
-        at = hi % width
+        at = key % width
         while slots[at]:
             at = at + 1 if at + 1 < width else 0
         return at
 
-    def _put(self, at: int, hi: int) -> None:
-        self._slots[at] = hi
+    def _put(self, at: int, key: int) -> None:
+        self._slots[at] = key
         self._size += 1
         if self._size > self._limit:
             self.reserve(self._size * 2)
@@ -112,9 +118,9 @@ class AppliedEvents:
             return
         old = self._slots
         self._allocate(capacity)
-        for hi in old:
-            if hi:
-                self._slots[self._empty(hi)] = hi
+        for key in old:
+            if key:
+                self._slots[self._empty(key)] = key
 
     def _allocate(self, capacity: int) -> None:
         # Room for `capacity` at a load of 3/4: linear probing's inserts then average ~2.5

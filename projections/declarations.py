@@ -28,6 +28,10 @@ Key = tuple[str, str]
 ATTEMPT_KINDS = frozenset({"continuous", "discrete", "boolean"})
 """Declared kinds that always get an attempt list (rule 1); label and model never do (rule 3)."""
 PASSK_KINDS = frozenset({"continuous", "boolean"})
+COMPRESSED_FROM = 4096
+"""Encoded run.started of at least this many bytes are kept compressed. Below, compressing
+saves less than a KB and costs more than the rest of the run.started's step (deflate sets
+up ~260 KB of state each time)."""
 
 _VIEWS: TypeAdapter[list[ViewSpec]] = TypeAdapter(list[ViewSpec])
 
@@ -54,18 +58,21 @@ class Declarations:
     outputs: dict[str, frozenset[str]]
     """Per metric_type, the output names any task declares (of any kind)."""
     started: bytes
-    """The run.started they were made of, as encoded, zlib-compressed: a big run's is MBs of
-    task specs that repeat (~1/100 compressed), and only a write of the run header reads it."""
+    """The run.started they were made of, as encoded, zlib-compressed from `COMPRESSED_FROM`
+    bytes on: a big run's is MBs of task specs that repeat (~1/100 compressed), and only a
+    write of the run header reads it."""
 
     def started_wire(self) -> bytes:
         """The run.started as encoded (what the run header stores)."""
-        return zlib.decompress(self.started)
+        # An encoded event is a JSON object; a zlib stream never starts with its "{".
+        return self.started if self.started[:1] == b"{" else zlib.decompress(self.started)
 
     @classmethod
     def of(cls, event: RunStarted, wire: bytes | None = None) -> Declarations:
         """`event`'s declarations; `wire` is its encoding if the caller has it (a restore
         keeps the bytes it read, whichever version of `encode` wrote them)."""
         tasks = {spec.task_id: _declaration_of(spec) for spec in event.tasks}
+        encoded = encode(event) if wire is None else wire
         distinct = {id(declared): declared for declared in tasks.values()}.values()
         outputs: dict[str, set[str]] = {}
         for declared in distinct:
@@ -81,7 +88,7 @@ class Declarations:
             eligible=shared(eligible),
             outputs={metric: shared(frozenset(names)) for metric, names in outputs.items()},
             # Level 1: task specs repeat, so it packs them about as small as level 6 does, in half the time.
-            started=zlib.compress(encode(event) if wire is None else wire, 1),
+            started=zlib.compress(encoded, 1) if len(encoded) >= COMPRESSED_FROM else encoded,
         )
 
 

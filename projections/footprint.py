@@ -12,7 +12,7 @@ from __future__ import annotations
 from projections.run import RunState
 
 RUN_BYTES = 4096
-"""A run before any event: its objects and dicts."""
+"""A run before any event: its objects and dicts (its run.started as kept is counted apart)."""
 TASK_BYTES = 1024
 """A task before any event (a declared task is made at run.started): ~850 B."""
 EVENT_BYTES = 160
@@ -33,6 +33,8 @@ def footprint(run: RunState) -> int:
     """An estimate from above of the bytes `run` holds in memory."""
     tasks = len(run.tasks)
     held = RUN_BYTES + TASK_BYTES * tasks + EVENT_BYTES * run.event_count + run.applied.table_bytes
+    if run.declarations is not None:
+        held += len(run.declarations.started)
     cache = run.summary_cache
     if cache is not None:
         held += FIGURES_BYTES + FIGURES_TASK_BYTES * tasks

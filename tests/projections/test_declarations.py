@@ -6,7 +6,7 @@ from typing import Any
 
 from events import builders
 from events.codec import encode
-from projections.declarations import Declarations
+from projections.declarations import COMPRESSED_FROM, Declarations
 
 OUTPUTS = {"reward.score": "continuous", "usage.tokens": "model"}
 
@@ -42,3 +42,13 @@ def test_the_run_started_is_kept_as_given() -> None:
     assert Declarations.of(event).started_wire() == encode(event)
     as_stored = encode(event).replace(b"{", b"{ ", 1)  # what an older encoder may have written
     assert Declarations.of(event, as_stored).started_wire() == as_stored
+
+
+def test_a_large_run_started_is_kept_compressed_and_given_back_as_encoded() -> None:
+    tasks = [builders.task_spec(f"task-{i:04d}", OUTPUTS, [view(1.0)]) for i in range(200)]
+    small, large = builders.started("run", tasks[:1]), builders.started("run", tasks)
+    assert len(encode(small)) < COMPRESSED_FROM <= len(encode(large))
+    kept_small, kept_large = Declarations.of(small), Declarations.of(large)
+    assert kept_small.started == encode(small)
+    assert len(kept_large.started) < len(encode(large)) // 10
+    assert kept_large.started_wire() == encode(large)
