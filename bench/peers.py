@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+import projections
 from events.codec import decode
 from projections.run import RunState, apply
 from projections.summary import summary_bytes
@@ -116,7 +117,10 @@ def main() -> None:
     args = parser.parse_args()
     task_ids, trials = make_run(args.tasks, args.attempts, args.seed)
     lines = events(task_ids, trials)
-    print(f"python {sys.version.split()[0]}, seed {args.seed}: {len(trials):,} trials of {len(task_ids):,} tasks")
+    print(
+        f"python {sys.version.split()[0]}, seed {args.seed}, the fold {projections.BUILD}: "
+        f"{len(trials):,} trials of {len(task_ids):,} tasks"
+    )
     ours = best(lambda: replayed(lines), args.rounds)
     decoded = [decode(line) for line in lines]
     fold = best(lambda: folded(decoded), args.rounds)

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+import projections
 from events.codec import encode_payload
 from events.models import InputEvent
 from events.synthetic import synthetic_run
@@ -97,7 +98,8 @@ def main() -> None:
     # collections a summary's new objects set off walk the whole run and are most of the
     # figure's variance.
     quiet_collector()
-    print(f"python {sys.version.split()[0]}, seed {args.seed}")
+    build = getattr(projections, "BUILD", "pure")  # a tree older than the compiled fold has only its source
+    print(f"python {sys.version.split()[0]}, seed {args.seed}, the fold {build}")
     figures = measure(args.tasks, args.attempts, args.rounds, args.seed)
     print(
         f"run: {args.tasks:,} tasks x {args.attempts} trials ({figures['attempts']:,} trials), "
