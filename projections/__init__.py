@@ -37,6 +37,11 @@ def compiled_sources() -> list[Path]:
     return sorted(path for path in _HERE.glob("*.py") if path.name != "__init__.py")
 
 
+def compiled_modules() -> list[Path]:
+    """The extension modules `make install` built here for this interpreter, if any."""
+    return sorted(_HERE.glob(f"*{EXTENSION_SUFFIXES[0]}"))
+
+
 def source_digest() -> str:
     digest = hashlib.sha256()
     for path in compiled_sources():
@@ -58,7 +63,7 @@ class _SourcesOnly(MetaPathFinder):
 
 
 def _pick() -> Literal["compiled", "pure"]:
-    built = any(_HERE.glob(f"*{EXTENSION_SUFFIXES[0]}"))
+    built = bool(compiled_modules())
     if built and os.environ.get(PURE_SETTING) != "1":
         if DIGEST.is_file() and DIGEST.read_text().strip() == source_digest():
             return "compiled"
