@@ -1,4 +1,4 @@
-"""Compile the fold (every module of projections/ but its __init__) with mypyc, in place.
+"""Compile the fold (the modules of projections/ but `projections.NOT_COMPILED`) with mypyc, in place.
 
 `make install` runs it with the venv's Python, which has mypy (and so mypyc); a C compiler
 and Python's headers are all it needs besides. It writes the extension modules beside their
@@ -33,6 +33,8 @@ def main() -> None:
     import projections
 
     projections.DIGEST.unlink(missing_ok=True)  # a build that fails halfway is not current
+    for module in projections.compiled_modules():  # nor is a module a former build compiled
+        module.unlink()
     sources = [str(path.relative_to(ROOT)) for path in projections.compiled_sources()]
     digest = projections.source_digest()
     scratch = "build/fold"

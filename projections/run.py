@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, cast, final
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from projections.applied import AppliedEvents, fingerprint
@@ -38,23 +38,24 @@ class Outcome(enum.Enum):
     """A second run.closed: the run is already closed, nothing changes."""
 
 
-class Applied(NamedTuple):
-    outcome: Outcome
-    reason: str = ""
-    task_id: str | None = None
-    """The task whose state the event changed, if any."""
+@final
+class Applied:
+    """What applying one event did. A plain class, made once per event: the compiled fold
+    builds it natively (a NamedTuple's constructor is Python code in either build)."""
+
+    __slots__ = ("outcome", "reason", "task_id")
+
+    def __init__(self, outcome: Outcome, reason: str = "", task_id: str | None = None) -> None:
+        self.outcome = outcome
+        self.reason = reason
+        self.task_id = task_id
+        """The task whose state the event changed, if any."""
 
 
 _REDELIVERY = Applied(Outcome.REDELIVERY)
 _NO_EVENTS: array[int] = array("Q")
 """The kept fingerprints of a task not seen yet (never written)."""
 _APPLIED = Applied(Outcome.APPLIED)
-
-
-def _applied_to(task_id: str) -> Applied:
-    # `_make`, not the constructor: a NamedTuple with defaults takes ~10 times as long to
-    # build by keywords, once per event.
-    return Applied._make((Outcome.APPLIED, "", task_id))
 
 
 @dataclass(slots=True)
@@ -204,7 +205,7 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: floa
     run.score_count += 1
     if run.summary_cache is not None:
         run.summary_cache.dirty.add(task.task_id)
-    return _applied_to(task.task_id)
+    return Applied(Outcome.APPLIED, "", task.task_id)
 
 
 def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: float | None, at: int) -> Applied:
@@ -226,7 +227,7 @@ def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: flo
         task.failed_trials.append((at, error_type, event.trial_id))
     if run.summary_cache is not None:
         run.summary_cache.dirty.add(task.task_id)
-    return _applied_to(task.task_id)
+    return Applied(Outcome.APPLIED, "", task.task_id)
 
 
 def _start(run: RunState, event: RunStarted) -> None:

@@ -29,26 +29,35 @@ _HEADER = (
     "first_at",
     "last_at",
 )
-_TASK = ("first_score", "touched", "trials_completed", "trials_failed", "first_at", "last_at")
 _header_fields = attrgetter(*_HEADER)
 
 
-def _task_fields(task: TaskState) -> tuple[Any, ...]:
-    """`_TASK`'s fields of `task`, in its order. Read one by one, not by an attrgetter: in the
-    compiled fold each read is a field of a C struct, where an attrgetter looks up each name."""
-    return (task.first_score, task.touched, task.trials_completed, task.trials_failed, task.first_at, task.last_at)
-
-
 class Savepoint:
-    """The run as it is before `event` is applied: one tuple for the part the event can
-    change (the header, or its task), as few operations as possible on the hot path."""
+    """The run as it is before `event` is applied: the header's fields and lengths, or the
+    task's, as typed fields (in the compiled fold, machine values: no tuple, no boxed int)."""
 
-    __slots__ = ("_header", "_task", "_tasks")
+    __slots__ = (
+        "_completed",
+        "_events",
+        "_failed",
+        "_failures",
+        "_first_at",
+        "_first_score",
+        "_header",
+        "_last_at",
+        "_metric",
+        "_positions",
+        "_rows",
+        "_task",
+        "_tasks",
+        "_touched",
+        "_trials",
+    )
 
     def __init__(self, run: RunState, event: InputEvent) -> None:
         self._tasks = len(run.tasks)
         self._header: tuple[Any, ...] | None = None
-        self._task: tuple[Any, ...] | None = None
+        self._task: TaskState | None = None
         kind = event.type  # not isinstance: pydantic's model classes make that a slow check
         if kind in {"run.started", "run.closed"}:
             self._header = (_header_fields(run), len(run.run_events), len(run.run_positions))
@@ -60,16 +69,19 @@ class Savepoint:
         metric = cast("ScoreEmitted", event).metric_type if kind == "score.emitted" else None
         columns = task.metrics.get(metric) if metric is not None else None
         failed = task.failed_trials
-        self._task = (
-            task,
-            _task_fields(task),
-            len(task.trial_ids),
-            len(task.events),
-            len(task.trial_positions),
-            -1 if failed is None else len(failed),
-            metric,
-            -1 if columns is None else len(columns),
-        )
+        self._task = task
+        self._first_score: int = task.first_score
+        self._touched: bool = task.touched
+        self._completed: int = task.trials_completed
+        self._failed: int = task.trials_failed
+        self._first_at: float | None = task.first_at
+        self._last_at: float | None = task.last_at
+        self._trials: int = len(task.trial_ids)
+        self._events: int = len(task.events)
+        self._positions: int = len(task.trial_positions)
+        self._failures: int = -1 if failed is None else len(failed)
+        self._metric: str | None = metric
+        self._rows: int = -1 if columns is None else len(columns)
 
     def rollback(self, run: RunState) -> None:
         """Put `run` back as it was when the savepoint was taken, whatever part of the
@@ -84,25 +96,26 @@ class Savepoint:
         for task_id in list(run.tasks)[self._tasks :]:
             del run.tasks[task_id]
         if self._task is not None:
-            _task_back(self._task)
+            self._task_back(self._task)
         rederive(run)
 
-
-def _task_back(saved: tuple[Any, ...]) -> None:
-    task: TaskState
-    task, fields, trials, events, positions, failed, metric, rows = saved
-    for name, value in zip(_TASK, fields, strict=True):
-        setattr(task, name, value)
-    del task.trial_ids[trials:]
-    del task.events[events:]
-    del task.trial_positions[positions:]
-    if failed < 0:
-        task.failed_trials = None
-    elif task.failed_trials is not None:
-        del task.failed_trials[failed:]
-    if metric is None:
-        return
-    if rows < 0:
-        task.metrics.pop(metric, None)
-        return
-    task.metrics[metric].truncate(rows)
+    def _task_back(self, task: TaskState) -> None:
+        task.first_score = self._first_score
+        task.touched = self._touched
+        task.trials_completed = self._completed
+        task.trials_failed = self._failed
+        task.first_at = self._first_at
+        task.last_at = self._last_at
+        del task.trial_ids[self._trials :]
+        del task.events[self._events :]
+        del task.trial_positions[self._positions :]
+        if self._failures < 0:
+            task.failed_trials = None
+        elif task.failed_trials is not None:
+            del task.failed_trials[self._failures :]
+        if self._metric is None:
+            return
+        if self._rows < 0:
+            task.metrics.pop(self._metric, None)
+            return
+        task.metrics[self._metric].truncate(self._rows)
