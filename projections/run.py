@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, cast, final
+from typing import TYPE_CHECKING, Final, cast, final
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from projections.applied import AppliedEvents, fingerprint
@@ -40,15 +40,15 @@ class Outcome(enum.Enum):
 
 @final
 class Applied:
-    """What applying one event did. A plain class, made once per event: the compiled fold
-    builds it natively (a NamedTuple's constructor is Python code in either build)."""
+    """What applying one event did. A plain class with `Final` fields, made once per event:
+    the compiled fold builds it natively (a NamedTuple's constructor is Python code)."""
 
     __slots__ = ("outcome", "reason", "task_id")
 
     def __init__(self, outcome: Outcome, reason: str = "", task_id: str | None = None) -> None:
-        self.outcome = outcome
-        self.reason = reason
-        self.task_id = task_id
+        self.outcome: Final = outcome
+        self.reason: Final = reason
+        self.task_id: Final = task_id
         """The task whose state the event changed, if any."""
 
 
