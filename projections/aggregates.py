@@ -62,9 +62,14 @@ def compensated_sum(values: Iterable[float]) -> float:
 
 def square(value: float) -> float:
     """`value ** 2` as Python computes it, and +Infinity where Python raises OverflowError
-    (a finite square past the largest double): IEEE's result, which section 4 asks for."""
+    (a finite square past the largest double): IEEE's result, which section 4 asks for.
+
+    Written `math.pow(value, 2.0)`: the same C `pow` as `**` (which takes it of the
+    magnitude, the sign of an even power being +), to the bit and with the same
+    OverflowError, but a native call in the compiled fold, where `**` boxes both operands.
+    (`value * value` is not the same: it differs from `pow` in the last bit of some values.)"""
     try:
-        return value**2
+        return math.pow(value, 2.0)
     except OverflowError:
         return math.inf
 
@@ -118,7 +123,7 @@ def spread(middle: Center, mean: float) -> Spread:
     values around their `mean`: the compensated sum of the squared deviations over count
     (sample: count - 1)."""
     try:
-        deviations = [(value - mean) ** 2 for value in middle.finite]
+        deviations = [math.pow(value - mean, 2.0) for value in middle.finite]  # `square`, inlined
     except OverflowError:  # one square past the largest double: each made so by `square`
         deviations = [square(value - mean) for value in middle.finite]
     squares = compensated_sum(deviations)

@@ -30,7 +30,7 @@ def key_tallies(run: RunState) -> Iterator[tuple[str, list[Tally], int]]:
     tasks = summary_tasks(run)
     for key in sorted(run.passk, key=key_name):
         tallies = [tally for task in tasks if (tally := task.tally(key)) is not None]
-        measured = [(n, c) for n, c in tallies if n]
+        measured = [tally for tally in tallies if tally[0]]
         yield key_name(key), measured, len(tallies) - len(measured)
 
 

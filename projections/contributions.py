@@ -158,9 +158,18 @@ class SummaryCache:
     """(metric, output) -> (its metric's score count, its aggregate encoded), until a value lands."""
     view_records: list[orjson.Fragment] | None = None
     """The view aggregates encoded, until some task's views change (None: to compute)."""
+    view_totals: dict[str, int] = field(default_factory=dict)
+    """View name -> the trials of the declared tasks that have it."""
+    view_values: dict[str, list[list[float]]] = field(default_factory=dict)
+    """View name -> per declared task, in declaration order, the values it reduces to:
+    concatenated, the view aggregate's values (a changed task replaces its own slot)."""
+    declared_at: dict[str, int] | None = None
+    """Declared task id -> its place in declaration order (made when first needed)."""
     keys: dict[str, KeyFigures] = field(default_factory=dict)
     harbor: dict[str, tuple[list[Tally], dict[str, float]]] = field(default_factory=dict)
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
+    exceptions: tuple[int, dict[str, list[str]]] | None = None
+    """(the run's failed trials then, Harbor's exception_stats gathered from them)."""
 
 
 def cache_of(run: RunState) -> SummaryCache:
@@ -238,6 +247,8 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     views = {name: (total, values.get(name, [])) for name, total in totals.items()}
     if old is None or not _same_views(old.views, views):
         cache.view_records = None
+        if declared is not None:
+            _place_views(cache, run, task.task_id, old.views if old else {}, views)
     coverage: Coverage = {
         metric: (
             len(columns),
@@ -285,6 +296,33 @@ def _same_views(old: dict[str, tuple[int, list[float]]], new: dict[str, tuple[in
         old[name][0] == total and array("d", old[name][1]).tobytes() == array("d", values).tobytes()
         for name, (total, values) in new.items()
     )
+
+
+def _place_views(
+    cache: SummaryCache,
+    run: RunState,
+    task_id: str,
+    old: dict[str, tuple[int, list[float]]],
+    new: dict[str, tuple[int, list[float]]],
+) -> None:
+    """Move the run's per-view totals and value slots from a declared task's `old` views to its `new`."""
+    assert run.declarations is not None  # the task is declared
+    declared = run.declarations.tasks
+    if cache.declared_at is None:
+        cache.declared_at = {declared_id: at for at, declared_id in enumerate(declared)}
+    at = cache.declared_at[task_id]
+    nothing: list[float] = []
+    for name in old.keys() | new.keys():
+        total, values = new.get(name, (0, nothing))
+        total += cache.view_totals.get(name, 0) - old.get(name, (0, nothing))[0]
+        slots = cache.view_values.get(name)
+        if slots is None:
+            slots = cache.view_values[name] = [nothing] * len(declared)
+        slots[at] = values
+        if total:
+            cache.view_totals[name] = total
+        else:  # no declared task has the view any more
+            del cache.view_totals[name], cache.view_values[name]
 
 
 def _take_rewards(landed: _Landed, lists: dict[str, AttemptList], taken: dict[str, int]) -> dict[str, int]:

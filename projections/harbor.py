@@ -52,18 +52,19 @@ def value_label(value: float) -> str:
 
 def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCache) -> dict[str, Any]:
     """`tasks`: every task's contribution, in summary task order (the order Harbor adds its
-    per-task pass@k in); `cache` holds the run's reward_stats lists and the pass@k last
-    computed per key."""
+    per-task pass@k in); `cache` holds the run's reward_stats lists, the pass@k last
+    computed per key, and the exception_stats last gathered."""
     binary: dict[str, list[Tally]] = {}
     broken: set[str] = set()
     for task in tasks:
-        broken.update(task.broken)
+        if task.broken:
+            broken.update(task.broken)
         for name, tally in task.harbor.items():
-            binary.setdefault(name, []).append(tally)
-    failed = heapq.merge(*(task.failed_trials for task in run.tasks.values() if task.failed_trials))
-    exception_stats: dict[str, list[str]] = {}
-    for _, error_type, trial_id in failed:
-        exception_stats.setdefault(error_type, []).append(trial_id)
+            tallies = binary.get(name)
+            if tallies is None:
+                binary[name] = [tally]
+            else:
+                tallies.append(tally)
     pass_at_k: dict[str, dict[str, float]] = {}
     for name in sorted(binary.keys() - broken):
         tallies = binary[name]
@@ -76,9 +77,24 @@ def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCac
         "n_trials": len(cache.graded),
         "n_errors": run.trials_failed,
         "reward_stats": reward_stats(cache),
-        "exception_stats": exception_stats,
+        "exception_stats": exception_stats(run, cache),
         "pass_at_k": pass_at_k,
     }
+
+
+def exception_stats(run: RunState, cache: SummaryCache) -> dict[str, list[str]]:
+    """Harbor's exception_stats: error type -> the failed trials' ids, in log order. Gathered
+    again only when a trial failed since: a task's failed trials are only appended, each
+    counted in `run.trials_failed` (an undo or a restore drops the cache)."""
+    known = cache.exceptions
+    if known is not None and known[0] == run.trials_failed:
+        return known[1]
+    failed = heapq.merge(*(task.failed_trials for task in run.tasks.values() if task.failed_trials))
+    gathered: dict[str, list[str]] = {}
+    for _, error_type, trial_id in failed:
+        gathered.setdefault(error_type, []).append(trial_id)
+    cache.exceptions = (run.trials_failed, gathered)
+    return gathered
 
 
 def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
@@ -101,5 +117,14 @@ def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
 
 
 def _pass_at_k(tallies: list[Tally]) -> dict[str, float]:
+    """Harbor's pass@k per k: the mean of the tasks' estimates, added in task order. Each
+    distinct (n, c) is estimated once per k: a run's tasks share a few."""
     ks = harbor_k_values(min(n for n, _ in tallies))
-    return {str(k): compensated_sum(harbor_estimate(n, c, k) for n, c in tallies) / len(tallies) for k in ks}
+    figures = {}
+    for k in ks:
+        estimated: dict[Tally, float] = {}
+        for tally in tallies:
+            if tally not in estimated:
+                estimated[tally] = harbor_estimate(tally[0], tally[1], k)
+        figures[str(k)] = compensated_sum([estimated[tally] for tally in tallies]) / len(tallies)
+    return figures

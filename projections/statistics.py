@@ -110,8 +110,14 @@ def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:
     """For k = 1..the largest n, the figures of the tasks with n >= k, in the order of
     `measured` (summary task order: it orders the compensated sums)."""
     figures = [estimator(n, c) for n, c in measured]
-    # A task has n figures, one per k = 1..n: column k - 1 takes those with more than k - 1.
-    return [[task[k] for task in figures if len(task) > k] for k in range(max(map(len, figures), default=0))]
+    if not figures:
+        return []
+    # Up to the smallest n every task has a figure: those columns are the figures transposed
+    # (a C-level loop; most runs give every task the same n). Past it, a task has n
+    # figures, one per k = 1..n: column k - 1 takes those with more than k - 1.
+    columns = [list(column) for column in zip(*figures, strict=False)]  # to the shortest
+    columns += [[task[k] for task in figures if len(task) > k] for k in range(len(columns), max(map(len, figures)))]
+    return columns
 
 
 def entry(k: int, middle: Center, spreads: Spread | None) -> dict[str, Any]:

@@ -14,13 +14,14 @@ the same revision as plain data, read back from those bytes.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import orjson
 
 from projections.aggregates import Aggregate, range_aggregate
 from projections.attempts import summary_tasks
-from projections.contributions import MetricCoverage, SummaryCache, TaskContribution, fragment, refreshed
+from projections.contributions import MetricCoverage, SummaryCache, fragment, refreshed
 from projections.harbor import harbor_stats
 from projections.run import RunState
 from projections.statistics import key_figures, pass_at_k_aggregates
@@ -52,7 +53,7 @@ def summary_bytes(run: RunState) -> bytes:
         "summary": {
             "scores": [
                 *metric_aggregates(outputs, cache),
-                *view_aggregates(run, cache),
+                *view_aggregates(cache),
                 *(record for name, key in figures for record in pass_at_k_aggregates(name, key)),
             ],
             "metric_coverage": metric_coverage(outputs, cache),
@@ -117,21 +118,17 @@ def metric_coverage(outputs: MetricOutputs, cache: SummaryCache) -> dict[str, di
     return coverage
 
 
-def view_aggregates(run: RunState, cache: SummaryCache) -> list[orjson.Fragment]:
+def view_aggregates(cache: SummaryCache) -> list[orjson.Fragment]:
     """The view aggregates, encoded, kept in `cache` until some task's views change."""
     if cache.view_records is None:
-        cache.view_records = [fragment(record) for record in _view_records(run, cache)]
+        cache.view_records = [fragment(record) for record in _view_records(cache)]
     return cache.view_records
 
 
-def _view_records(run: RunState, cache: SummaryCache) -> list[Aggregate]:
-    if run.declarations is None:
-        return []
-    totals: dict[str, int] = {}
-    values: dict[str, list[float]] = {}
-    shares: list[TaskContribution] = [cache.tasks[task_id] for task_id in run.declarations.tasks]
-    for share in shares:
-        for name, (total, reduced) in share.views.items():
-            totals[name] = totals.get(name, 0) + total
-            values.setdefault(name, []).extend(reduced)
-    return [range_aggregate(f"view.{name}", values.get(name, []), totals[name]) for name in sorted(totals)]
+def _view_records(cache: SummaryCache) -> list[Aggregate]:
+    """Each view's aggregate over its values, in declared task order (each task's slot in
+    `cache.view_values`, kept as tasks change), by view name."""
+    return [
+        range_aggregate(f"view.{name}", list(chain.from_iterable(cache.view_values[name])), total)
+        for name, total in sorted(cache.view_totals.items())
+    ]
