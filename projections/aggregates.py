@@ -16,8 +16,9 @@ difference past the largest double is already Infinity in Python, a square is ma
 from __future__ import annotations
 
 import math
+from bisect import insort_right
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -37,12 +38,17 @@ def compensated_sum(values: Iterable[float]) -> float:
     the low-order bits each addition lost (Neumaier), added to the sum once, at the end.
     0.0 for no values (where `sum` gives the int 0, which compares equal).
     """
+    return finished_sum(*running_sum(values, 0.0, 0.0))
+
+
+def running_sum(values: Iterable[float], total: float, compensation: float) -> tuple[float, float]:
+    """`compensated_sum`'s running sum and compensation after adding `values` to `total` and
+    `compensation`: a sum resumed from where an earlier call left it is the sum of all the
+    values at once, to the bit (`finished_sum` gives it)."""
     # `sum` starts from the int 0 and takes the first float x as `0 + x`, uncompensated.
     # Starting from 0.0 and compensating x too gives the same result: for a finite x that
     # step adds 0.0 to the compensation, and after a non-finite x the sum stays non-finite,
     # so its compensation is never added.
-    total = 0.0
-    compensation = 0.0
     for value in values:
         step = total + value
         # abs() inlined: the loop runs once per value of every aggregate, and a call costs
@@ -53,6 +59,11 @@ def compensated_sum(values: Iterable[float]) -> float:
         else:
             compensation += (value - step) + total
         total = step
+    return total, compensation
+
+
+def finished_sum(total: float, compensation: float) -> float:
+    """The sum `running_sum` was keeping."""
     # As CPython: adding a zero compensation would turn a -0.0 sum into 0.0, and a
     # non-finite one (after an infinite or overflowed sum) would turn the sum into NaN.
     if compensation and math.isfinite(compensation):
@@ -148,14 +159,16 @@ def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate
     return aggregate_of(name, *center_and_spread(values, total))
 
 
-def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate:
+def aggregate_of(name: str, middle: Center, spreads: Spread | None, ordered: list[float] | None = None) -> Aggregate:
     """`range_aggregate`'s record from its center and spread (None: no finite value), for
-    a caller that needs them too (section 8 takes pass@k's from the very same)."""
-    finite, count, mean = middle.finite, middle.count, middle.mean
+    a caller that needs them too (section 8 takes pass@k's from the very same); `ordered`:
+    the finite values sorted, when the caller keeps them so."""
+    count, mean = middle.count, middle.mean
     if mean is None or spreads is None:
         return {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count, **_EMPTY}
     variance, sample_variance = spreads
-    ordered = sorted(finite)
+    if ordered is None:
+        ordered = sorted(middle.finite)
     percentiles = {}
     for label, below, fraction in _positions(count):
         value = ordered[below]
@@ -180,6 +193,52 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None) -> Aggregate
         "percentiles": percentiles,
         "median": percentiles["p50"],
     }
+
+
+@dataclass(slots=True)
+class Growing:
+    """A range aggregate's values that only ever grow at the end (a metric output's, in run
+    log order), kept ready as they come: the finite ones in order and sorted, and their
+    running sum. A record then costs the spread alone, the one figure that every value
+    moves (the squared deviations are from the new mean): O(values) once, not a sort."""
+
+    taken: int = 0
+    """The values given so far, finite or not."""
+    finite: list[float] = field(default_factory=list)
+    ordered: list[float] = field(default_factory=list)
+    """`finite` sorted, equal values in their order there: what `sorted` gives them."""
+    total: float = 0.0
+    compensation: float = 0.0
+
+    def extend(self, values: list[float]) -> None:
+        """The values that come after those given so far."""
+        self.taken += len(values)
+        new = list(filter(math.isfinite, values))
+        if not new:
+            return
+        self.finite += new
+        self.total, self.compensation = running_sum(new, self.total, self.compensation)
+        if len(new) > _INSERTED:
+            self.ordered = sorted(self.finite)
+            return
+        for value in new:
+            # After the values equal to it, which came before it: a stable sort's place
+            # (-0.0 and 0.0 are equal, and keep their order).
+            insort_right(self.ordered, value)
+
+    def aggregate(self, name: str, total: int) -> Aggregate:
+        """`range_aggregate(name, <the values given>, total)`."""
+        count = len(self.finite)
+        nan_count = max(total - count, 0)
+        if not count:
+            return aggregate_of(name, Center(self.finite, 0, nan_count, None, None), None)
+        summed = finished_sum(self.total, self.compensation)
+        middle = Center(self.finite, count, nan_count, summed, summed / count)
+        return aggregate_of(name, middle, spread(middle, summed / count), self.ordered)
+
+
+_INSERTED = 64
+"""Past this many new values at once (a run's first summary), one sort beats inserting each."""
 
 
 _EMPTY: Aggregate = {

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from events.nonfinite import wire_number
-from projections.aggregates import Center, Spread
+from projections.aggregates import Center, Growing, Spread
 from projections.attempts import AttemptList, task_attempts
 from projections.declarations import Key, key_name
 from projections.harbor import value_label
@@ -73,6 +73,8 @@ class InOrder:
 
     seqs: array[int] = field(default_factory=lambda: array("q"))
     items: list[Any] = field(default_factory=list)
+    rearranged: int = 0
+    """How many times items were put before others (anything but appended)."""
 
     def add(self, new: list[tuple[int, Any]]) -> None:
         """Put the (seq, item) pairs `new` in their places: appended when they all come
@@ -84,6 +86,7 @@ class InOrder:
             self.seqs.extend(seqs)
             self.items.extend(items)
             return
+        self.rearranged += 1
         if len(new) <= _FEW:
             for seq, item in new:
                 at = bisect_right(self.seqs, seq)
@@ -156,6 +159,9 @@ class SummaryCache:
     """metric_type -> the output names its scores carried."""
     metric_records: dict[Key, tuple[int, orjson.Fragment]] = field(default_factory=dict)
     """(metric, output) -> (its metric's score count, its aggregate encoded), until a value lands."""
+    metric_values: dict[Key, tuple[int, Growing]] = field(default_factory=dict)
+    """(metric, output) -> (its `numeric` list's `rearranged` then, its values ready for the
+    aggregate): a value that lands at the end of the log (a late score's) is added to them."""
     view_records: list[orjson.Fragment] | None = None
     """The view aggregates encoded, until some task's views change (None: to compute)."""
     view_totals: dict[str, int] = field(default_factory=dict)

@@ -19,9 +19,10 @@ from typing import Any
 
 import orjson
 
-from projections.aggregates import Aggregate, range_aggregate
+from projections.aggregates import Aggregate, Growing, range_aggregate
 from projections.attempts import summary_tasks
-from projections.contributions import MetricCoverage, SummaryCache, fragment, refreshed
+from projections.contributions import InOrder, MetricCoverage, SummaryCache, fragment, refreshed
+from projections.declarations import Key
 from projections.harbor import harbor_stats
 from projections.run import RunState
 from projections.statistics import key_figures, pass_at_k_aggregates
@@ -93,12 +94,22 @@ def metric_aggregates(outputs: MetricOutputs, cache: SummaryCache) -> list[orjso
             key = (metric, output)
             known = cache.metric_records.get(key)
             if known is None or known[0] != total:
-                ordered = cache.numeric.get(key)
-                values = ordered.items if ordered else []
-                record = fragment(range_aggregate(f"{metric}.{output}", values, total))
+                record = fragment(grown(cache, key).aggregate(f"{metric}.{output}", total))
                 known = cache.metric_records[key] = (total, record)
             records.append(known[1])
     return records
+
+
+def grown(cache: SummaryCache, key: Key) -> Growing:
+    """The key's values in run log order, ready for its aggregate: those landed since added,
+    or all of them again when some landed before others (`InOrder.rearranged`)."""
+    ordered = cache.numeric.get(key) or InOrder()
+    kept = cache.metric_values.get(key)
+    if kept is None or kept[0] != ordered.rearranged:
+        kept = cache.metric_values[key] = (ordered.rearranged, Growing())
+    growing = kept[1]
+    growing.extend(ordered.items[growing.taken :])
+    return growing
 
 
 def metric_coverage(outputs: MetricOutputs, cache: SummaryCache) -> dict[str, dict[str, dict[str, int]]]:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from events.models import InputEvent
-from projections.aggregates import range_aggregate
+from projections.aggregates import Growing, range_aggregate
 from projections.summary import summary
 from tests.builders import broken, dead, fold, score, started, task_spec, trial
 
@@ -250,3 +253,33 @@ def test_counts() -> None:
     log += [dead("t1", "b", "m"), broken("t2", "a", "m"), score("extra", "c", "m", {"x": 0.0}), trial("t2", "z")]
     counts = {key: body(log)[key] for key in ("task_count", "trial_count", "score_count")}
     assert counts == {"task_count": 3, "trial_count": 3, "score_count": 5}
+
+
+VALUES = st.lists(
+    st.floats() | st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e308, -1e308, 5e-324, float("inf")]), max_size=150
+)
+
+
+@given(VALUES, st.data())
+def test_an_aggregate_grown_piece_by_piece_is_the_aggregate_of_all_values(
+    values: list[float], data: st.DataObject
+) -> None:
+    """A late value's aggregate, from values kept sorted and summed (`Growing`): the record
+    of all the values at once, byte for byte (-0.0 and 0.0 keep their order among the
+    sorted values, a percentile that lands on a zero takes the same sign)."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(values)), max_size=5)))
+    total = len(values) + data.draw(st.integers(0, 3))
+    growing = Growing()
+    for start, end in zip([0, *cuts], [*cuts, len(values)], strict=True):
+        growing.extend(values[start:end])
+        expected = range_aggregate("m.x", values[:end], total)
+        assert orjson.dumps(growing.aggregate("m.x", total)) == orjson.dumps(expected)
+
+
+def test_a_zero_of_either_sign_keeps_its_place_among_the_sorted_values() -> None:
+    """p50 of [0.0, -0.0, 1.0] is the first zero in log order; a late -0.0 goes after both."""
+    growing = Growing()
+    growing.extend([0.0, -0.0, 1.0])
+    assert repr(growing.aggregate("m.x", 3)["percentiles"]["p10"]) == "0.0"
+    growing.extend([-0.0])
+    assert [repr(value) for value in growing.ordered] == ["0.0", "-0.0", "-0.0", "1.0"]

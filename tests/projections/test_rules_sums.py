@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.aggregates import compensated_sum
+from projections.aggregates import compensated_sum, finished_sum, running_sum
 from tests.projections.reference import bits, cpython_312_sum
 
 INF = math.inf
@@ -50,6 +50,19 @@ def test_equals_cpython_312_sum_on_any_floats(values: list[float]) -> None:
 def test_a_generator_sums_like_the_list(values: list[float]) -> None:
     """Callers pass generators too: the sum does not depend on the iterable's kind."""
     assert bits(compensated_sum(value for value in values)) == bits(compensated_sum(values))
+
+
+ANY_FLOATS = st.lists(st.floats() | st.sampled_from([1e16, -1e16, 1e308, -1e308, 1.0, -0.0, 5e-324]), max_size=30)
+
+
+@given(ANY_FLOATS, st.data())
+def test_a_sum_resumed_where_it_stopped_is_the_sum_at_once(values: list[float], data: st.DataObject) -> None:
+    """What the growing aggregates rely on: a running sum carried over any cuts."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(values)), max_size=4)))
+    total, compensation = 0.0, 0.0
+    for start, end in zip([0, *cuts], [*cuts, len(values)], strict=True):
+        total, compensation = running_sum(values[start:end], total, compensation)
+    assert bits(finished_sum(total, compensation)) == bits(compensated_sum(values))
 
 
 def test_the_worked_cases_tell_it_from_plain_and_exact_sums() -> None:
