@@ -3,9 +3,9 @@ of every pass@k-eligible key's measured tasks in that order (sections 2 and 8)."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from projections.declarations import key_name
+from projections.declarations import Key, key_name
 from projections.passk import Tally
 from projections.run import RunState
 from projections.task import TaskState
@@ -24,11 +24,12 @@ def summary_tasks(run: RunState) -> list[TaskState]:
     return [run.tasks[task_id] for task_id in declared] + others
 
 
-def key_tallies(run: RunState) -> Iterator[tuple[str, list[Tally], int]]:
+def key_tallies(run: RunState, keys: Iterable[Key] | None = None) -> Iterator[tuple[str, list[Tally], int]]:
     """(key name, (n, c) of each measured task in summary task order, unmeasured tasks)
-    for every eligible key, by key name. O(tasks): the tallies are kept as attempts land."""
+    for every eligible key (or those of `keys`), by key name. O(tasks): the tallies are
+    kept as attempts land."""
     tasks = summary_tasks(run)
-    for key in sorted(run.passk, key=key_name):
+    for key in sorted(run.passk if keys is None else keys, key=key_name):
         tallies = [tally for task in tasks if (tally := task.tally(key)) is not None]
         measured = [tally for tally in tallies if tally[0]]
         yield key_name(key), measured, len(tallies) - len(measured)

@@ -139,6 +139,8 @@ class KeyFigures(NamedTuple):
     hat_k: list[Column]
     """Empty when no task is measured."""
     statistics: dict[str, Any] | None
+    moves: int = 0
+    """The key's `KeyTally.moves` when the list was taken: while it is the same, so is the list."""
 
 
 @dataclass(slots=True)

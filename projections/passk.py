@@ -68,8 +68,11 @@ class KeyTally:
     unmeasured: int = 0
     pending: int = 0
     """Declared tasks with this key that nothing has arrived for (counted in `unmeasured` too)."""
+    moves: int = 0
+    """Tasks' (n, c) added or moved so far: the same count, the same tallies."""
 
     def add(self, tally: Tally) -> None:
+        self.moves += 1
         n, c = tally
         if n == 0:
             self.unmeasured += 1
@@ -78,6 +81,7 @@ class KeyTally:
 
     def move(self, n: int, c: int, new_n: int, new_c: int) -> None:
         """A task's (n, c) for this key became (new_n, new_c)."""
+        self.moves += 1
         if n == 0:
             self.unmeasured -= 1
         else:

@@ -29,6 +29,7 @@ import orjson
 from projections.aggregates import Center, Spread, aggregate_of, center_and_spread
 from projections.attempts import key_tallies
 from projections.contributions import Column, KeyFigures, cache_of, fragment
+from projections.declarations import key_name
 from projections.passk import Tally, estimates, hat_estimates
 from projections.run import RunState
 from projections.t975 import t975
@@ -46,16 +47,19 @@ def statistics(run: RunState) -> Statistics:
 
 
 def key_figures(run: RunState) -> list[tuple[str, KeyFigures]]:
-    """Every eligible key's pass@k and pass^k columns and section 8 entry, by key name: computed
-    again only for the keys whose tasks' (n, c) changed since the run's last call."""
+    """Every eligible key's pass@k and pass^k columns and section 8 entry, by key name: the
+    (n, c) list taken again only for the keys some task's (n, c) moved in since the run's
+    last call (`KeyTally.moves`), and the figures computed again only where it changed."""
     cache = cache_of(run).keys
-    result = []
-    for name, measured, unmeasured in key_tallies(run):
+    names = {key_name(key): key for key in run.passk}
+    moves = {name: run.passk[key].moves for name, key in names.items()}
+    moved = [names[name] for name, count in moves.items() if name not in cache or cache[name].moves != count]
+    for name, measured, unmeasured in key_tallies(run, moved) if moved else ():
         figures = cache.get(name)
         if figures is None or figures.unmeasured != unmeasured or figures.measured != measured:
-            figures = cache[name] = _figures(name, measured, unmeasured, figures)
-        result.append((name, figures))
-    return result
+            figures = _figures(name, measured, unmeasured, figures)
+        cache[name] = figures._replace(moves=moves[name])
+    return [(name, cache[name]) for name in sorted(moves)]
 
 
 def _figures(name: str, measured: list[Tally], unmeasured: int, before: KeyFigures | None) -> KeyFigures:
