@@ -218,7 +218,7 @@ class Growing:
             return
         self.finite += new
         self.total, self.compensation = running_sum(new, self.total, self.compensation)
-        if len(new) > _INSERTED:
+        if len(new) > _INSERTED or not self.ordered:
             self.ordered = sorted(self.finite)
             return
         for value in new:
@@ -238,7 +238,7 @@ class Growing:
 
 
 _INSERTED = 64
-"""Past this many new values at once (a run's first summary), one sort beats inserting each."""
+"""Past this many new values at once, one sort beats inserting each."""
 
 
 _EMPTY: Aggregate = {
