@@ -20,7 +20,7 @@ from bisect import insort_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple, final
 
 from events.nonfinite import wire_float, wire_number
 
@@ -104,18 +104,21 @@ def _positions(n: int) -> tuple[tuple[str, int, float | None], ...]:
     return tuple(positions)
 
 
-@dataclass(slots=True)
+@final
 class Center:
     """The count, NaN count, sum and mean of a range aggregate: all that progress shows of
-    pass@k, without the spread and percentiles that only the summary needs. Not frozen: a
-    frozen dataclass sets each field through `object.__setattr__`, and one is made per
-    aggregate and per k of every key's statistics."""
+    pass@k, without the spread and percentiles that only the summary needs. One is made per
+    aggregate and per k of every key's statistics: a plain class with `Final` fields, which
+    the compiled fold builds natively (a dataclass's `__init__` is Python code)."""
 
-    finite: list[float]
-    count: int
-    nan_count: int
-    sum: float | None
-    mean: float | None
+    __slots__ = ("count", "finite", "mean", "nan_count", "sum")
+
+    def __init__(self, finite: list[float], count: int, nan_count: int, sum: float | None, mean: float | None) -> None:
+        self.finite: Final = finite
+        self.count: Final = count
+        self.nan_count: Final = nan_count
+        self.sum: Final = sum
+        self.mean: Final = mean
 
 
 def center(values: Iterable[float], total: int) -> Center:

@@ -24,7 +24,7 @@ from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final, final
 
 from projections.sharing import shared
 
@@ -108,12 +108,17 @@ def _frozen(packed: bytearray) -> bytes:
     return bytes(packed)
 
 
-@dataclass(frozen=True, slots=True)
+@final
 class OutputColumn:
-    """One output of a metric: the rows that carry it (a view: taken again after a change)."""
+    """One output of a metric: the rows that carry it (a view: taken again after a change).
+    A plain class, made natively by the compiled fold: a frozen dataclass sets its field
+    through `object.__setattr__`, and one is made per view signal of a task's summary share."""
 
-    cells: list[tuple[int, int, float]]
-    """(row, kind, value) of each row that carries the output, rows ascending."""
+    __slots__ = ("cells",)
+
+    def __init__(self, cells: list[tuple[int, int, float]]) -> None:
+        self.cells: Final = cells
+        """(row, kind, value) of each row that carries the output, rows ascending."""
 
     def __len__(self) -> int:
         return len(self.cells)

@@ -24,7 +24,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar, final
 
 import orjson
 
@@ -38,6 +38,8 @@ from projections.run import RunState
 from projections.task import TaskState
 from projections.verdicts import verdict_of
 from projections.views import view_values
+
+T = TypeVar("T")
 
 Coverage = dict[str, tuple[int, int, dict[str, int]]]
 """metric_type -> (scores, failed scores, output -> scores carrying it)."""
@@ -67,14 +69,19 @@ class TaskContribution:
     """The task's score rows (all metrics) it was computed from."""
 
 
-@dataclass(slots=True)
+@final
 class InOrder:
-    """Items in run log order: `seqs` ascending, one item each (seqs are unique)."""
+    """Items in run log order: `seqs` ascending, one item each (seqs are unique). A plain
+    class, made natively by the compiled fold (one per metric output and reward label of a
+    run's summary)."""
 
-    seqs: array[int] = field(default_factory=lambda: array("q"))
-    items: list[Any] = field(default_factory=list)
-    rearranged: int = 0
-    """How many times items were put before others (anything but appended)."""
+    __slots__ = ("items", "rearranged", "seqs")
+
+    def __init__(self) -> None:
+        self.seqs = array("q")
+        self.items: list[Any] = []
+        self.rearranged = 0
+        """How many times items were put before others (anything but appended)."""
 
     def add(self, new: list[tuple[int, Any]]) -> None:
         """Put the (seq, item) pairs `new` in their places: appended when they all come
@@ -82,9 +89,8 @@ class InOrder:
         by one when few (a late event's), else in one sort."""
         new.sort(key=_SEQ)
         if not self.seqs or new[0][0] > self.seqs[-1]:
-            seqs, items = zip(*new, strict=True)  # C-level: a run's first summary adds every item
-            self.seqs.extend(seqs)
-            self.items.extend(items)
+            self.seqs.extend([seq for seq, _ in new])
+            self.items.extend([item for _, item in new])
             return
         self.rearranged += 1
         if len(new) <= _FEW:
@@ -111,18 +117,22 @@ class MetricCoverage:
     carried: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@final
 class Column:
     """One k's per-task figures of an eligible key (pass@k's or pass^k's, in summary task
     order: `middle.finite`, the figures being never NaN nor infinite), their center and
-    spread, and section 8's entry they give."""
+    spread, and section 8's entry they give. A plain class, made natively by the compiled
+    fold (one per k of a key whose tallies moved, at every progress event and summary)."""
 
-    middle: Center
-    spreads: Spread | None
-    entry: dict[str, Any]
-    aggregate: orjson.Fragment | None = None
-    """pass@k's `<key>.pass@<k>` aggregate, encoded when a summary first asks for it
-    (`statistics.pass_at_k_aggregates`): progress shows none."""
+    __slots__ = ("aggregate", "entry", "middle", "spreads")
+
+    def __init__(self, middle: Center, spreads: Spread | None, entry: dict[str, Any]) -> None:
+        self.middle: Final = middle
+        self.spreads: Final = spreads
+        self.entry: Final = entry
+        self.aggregate: orjson.Fragment | None = None
+        """pass@k's `<key>.pass@<k>` aggregate, encoded when a summary first asks for it
+        (`statistics.pass_at_k_aggregates`): progress shows none."""
 
     @property
     def values(self) -> list[float]:
@@ -198,12 +208,20 @@ def refreshed(run: RunState) -> SummaryCache:
         run.summary_cache = None
         return refreshed(run)
     for key, new in landed.numeric.items():
-        cache.numeric.setdefault(key, InOrder()).add(new)
+        _in_order(cache.numeric, key).add(new)
         cache.metric_records.pop(key, None)
     for (name, label), trials in landed.rewards.items():
-        cache.rewards.setdefault(name, {}).setdefault(label, InOrder()).add(trials)
+        _in_order(cache.rewards.setdefault(name, {}), label).add(trials)
     cache.dirty.clear()
     return cache
+
+
+def _in_order(lists: dict[T, InOrder], key: T) -> InOrder:
+    """`lists[key]`, a new one if none (made only then: `setdefault` would make one each time)."""
+    kept = lists.get(key)
+    if kept is None:
+        kept = lists[key] = InOrder()
+    return kept
 
 
 @dataclass(slots=True)
@@ -364,7 +382,9 @@ def _take_numeric(landed: _Landed, task: TaskState, taken: dict[Key, int]) -> di
 
 def _move_coverage(cache: SummaryCache, coverage: Coverage, sign: int) -> None:
     for metric, (scores, failed, carried) in coverage.items():
-        totals = cache.coverage.setdefault(metric, MetricCoverage())
+        totals = cache.coverage.get(metric)
+        if totals is None:
+            totals = cache.coverage[metric] = MetricCoverage()
         totals.scores += sign * scores
         totals.failed += sign * failed
         for output, count in carried.items():

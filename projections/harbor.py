@@ -46,7 +46,12 @@ def harbor_estimate(n: int, c: int, k: int) -> float:
 
 def value_label(value: float) -> str:
     """A value as a reward_stats key: Python's repr, non-finite as on the wire."""
-    # The finite case first, without a call: it runs once per attempt of a summary.
+    # It runs once per attempt of a summary, and repr formats a float digit by digit: the
+    # usual rewards are spelled out (0.0 by its sign: -0.0 == 0.0).
+    if value == 1.0:
+        return "1.0"
+    if value == 0.0:
+        return "0.0" if math.copysign(1.0, value) > 0.0 else "-0.0"
     return repr(value) if math.isfinite(value) else str(wire_float(value))
 
 

@@ -7,8 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from events.models import InputEvent, TrialFinished
+from events.nonfinite import wire_float
+from projections.harbor import value_label
 from projections.summary import summary
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
 
@@ -187,3 +191,9 @@ def test_only_pass_at_k_eligible_keys_get_harbor_pass_at_k() -> None:
 def test_a_key_without_any_k_is_left_out() -> None:
     """Smallest n = 1: Harbor's ks start at 2, so there is nothing to report for the key."""
     assert harbor(attempts_log({"t1": [1], "t2": [1, 0]}))["pass_at_k"] == {}
+
+
+@given(st.floats() | st.sampled_from([0.0, -0.0, 1.0, -1.0, 1.0000000000000002, 5e-324]))
+def test_a_reward_label_is_the_value_as_python_writes_it(value: float) -> None:
+    """The labels spelled out for the usual rewards (0.0 of either sign, 1.0) are repr's."""
+    assert value_label(value) == (repr(value) if math.isfinite(value) else str(wire_float(value)))
