@@ -268,7 +268,7 @@ class MetricColumns:
         self.packed += record_layout(width).pack(trial, status, seq, *fields)
         return row
 
-    def attempts(self, output: str) -> Iterator[tuple[int, float | None, int]]:
+    def attempts(self, output: str) -> list[tuple[int, float | None, int]]:
         """(trial index, value, run sequence number of the score) of the attempts of key
         (this metric, `output`), in log order.
 
@@ -277,19 +277,18 @@ class MetricColumns:
         """
         names = self.names
         if output in names and (at := names.index(output)) < DENSE:
-            for trial, status, seq, kind, value in _with_slot(self.width, at).iter_unpack(_frozen(self.packed)):
-                if status == TRIAL_FAILED:
-                    yield trial, None, seq
-                elif status == OK and kind not in (ABSENT, NON_SEMANTIC):
-                    yield trial, value, seq
-            return
+            return [
+                (trial, None if status == TRIAL_FAILED else value, seq)
+                for trial, status, seq, kind, value in _with_slot(self.width, at).iter_unpack(_frozen(self.packed))
+                if status == TRIAL_FAILED or (status == OK and kind not in (ABSENT, NON_SEMANTIC))
+            ]
         column = self.column(output)  # a spilled name's, or None: no score carried it
         semantic = column.semantic_at() if column is not None else {}
-        for row, (trial, status, seq) in enumerate(_heads(self.width).iter_unpack(_frozen(self.packed))):
-            if status == TRIAL_FAILED:
-                yield trial, None, seq
-            elif status == OK and row in semantic:
-                yield trial, semantic[row], seq
+        return [
+            (trial, None if status == TRIAL_FAILED else semantic[row], seq)
+            for row, (trial, status, seq) in enumerate(_heads(self.width).iter_unpack(_frozen(self.packed)))
+            if status == TRIAL_FAILED or (status == OK and row in semantic)
+        ]
 
     def numeric(self, output: str) -> list[tuple[int, float]]:
         """(run sequence number, value) of the output's numeric values, in log order."""

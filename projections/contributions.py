@@ -266,10 +266,11 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         if name in eligible and n:
             harbor[name] = (n, c)
     declared = run.declarations.tasks.get(task.task_id) if run.declarations else None
+    latest = task.latest_ok_rows()
     totals: dict[str, int] = {}
     values: dict[str, list[float]] = {}
     if declared is not None:
-        view_values(task, declared.views, totals, values)
+        view_values(task, declared.views, totals, values, latest)
     views = {name: (total, values.get(name, [])) for name, total in totals.items()}
     if old is None or not _same_views(old.views, views):
         cache.view_records = None
@@ -287,7 +288,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     if len(task.trial_ids) < (old.taken_trials if old else 0):
         raise _Shrunk
     cache.trials.update(task.trial_ids[old.taken_trials if old else 0 :])
-    cache.graded.update(task.graded_trials())
+    cache.graded.update(task.graded_trials(latest))
     _move_coverage(cache, old.coverage if old else {}, -1)
     _move_coverage(cache, coverage, 1)
     for metric, columns in task.metrics.items():

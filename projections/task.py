@@ -128,9 +128,15 @@ class TaskState:
                 if tally is not None:
                     tally.move(n, c, n + 1, c)
 
-    def graded_trials(self) -> set[str]:
-        """The trial ids with at least one completed or partial score, of any metric."""
-        return {self.trial_ids[trial] for columns in self.metrics.values() for trial in columns.latest_ok_rows()}
+    def latest_ok_rows(self) -> dict[str, dict[int, int]]:
+        """Per metric, trial index -> its last completed or partial row (`MetricColumns.latest_ok_rows`)."""
+        return {metric: columns.latest_ok_rows() for metric, columns in self.metrics.items()}
+
+    def graded_trials(self, latest: Mapping[str, dict[int, int]] | None = None) -> set[str]:
+        """The trial ids with at least one completed or partial score, of any metric;
+        `latest`: the task's `latest_ok_rows`, when the caller has them."""
+        rows = (self.latest_ok_rows() if latest is None else latest).values()
+        return {self.trial_ids[trial] for latest_rows in rows for trial in latest_rows}
 
     def tally(self, key: Key) -> Tally | None:
         if key not in self.keys:

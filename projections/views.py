@@ -55,13 +55,18 @@ def _finite_mean(values: list[float]) -> float | None:
 
 
 def view_values(
-    task: TaskState, views: Iterable[ViewSpec], totals: dict[str, int], values: dict[str, list[float]]
+    task: TaskState,
+    views: Iterable[ViewSpec],
+    totals: dict[str, int],
+    values: dict[str, list[float]],
+    latest: dict[str, dict[int, int]] | None = None,
 ) -> None:
-    """Add this task's trials to the per-view totals and value lists."""
+    """Add this task's trials to the per-view totals and value lists; `latest`: the task's
+    `latest_ok_rows`, when the caller has them."""
     trials = len(task.trial_ids)
     if not trials:
         return
-    signals = _SignalValues(task)
+    signals = _SignalValues(task, {} if latest is None else latest)
     for view in views:
         totals[view.name] = totals.get(view.name, 0) + trials
         by_signal = [signals.of(signal) for signal in view.signals]
@@ -78,9 +83,10 @@ class _SignalValues:
     partial score of the signal's metric (a trial whose last such score lacks it has
     none): each computed once per task, whichever views share it."""
 
-    def __init__(self, task: TaskState) -> None:
+    def __init__(self, task: TaskState, latest: dict[str, dict[int, int]]) -> None:
         self.task = task
-        self.latest: dict[str, dict[int, int]] = {}
+        self.latest = latest
+        """Metric -> trial index -> its last completed or partial row; filled as needed."""
         self.values: dict[tuple[str, str], dict[int, float]] = {}
 
     def of(self, signal: Signal) -> dict[int, float]:
