@@ -3,13 +3,15 @@ whatever the index's `hi` halves share."""
 
 from __future__ import annotations
 
+import struct
 from array import array
+from hashlib import blake2b
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from events.builders import score
-from projections.applied import AppliedEvents, holds
+from projections.applied import AppliedEvents, fingerprint, holds
 from projections.run import Outcome, RunState, apply, rederive
 
 HI = 0x1234_5678_9ABC_DEF1
@@ -67,3 +69,10 @@ def test_a_redelivery_naming_another_task_is_found_and_a_rebuilt_index_agrees() 
     assert apply(run, moved).outcome is Outcome.REDELIVERY
     other = score("t2", "trial-2", "reward", {"score": 0.0}, run_id="r", event_id="e-2")
     assert apply(run, other).outcome is Outcome.APPLIED
+
+
+@given(st.text(min_size=1, max_size=200))
+def test_a_fingerprint_is_the_ids_128_bit_blake2b(event_id: str) -> None:
+    """What the stored form keeps: the halves of BLAKE2b-128 of the id's UTF-8, hi made odd."""
+    hi, lo = struct.unpack("<QQ", blake2b(event_id.encode(), digest_size=16).digest())
+    assert fingerprint(event_id) == (hi | 1, lo)
