@@ -124,12 +124,16 @@ class Center:
 def center(values: Iterable[float], total: int) -> Center:
     """`range_aggregate`'s count, nan_count, sum and mean of `values` among `total`."""
     finite = list(filter(math.isfinite, values))  # a C-level loop: it runs once per value
+    return centered(finite, compensated_sum(finite), total)
+
+
+def centered(finite: list[float], summed: float, total: int) -> Center:
+    """`center` of the `finite` values among `total`, given their compensated sum."""
     count = len(finite)
     nan_count = max(total - count, 0)
     if not finite:
         return Center(finite, count, nan_count, None, None)
-    total_sum = compensated_sum(finite)
-    return Center(finite, count, nan_count, total_sum, total_sum / count)
+    return Center(finite, count, nan_count, summed, summed / count)
 
 
 def spread(middle: Center, mean: float) -> Spread:
@@ -231,13 +235,8 @@ class Growing:
 
     def aggregate(self, name: str, total: int) -> Aggregate:
         """`range_aggregate(name, <the values given>, total)`."""
-        count = len(self.finite)
-        nan_count = max(total - count, 0)
-        if not count:
-            return aggregate_of(name, Center(self.finite, 0, nan_count, None, None), None)
-        summed = finished_sum(self.total, self.compensation)
-        middle = Center(self.finite, count, nan_count, summed, summed / count)
-        return aggregate_of(name, middle, spread(middle, summed / count), self.ordered)
+        middle = centered(self.finite, finished_sum(self.total, self.compensation), total)
+        return aggregate_of(name, middle, None if middle.mean is None else spread(middle, middle.mean), self.ordered)
 
 
 _INSERTED = 64

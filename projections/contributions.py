@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Final, NamedTuple, TypeVar, final
@@ -39,7 +40,8 @@ from projections.task import TaskState
 from projections.verdicts import verdict_of
 from projections.views import view_values
 
-T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 Coverage = dict[str, tuple[int, int, dict[str, int]]]
 """metric_type -> (scores, failed scores, output -> scores carrying it)."""
@@ -208,20 +210,20 @@ def refreshed(run: RunState) -> SummaryCache:
         run.summary_cache = None
         return refreshed(run)
     for key, new in landed.numeric.items():
-        _in_order(cache.numeric, key).add(new)
+        _kept(cache.numeric, key, InOrder).add(new)
         cache.metric_records.pop(key, None)
     for (name, label), trials in landed.rewards.items():
-        _in_order(cache.rewards.setdefault(name, {}), label).add(trials)
+        _kept(cache.rewards.setdefault(name, {}), label, InOrder).add(trials)
     cache.dirty.clear()
     return cache
 
 
-def _in_order(lists: dict[T, InOrder], key: T) -> InOrder:
-    """`lists[key]`, a new one if none (made only then: `setdefault` would make one each time)."""
-    kept = lists.get(key)
-    if kept is None:
-        kept = lists[key] = InOrder()
-    return kept
+def _kept(kept: dict[K, V], key: K, make: Callable[[], V]) -> V:
+    """`kept[key]`, made if missing (only then: `setdefault` would make one each time)."""
+    value = kept.get(key)
+    if value is None:
+        value = kept[key] = make()
+    return value
 
 
 @dataclass(slots=True)
@@ -383,9 +385,7 @@ def _take_numeric(landed: _Landed, task: TaskState, taken: dict[Key, int]) -> di
 
 def _move_coverage(cache: SummaryCache, coverage: Coverage, sign: int) -> None:
     for metric, (scores, failed, carried) in coverage.items():
-        totals = cache.coverage.get(metric)
-        if totals is None:
-            totals = cache.coverage[metric] = MetricCoverage()
+        totals = _kept(cache.coverage, metric, MetricCoverage)
         totals.scores += sign * scores
         totals.failed += sign * failed
         for output, count in carried.items():
