@@ -24,8 +24,8 @@ from typing import Any, Final, NamedTuple, final
 
 from events.nonfinite import wire_float, wire_number
 
-PERCENTILES = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
-_LABELS = tuple(f"p{p}" for p in PERCENTILES)
+PERCENTILES: Final = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
+_LABELS: Final = tuple(f"p{p}" for p in PERCENTILES)
 
 Aggregate = dict[str, Any]
 """A JSON-ready range aggregate record (see `events.outputs.RangeAggregate`)."""
@@ -239,11 +239,11 @@ class Growing:
         return aggregate_of(name, middle, None if middle.mean is None else spread(middle, middle.mean), self.ordered)
 
 
-_INSERTED = 64
+_INSERTED: Final = 64
 """Past this many new values at once, one sort beats inserting each."""
 
 
-_EMPTY: Aggregate = {
+_EMPTY: Final[Aggregate] = {
     **dict.fromkeys(("sum", "mean", "min", "max", "variance", "std_dev", "sample_variance", "sample_std_dev")),
     "percentiles": None,
     "median": None,

@@ -23,9 +23,10 @@ import struct
 from array import array
 from collections.abc import Callable, Iterable
 from hashlib import blake2b
+from typing import Final
 
-_PAIR = struct.Struct("<QQ")
-_MIN_SLOTS = 8
+_PAIR: Final = struct.Struct("<QQ")
+_MIN_SLOTS: Final = 8
 
 
 def fingerprint(event_id: str) -> tuple[int, int]:

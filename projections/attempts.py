@@ -3,8 +3,9 @@ of every pass@k-eligible key's measured tasks in that order (sections 2 and 8)."
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
+from projections.columns import MetricRecords
 from projections.declarations import Key, key_name
 from projections.passk import Tally
 from projections.run import RunState
@@ -35,12 +36,16 @@ def key_tallies(run: RunState, keys: Iterable[Key] | None = None) -> Iterator[tu
         yield key_name(key), measured, len(tallies) - len(measured)
 
 
-def task_attempts(task: TaskState) -> dict[str, AttemptList]:
+def task_attempts(task: TaskState, read: Mapping[str, MetricRecords] | None = None) -> dict[str, AttemptList]:
+    """The task's attempt list of each of its keys, by key name; `read`: the task's
+    records (`TaskState.read`), when the caller has them."""
+    if read is None:
+        read = task.read()
     lists: dict[str, AttemptList] = {}
+    trial_ids = task.trial_ids
     for metric, output in sorted(task.kept_keys(), key=key_name):
-        columns = task.metrics.get(metric)
-        trial_ids = task.trial_ids
+        records = read.get(metric)
         lists[key_name((metric, output))] = (
-            [(trial_ids[trial], value, seq) for trial, value, seq in columns.attempts(output)] if columns else []
+            [(trial_ids[trial], value, seq) for trial, value, seq in records.attempts(output)] if records else []
         )
     return lists

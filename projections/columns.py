@@ -28,33 +28,33 @@ from typing import Any, Final, final
 
 from projections.sharing import shared
 
-OK = 0
+OK: Final = 0
 """completed or partial: the outputs count."""
-TRIAL_FAILED = 1
+TRIAL_FAILED: Final = 1
 """failed, failure "trial": the trial died; an attempt with value null."""
-METRIC_FAILED = 2
+METRIC_FAILED: Final = 2
 """failed, failure "metric": unmeasured, adds no attempt."""
 
-NON_SEMANTIC = 0
+NON_SEMANTIC: Final = 0
 """null or a label: carried (coverage) but no semantic value."""
-BOOLEAN = 1
+BOOLEAN: Final = 1
 """semantic value 1.0 / 0.0, but not numeric (metric aggregates skip it)."""
-NUMERIC = 2
-ABSENT = 255
+NUMERIC: Final = 2
+ABSENT: Final = 255
 """The slot of an output the score did not carry."""
 
-ROW = struct.Struct("=iBq")
+ROW: Final = struct.Struct("=iBq")
 """A record's head: trial index (int32), status (uint8), run sequence number (int64)."""
-SLOT = struct.Struct("=Bd")
+SLOT: Final = struct.Struct("=Bd")
 """An output's slot in a record: value kind (uint8), semantic value (double)."""
-STATUS_AT = 4
+STATUS_AT: Final = 4
 """The status's byte within a record."""
-DENSE = 8
+DENSE: Final = 8
 """The output names of a metric that have a slot in its records. A metric's scores nearly
 always carry the same few; a harness that gives each score a new name would otherwise make
 every record as wide as all the names (O(rows x names) bytes, and a widening each): the
 names past these keep their cells apart (`SPILLED`), so a record never grows past them."""
-SPILLED = struct.Struct("=iIBd")
+SPILLED: Final = struct.Struct("=iIBd")
 """A cell of a name past the first `DENSE`: row (int32), the name's index (uint32), value
 kind (uint8), semantic value (double)."""
 
@@ -66,12 +66,6 @@ Stored = tuple["array[Any]", bytes, "array[Any]"]
 def record_layout(width: int) -> struct.Struct:
     """A whole record with `width` slots."""
     return struct.Struct("=iBq" + "Bd" * width)
-
-
-@lru_cache(maxsize=64)
-def _heads(width: int) -> struct.Struct:
-    """A record's head, its slots skipped."""
-    return struct.Struct(f"=iBq{SLOT.size * width}x" if width else "=iBq")
 
 
 @lru_cache(maxsize=256)
@@ -127,10 +121,6 @@ class OutputColumn:
         """Whether some row carries a semantic value of it."""
         return any(kind != NON_SEMANTIC for _, kind, _ in self.cells)
 
-    def semantic_at(self) -> dict[int, float]:
-        """Row -> semantic value, for the rows where the output has one."""
-        return {row: value for row, kind, value in self.cells if kind != NON_SEMANTIC}
-
 
 @dataclass(slots=True)
 class MetricColumns:
@@ -168,7 +158,7 @@ class MetricColumns:
     def __len__(self) -> int:
         return len(self.packed) // record_size(self.width)
 
-    def _cells(self, at: int) -> list[tuple[int, int, float]]:
+    def cells(self, at: int) -> list[tuple[int, int, float]]:
         """(row, kind, value) of the rows that carry output number `at`, rows ascending."""
         if at < DENSE:
             layout = _with_slot(self.width, at)
@@ -182,12 +172,7 @@ class MetricColumns:
     @property
     def outputs(self) -> dict[str, OutputColumn]:
         """Output name -> its column, in the order of `names`."""
-        return {name: OutputColumn(self._cells(at)) for at, name in enumerate(self.names)}
-
-    def column(self, output: str) -> OutputColumn | None:
-        """The column of `output`, if some row carries it."""
-        names = self.names
-        return OutputColumn(self._cells(names.index(output))) if output in names else None
+        return {name: OutputColumn(self.cells(at)) for at, name in enumerate(self.names)}
 
     def carried(self) -> dict[str, int]:
         """Output name -> the rows that carry it."""
@@ -201,10 +186,6 @@ class MetricColumns:
                 carried[names[name]] += 1
         return carried
 
-    def seqs(self) -> list[int]:
-        """The run sequence number of each row."""
-        return [seq for _, _, seq in _heads(self.width).iter_unpack(_frozen(self.packed))]
-
     def stored(self) -> tuple[Stored, dict[str, Stored]]:
         """(trials, statuses, seqs) of the rows, and (rows, kinds, values) of each output's
         rows that carry it: the arrays the store writes (`of` takes them back)."""
@@ -217,7 +198,7 @@ class MetricColumns:
                 kinds, values = fields[3 + 2 * at], fields[4 + 2 * at]
                 cells = [(row, kind, values[row]) for row, kind in enumerate(kinds) if kind != ABSENT]
             else:
-                cells = self._cells(at)
+                cells = self.cells(at)
             rows, carried_kinds, carried_values = zip(*cells, strict=True) if cells else ((), (), ())
             outputs[name] = (array("i", rows), bytes(carried_kinds), array("d", carried_values))
         return (array("i", fields[0]), bytes(fields[1]), array("q", fields[2])), outputs
@@ -268,6 +249,36 @@ class MetricColumns:
         self.packed += record_layout(width).pack(trial, status, seq, *fields)
         return row
 
+    def failed(self) -> int:
+        return len(self) - self.packed[STATUS_AT :: record_size(self.width)].count(OK)
+
+    def read(self) -> MetricRecords:
+        """The records unpacked, for what is derived from them."""
+        return MetricRecords(self)
+
+
+@final
+class MetricRecords:
+    """A metric's records unpacked once: (trial, status, seq, then kind and value of each
+    slot) per row. Everything the summary takes from a metric is read from these, so that
+    a reader asking several things (a task's share of its summary: attempts, numeric
+    values, latest rows, view signals) turns each field into a Python object once, not
+    once per question. A view: read again after a change."""
+
+    __slots__ = ("columns", "latest", "rows")
+
+    def __init__(self, columns: MetricColumns) -> None:
+        self.columns: Final = columns
+        self.rows: Final[list[tuple[Any, ...]]] = list(
+            record_layout(columns.width).iter_unpack(_frozen(columns.packed))
+        )
+        self.latest: dict[int, int] | None = None
+
+    def _slot(self, output: str) -> int:
+        """The output's index among the names (-1: no score carried it)."""
+        names = self.columns.names
+        return names.index(output) if output in names else -1
+
     def attempts(self, output: str) -> list[tuple[int, float | None, int]]:
         """(trial index, value, run sequence number of the score) of the attempts of key
         (this metric, `output`), in log order.
@@ -275,42 +286,51 @@ class MetricColumns:
         SEMANTICS.md section 1: a dead trial adds null, a metric failure adds nothing, a
         completed or partial score adds the output's semantic value if it has one.
         """
-        names = self.names
-        if output in names and (at := names.index(output)) < DENSE:
+        at = self._slot(output)
+        if 0 <= at < DENSE:
+            kind_at = 3 + 2 * at
             return [
-                (trial, None if status == TRIAL_FAILED else value, seq)
-                for trial, status, seq, kind, value in _with_slot(self.width, at).iter_unpack(_frozen(self.packed))
-                if status == TRIAL_FAILED or (status == OK and kind not in (ABSENT, NON_SEMANTIC))
+                (row[0], None if row[1] == TRIAL_FAILED else row[kind_at + 1], row[2])
+                for row in self.rows
+                if row[1] == TRIAL_FAILED or (row[1] == OK and row[kind_at] != ABSENT and row[kind_at] != NON_SEMANTIC)
             ]
-        column = self.column(output)  # a spilled name's, or None: no score carried it
-        semantic = column.semantic_at() if column is not None else {}
+        semantic = self.semantic_at(output)
         return [
-            (trial, None if status == TRIAL_FAILED else semantic[row], seq)
-            for row, (trial, status, seq) in enumerate(_heads(self.width).iter_unpack(_frozen(self.packed)))
-            if status == TRIAL_FAILED or (status == OK and row in semantic)
+            (row[0], None if row[1] == TRIAL_FAILED else semantic[index], row[2])
+            for index, row in enumerate(self.rows)
+            if row[1] == TRIAL_FAILED or (row[1] == OK and index in semantic)
         ]
 
     def numeric(self, output: str) -> list[tuple[int, float]]:
         """(run sequence number, value) of the output's numeric values, in log order."""
-        names = self.names
-        if output not in names:
+        at = self._slot(output)
+        if at < 0:
             return []
-        at = names.index(output)
         if at < DENSE:
-            layout = _with_slot(self.width, at)
-            return [
-                (seq, value) for _, _, seq, kind, value in layout.iter_unpack(_frozen(self.packed)) if kind == NUMERIC
-            ]
-        seqs = self.seqs()
-        return [(seqs[row], value) for row, kind, value in self._cells(at) if kind == NUMERIC]
+            kind_at = 3 + 2 * at
+            return [(row[2], row[kind_at + 1]) for row in self.rows if row[kind_at] == NUMERIC]
+        rows = self.rows
+        return [(rows[index][2], value) for index, kind, value in self.columns.cells(at) if kind == NUMERIC]
 
-    def failed(self) -> int:
-        return len(self) - self.packed[STATUS_AT :: record_size(self.width)].count(OK)
+    def semantic_at(self, output: str) -> dict[int, float]:
+        """Row -> the output's semantic value, for the rows where it has one."""
+        at = self._slot(output)
+        if at < 0:
+            return {}
+        if at < DENSE:
+            kind_at = 3 + 2 * at
+            return {
+                index: row[kind_at + 1]
+                for index, row in enumerate(self.rows)
+                if row[kind_at] != ABSENT and row[kind_at] != NON_SEMANTIC
+            }
+        return {index: value for index, kind, value in self.columns.cells(at) if kind != NON_SEMANTIC}
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""
-        heads = _heads(self.width).iter_unpack(_frozen(self.packed))
-        return {trial: row for row, (trial, status, _) in enumerate(heads) if status == OK}
+        if self.latest is None:
+            self.latest = {row[0]: index for index, row in enumerate(self.rows) if row[1] == OK}
+        return self.latest
 
 
 def _spilled(cells: list[tuple[int, int, int, float]]) -> bytearray:

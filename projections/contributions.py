@@ -32,6 +32,7 @@ import orjson
 from events.nonfinite import wire_number
 from projections.aggregates import Center, Growing, Spread
 from projections.attempts import AttemptList, task_attempts
+from projections.columns import MetricRecords
 from projections.declarations import Key, key_name
 from projections.harbor import value_label
 from projections.passk import Tally
@@ -106,8 +107,8 @@ class InOrder:
         self.items = [item for _, item in merged]
 
 
-_FEW = 64
-_SEQ = itemgetter(0)
+_FEW: Final = 64
+_SEQ: Final = itemgetter(0)
 
 
 @dataclass(slots=True)
@@ -252,9 +253,10 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         # No score since (a trial.finished): rows only grow, so the same count is the same
         # rows, trials and keys, all the contribution is made of.
         return
-    lists = task_attempts(task)
+    read = task.read()
+    lists = task_attempts(task, read)
     taken_attempts = _take_rewards(landed, lists, old.taken_attempts if old else {})
-    taken_numeric = _take_numeric(landed, task, old.taken_numeric if old else {})
+    taken_numeric = _take_numeric(landed, task, read, old.taken_numeric if old else {})
     harbor: dict[str, Tally] = {}
     broken = set()
     for name, attempt_list in lists.items():
@@ -268,11 +270,10 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         if name in eligible and n:
             harbor[name] = (n, c)
     declared = run.declarations.tasks.get(task.task_id) if run.declarations else None
-    latest = task.latest_ok_rows()
     totals: dict[str, int] = {}
     values: dict[str, list[float]] = {}
     if declared is not None:
-        view_values(task, declared.views, totals, values, latest)
+        view_values(task, declared.views, totals, values, read)
     views = {name: (total, values.get(name, [])) for name, total in totals.items()}
     if old is None or not _same_views(old.views, views):
         cache.view_records = None
@@ -290,7 +291,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     if len(task.trial_ids) < (old.taken_trials if old else 0):
         raise _Shrunk
     cache.trials.update(task.trial_ids[old.taken_trials if old else 0 :])
-    cache.graded.update(task.graded_trials(latest))
+    cache.graded.update(task.graded_trials(read))
     _move_coverage(cache, old.coverage if old else {}, -1)
     _move_coverage(cache, coverage, 1)
     for metric, columns in task.metrics.items():
@@ -365,13 +366,15 @@ def _take_rewards(landed: _Landed, lists: dict[str, AttemptList], taken: dict[st
     return {name: len(attempt_list) for name, attempt_list in lists.items()}
 
 
-def _take_numeric(landed: _Landed, task: TaskState, taken: dict[Key, int]) -> dict[Key, int]:
+def _take_numeric(
+    landed: _Landed, task: TaskState, read: dict[str, MetricRecords], taken: dict[Key, int]
+) -> dict[Key, int]:
     """Land the task's numeric values past those `taken` for the run's."""
     now: dict[Key, int] = {}
     for metric, columns in task.metrics.items():
         for output in columns.names:
             key = (metric, output)
-            numeric = columns.numeric(output)
+            numeric = read[metric].numeric(output)
             already = taken.get(key, 0)
             if len(numeric) < already:
                 raise _Shrunk

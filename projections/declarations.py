@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
 from pydantic import TypeAdapter
 
@@ -25,15 +26,15 @@ from projections.sharing import shared
 Key = tuple[str, str]
 """(metric_type, output name); written `metric_type.output` on the wire."""
 
-ATTEMPT_KINDS = frozenset({"continuous", "discrete", "boolean"})
+ATTEMPT_KINDS: Final = frozenset({"continuous", "discrete", "boolean"})
 """Declared kinds that always get an attempt list (rule 1); label and model never do (rule 3)."""
-PASSK_KINDS = frozenset({"continuous", "boolean"})
-COMPRESSED_FROM = 4096
+PASSK_KINDS: Final = frozenset({"continuous", "boolean"})
+COMPRESSED_FROM: Final = 4096
 """Encoded run.started of at least this many bytes are kept compressed. Below, compressing
 saves less than a KB and costs more than the rest of the run.started's step (deflate sets
 up ~260 KB of state each time)."""
 
-_VIEWS: TypeAdapter[list[ViewSpec]] = TypeAdapter(list[ViewSpec])
+_VIEWS: Final[TypeAdapter[list[ViewSpec]]] = TypeAdapter(list[ViewSpec])
 
 
 def key_name(key: Key) -> str:

@@ -9,22 +9,24 @@ and large, open and closed, with and without a summary cache).
 
 from __future__ import annotations
 
+from typing import Final
+
 from projections.run import RunState
 
-RUN_BYTES = 4096
+RUN_BYTES: Final = 4096
 """A run before any event: its objects and dicts (its run.started as kept is counted apart)."""
-TASK_BYTES = 1024
+TASK_BYTES: Final = 1024
 """A task before any event (a declared task is made at run.started): ~850 B."""
-EVENT_BYTES = 160
+EVENT_BYTES: Final = 160
 """Per applied event: its attempt's rows and cells, fingerprints and trial id. The
 redelivery index's table is counted as it is: a run.started reserves it for its plan."""
-FIGURES_BYTES = 12 * 1024
-FIGURES_TASK_BYTES = 512
+FIGURES_BYTES: Final = 12 * 1024
+FIGURES_TASK_BYTES: Final = 512
 """The summary cache's pass@k and section 8 columns, which the first progress event or
 summary builds: per key and k, over the tasks (~11 KB for a run of 2 tasks)."""
-SUMMARY_BYTES = 20 * 1024
-CONTRIBUTION_TASK_BYTES = 4096
-CONTRIBUTION_EVENT_BYTES = 200
+SUMMARY_BYTES: Final = 20 * 1024
+CONTRIBUTION_TASK_BYTES: Final = 4096
+CONTRIBUTION_EVENT_BYTES: Final = 200
 """What the first summary adds: the pass@k aggregates, and each task's contribution
 (attempt lists, Harbor lists, values in log order)."""
 

@@ -52,10 +52,10 @@ class Applied:
         """The task whose state the event changed, if any."""
 
 
-_REDELIVERY = Applied(Outcome.REDELIVERY)
-_NO_EVENTS: array[int] = array("Q")
+_REDELIVERY: Final = Applied(Outcome.REDELIVERY)
+_NO_EVENTS: Final[array[int]] = array("Q")
 """The kept fingerprints of a task not seen yet (never written)."""
-_APPLIED = Applied(Outcome.APPLIED)
+_APPLIED: Final = Applied(Outcome.APPLIED)
 
 
 @dataclass(slots=True)
@@ -119,7 +119,8 @@ class RunState:
         count = sum(1 for at in self.run_positions if at > position)
         for task in self.tasks.values():
             count += sum(1 for at in task.trial_positions if at > position)
-            count += sum(1 for columns in task.metrics.values() for at in columns.seqs() if at > position)
+            rows = (row for columns in task.metrics.values() for row in columns.read().rows)
+            count += sum(1 for _, _, at, *_ in rows if at > position)
         return count
 
 

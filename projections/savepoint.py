@@ -15,13 +15,13 @@ that failed.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from events.models import InputEvent, ScoreEmitted, TrialFinished
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
-_HEADER = (
+_HEADER: Final = (
     "declarations",
     "started_event_id",
     "closed_reason",
@@ -29,7 +29,7 @@ _HEADER = (
     "first_at",
     "last_at",
 )
-_header_fields = attrgetter(*_HEADER)
+_header_fields: Final = attrgetter(*_HEADER)
 
 
 class Savepoint:

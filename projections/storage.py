@@ -47,7 +47,7 @@ import sys
 import zlib
 from array import array
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -58,11 +58,11 @@ from projections.declarations import Declarations
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
-VERSION = 3
+VERSION: Final = 3
 """The version this code writes."""
-OLDEST = 2
+OLDEST: Final = 2
 """The oldest version it reads (version 1 had no log positions, which revisions need)."""
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {2: lambda stored: {**stored, "v": 3}}
+UPGRADES: Final[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {2: lambda stored: {**stored, "v": 3}}
 """Version n -> the step that turns a stored part (header or task) of version n into n + 1."""
 
 
@@ -77,8 +77,8 @@ class NewerStore(ValueError):
         self.stored = stored
 
 
-_HEADER_FIELDS = ("started_event_id", "closed_reason", "closed_position", "first_at", "last_at")
-_TASK_FIELDS = ("first_score", "touched", "trials_completed", "trials_failed", "first_at", "last_at")
+_HEADER_FIELDS: Final = ("started_event_id", "closed_reason", "closed_position", "first_at", "last_at")
+_TASK_FIELDS: Final = ("first_score", "touched", "trials_completed", "trials_failed", "first_at", "last_at")
 
 
 def _text(data: bytes) -> str:
@@ -211,7 +211,7 @@ class ArchiveMismatch(ValueError):
     """The record found where a marker points is not the run's archive."""
 
 
-_MARKER_START = b'{"archived":'
+_MARKER_START: Final = b'{"archived":'
 """How every marker begins (its first key): a header is told from a marker by its first
 bytes, without parsing a header that may hold a large run.started."""
 

@@ -7,10 +7,12 @@ checks them against the spec's copy. Above df 1000 the spec takes the normal qua
 
 from __future__ import annotations
 
-NORMAL_975 = 1.959963984540054
+from typing import Final
+
+NORMAL_975: Final = 1.959963984540054
 """The 0.975 quantile of the standard normal: t's for df above 1000."""
 
-T_975: tuple[float, ...] = (
+T_975: Final[tuple[float, ...]] = (
     12.706204736174694,
     4.302652729749462,
     3.1824463052837078,

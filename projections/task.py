@@ -11,6 +11,7 @@ from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Final
 
 from events.models import ScoreEmitted
 from projections.columns import (
@@ -19,6 +20,7 @@ from projections.columns import (
     OK,
     TRIAL_FAILED,
     MetricColumns,
+    MetricRecords,
     classify,
     record_layout,
 )
@@ -26,7 +28,7 @@ from projections.declarations import ATTEMPT_KINDS, Declarations, Key
 from projections.passk import KeyTally, Tally, passes
 from projections.sharing import shared
 
-ONE_OUTPUT = record_layout(1)
+ONE_OUTPUT: Final = record_layout(1)
 
 
 @dataclass(slots=True)
@@ -128,15 +130,15 @@ class TaskState:
                 if tally is not None:
                     tally.move(n, c, n + 1, c)
 
-    def latest_ok_rows(self) -> dict[str, dict[int, int]]:
-        """Per metric, trial index -> its last completed or partial row (`MetricColumns.latest_ok_rows`)."""
-        return {metric: columns.latest_ok_rows() for metric, columns in self.metrics.items()}
+    def read(self) -> dict[str, MetricRecords]:
+        """Per metric, its records unpacked (`MetricColumns.read`)."""
+        return {metric: columns.read() for metric, columns in self.metrics.items()}
 
-    def graded_trials(self, latest: Mapping[str, dict[int, int]] | None = None) -> set[str]:
+    def graded_trials(self, read: Mapping[str, MetricRecords]) -> set[str]:
         """The trial ids with at least one completed or partial score, of any metric;
-        `latest`: the task's `latest_ok_rows`, when the caller has them."""
-        rows = (self.latest_ok_rows() if latest is None else latest).values()
-        return {self.trial_ids[trial] for latest_rows in rows for trial in latest_rows}
+        `read`: the task's records (`read`)."""
+        trial_ids = self.trial_ids
+        return {trial_ids[trial] for records in read.values() for trial in records.latest_ok_rows()}
 
     def tally(self, key: Key) -> Tally | None:
         if key not in self.keys:
@@ -177,7 +179,7 @@ class TaskState:
         metric, output = key
         n = c = 0
         columns = self.metrics.get(metric)
-        for _, value, _ in columns.attempts(output) if columns else ():
+        for _, value, _ in columns.read().attempts(output) if columns else ():
             n += 1
             c += passes(value)
         self.keys = shared((*self.keys, key))

@@ -1,10 +1,12 @@
 """Per-task verdicts (SEMANTICS.md section 3)."""
 
-SOLVED = "solved"
-FLAKY = "flaky"
-FAILED = "failed"
-UNMEASURED = "unmeasured"
-PENDING = "pending"
+from typing import Final
+
+SOLVED: Final = "solved"
+FLAKY: Final = "flaky"
+FAILED: Final = "failed"
+UNMEASURED: Final = "unmeasured"
+PENDING: Final = "pending"
 """Progress only: a declared task nothing has arrived for while the run is open."""
 
 

@@ -10,6 +10,7 @@ from operator import mul
 
 from events.models import Signal, ViewSpec
 from projections.aggregates import compensated_sum
+from projections.columns import MetricRecords
 from projections.task import TaskState
 
 Reduce = Callable[[list[float]], float | None]
@@ -59,14 +60,14 @@ def view_values(
     views: Iterable[ViewSpec],
     totals: dict[str, int],
     values: dict[str, list[float]],
-    latest: dict[str, dict[int, int]] | None = None,
+    read: dict[str, MetricRecords],
 ) -> None:
-    """Add this task's trials to the per-view totals and value lists; `latest`: the task's
-    `latest_ok_rows`, when the caller has them."""
+    """Add this task's trials to the per-view totals and value lists; `read`: the task's
+    records (`TaskState.read`)."""
     trials = len(task.trial_ids)
     if not trials:
         return
-    signals = _SignalValues(task, {} if latest is None else latest)
+    signals = _SignalValues(read)
     for view in views:
         totals[view.name] = totals.get(view.name, 0) + trials
         by_signal = [signals.of(signal) for signal in view.signals]
@@ -83,10 +84,8 @@ class _SignalValues:
     partial score of the signal's metric (a trial whose last such score lacks it has
     none): each computed once per task, whichever views share it."""
 
-    def __init__(self, task: TaskState, latest: dict[str, dict[int, int]]) -> None:
-        self.task = task
-        self.latest = latest
-        """Metric -> trial index -> its last completed or partial row; filled as needed."""
+    def __init__(self, read: dict[str, MetricRecords]) -> None:
+        self.read = read
         self.values: dict[tuple[str, str], dict[int, float]] = {}
 
     def of(self, signal: Signal) -> dict[int, float]:
@@ -97,12 +96,10 @@ class _SignalValues:
         return known
 
     def _compute(self, metric: str, output: str) -> dict[int, float]:
-        columns = self.task.metrics.get(metric)
-        column = columns.column(output) if columns is not None else None
-        if columns is None or column is None:
+        records = self.read.get(metric)
+        if records is None:
             return {}
-        rows = self.latest.get(metric)
-        if rows is None:
-            rows = self.latest[metric] = columns.latest_ok_rows()
-        semantic = column.semantic_at()
-        return {trial: semantic[row] for trial, row in rows.items() if row in semantic}
+        semantic = records.semantic_at(output)
+        if not semantic:
+            return {}
+        return {trial: semantic[row] for trial, row in records.latest_ok_rows().items() if row in semantic}

@@ -82,9 +82,8 @@ def metric_aggregates(run: RunState) -> list[Aggregate]:
         per_task = [task.metrics[metric] for task in tasks if metric in task.metrics]
         total = sum(len(columns) for columns in per_task)
         for output in sorted(outputs):
-            values = [
-                value for _, value in sorted(chain.from_iterable(columns.numeric(output) for columns in per_task))
-            ]
+            numeric = chain.from_iterable(columns.read().numeric(output) for columns in per_task)
+            values = [value for _, value in sorted(numeric)]
             records.append(range_aggregate(f"{metric}.{output}", values, total))
     return records
 
@@ -113,7 +112,8 @@ def view_aggregates(run: RunState) -> list[Aggregate]:
     totals: dict[str, int] = {}
     values: dict[str, list[float]] = {}
     for task_id, declared in run.declarations.tasks.items():
-        view_values(run.tasks[task_id], declared.views, totals, values)
+        task = run.tasks[task_id]
+        view_values(task, declared.views, totals, values, task.read())
     return [range_aggregate(f"view.{name}", values.get(name, []), totals[name]) for name in sorted(totals)]
 
 
@@ -217,7 +217,7 @@ def harbor_stats(run: RunState, attempts: TaskAttempts) -> dict[str, Any]:
             pass_at_k[name] = {
                 str(k): compensated_sum(harbor_estimate(n, c, k) for n, c in tallies) / len(tallies) for k in ks
             }
-    graded = {trial_id for task in run.tasks.values() for trial_id in task.graded_trials()}
+    graded = {trial_id for task in run.tasks.values() for trial_id in task.graded_trials(task.read())}
     return {
         "n_trials": len(graded),
         "n_errors": run.trials_failed,

@@ -58,8 +58,9 @@ def check(columns: MetricColumns, model: list[Row]) -> None:
     assert list(columns.names) == names
     assert len(columns) == len(model)
     assert columns.failed() == sum(status != OK for _, status, _, _ in model)
-    assert columns.seqs() == [seq for _, _, seq, _ in model]
-    assert columns.latest_ok_rows() == {trial: row for row, (trial, status, _, _) in enumerate(model) if status == OK}
+    records = columns.read()
+    assert [seq for _, _, seq, *_ in records.rows] == [seq for _, _, seq, _ in model]
+    assert records.latest_ok_rows() == {trial: row for row, (trial, status, _, _) in enumerate(model) if status == OK}
     assert columns.carried() == {name: sum(name in outputs for *_, outputs in model) for name in names}
     for name in [*names, "never"]:
         expected: list[tuple[int, bytes | None, int]] = []
@@ -68,15 +69,15 @@ def check(columns: MetricColumns, model: list[Row]) -> None:
                 expected.append((trial, None, seq))
             elif status == OK and name in outputs and outputs[name][0] != NON_SEMANTIC:
                 expected.append((trial, bits(outputs[name][1]), seq))
-        assert [(trial, bits(value), seq) for trial, value, seq in columns.attempts(name)] == expected
+        assert [(trial, bits(value), seq) for trial, value, seq in records.attempts(name)] == expected
         numeric = [(seq, bits(outputs[name][1])) for *_, seq, outputs in model if outputs.get(name, (0,))[0] == NUMERIC]
-        assert [(seq, bits(value)) for seq, value in columns.numeric(name)] == numeric
+        assert [(seq, bits(value)) for seq, value in records.numeric(name)] == numeric
     for name, column in columns.outputs.items():
         carrying = [(row, outputs[name]) for row, (*_, outputs) in enumerate(model) if name in outputs]
         assert len(column) == len(carrying)
         assert column.semantic() == any(kind != NON_SEMANTIC for _, (kind, _) in carrying)
         semantic = {row: bits(value) for row, (kind, value) in carrying if kind != NON_SEMANTIC}
-        assert {row: bits(value) for row, value in column.semantic_at().items()} == semantic
+        assert {row: bits(value) for row, value in records.semantic_at(name).items()} == semantic
     heads, stored = columns.stored()
     restored = MetricColumns.of(*heads, stored)
     assert (restored.packed, restored.names) == (columns.packed, columns.names)
