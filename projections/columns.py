@@ -47,8 +47,6 @@ ROW: Final = struct.Struct("=iBq")
 """A record's head: trial index (int32), status (uint8), run sequence number (int64)."""
 SLOT: Final = struct.Struct("=Bd")
 """An output's slot in a record: value kind (uint8), semantic value (double)."""
-STATUS_AT: Final = 4
-"""The status's byte within a record."""
 DENSE: Final = 8
 """The output names of a metric that have a slot in its records. A metric's scores nearly
 always carry the same few; a harness that gives each score a new name would otherwise make
@@ -73,11 +71,6 @@ def _with_slot(width: int, at: int) -> struct.Struct:
     """A record's head and its slot number `at`, the other slots skipped."""
     before, after = SLOT.size * at, SLOT.size * (width - at - 1)
     return struct.Struct("=iBq" + (f"{before}x" if before else "") + "Bd" + (f"{after}x" if after else ""))
-
-
-def _kind_at(at: int) -> int:
-    """The byte of slot `at`'s kind within a record."""
-    return ROW.size + SLOT.size * at
 
 
 def record_size(width: int) -> int:
@@ -174,18 +167,6 @@ class MetricColumns:
         """Output name -> its column, in the order of `names`."""
         return {name: OutputColumn(self.cells(at)) for at, name in enumerate(self.names)}
 
-    def carried(self) -> dict[str, int]:
-        """Output name -> the rows that carry it."""
-        packed, size = self.packed, record_size(self.width)
-        rows = len(packed) // size
-        names = self.names
-        carried = {name: rows - packed[_kind_at(at) :: size].count(ABSENT) for at, name in enumerate(names[:DENSE])}
-        if self.spilled is not None:
-            carried.update(dict.fromkeys(names[DENSE:], 0))
-            for _, name, _, _ in _spilled_cells(self.spilled):
-                carried[names[name]] += 1
-        return carried
-
     def stored(self) -> tuple[Stored, dict[str, Stored]]:
         """(trials, statuses, seqs) of the rows, and (rows, kinds, values) of each output's
         rows that carry it: the arrays the store writes (`of` takes them back)."""
@@ -248,9 +229,6 @@ class MetricColumns:
                     self.spilled += SPILLED.pack(row, at, kind, value)
         self.packed += record_layout(width).pack(trial, status, seq, *fields)
         return row
-
-    def failed(self) -> int:
-        return len(self) - self.packed[STATUS_AT :: record_size(self.width)].count(OK)
 
     def read(self) -> MetricRecords:
         """The records unpacked, for what is derived from them."""
@@ -325,6 +303,21 @@ class MetricRecords:
                 if row[kind_at] != ABSENT and row[kind_at] != NON_SEMANTIC
             }
         return {index: value for index, kind, value in self.columns.cells(at) if kind != NON_SEMANTIC}
+
+    def failed(self) -> int:
+        """The rows that are not a completed or partial score."""
+        return sum(1 for row in self.rows if row[1] != OK)
+
+    def carried(self) -> dict[str, int]:
+        """Output name -> the rows that carry it."""
+        rows, columns = self.rows, self.columns
+        names = columns.names
+        carried = {name: sum(1 for row in rows if row[3 + 2 * at] != ABSENT) for at, name in enumerate(names[:DENSE])}
+        if columns.spilled is not None:
+            carried.update(dict.fromkeys(names[DENSE:], 0))
+            for _, name, _, _ in _spilled_cells(columns.spilled):
+                carried[names[name]] += 1
+        return carried
 
     def latest_ok_rows(self) -> dict[int, int]:
         """Trial index -> its last completed/partial row (a later score wins)."""

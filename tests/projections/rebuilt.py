@@ -93,7 +93,7 @@ def metric_coverage(run: RunState) -> dict[str, dict[str, dict[str, int]]]:
     for metric, outputs in sorted(_metric_outputs(run).items()):
         per_task = [task.metrics[metric] for task in run.tasks.values() if metric in task.metrics]
         total = sum(len(columns) for columns in per_task)
-        failed = sum(columns.failed() for columns in per_task)
+        failed = sum(columns.read().failed() for columns in per_task)
         coverage[metric] = {}
         for output in sorted(outputs):
             scored = sum(len(columns.outputs[output]) for columns in per_task if output in columns.outputs)

@@ -57,11 +57,11 @@ def check(columns: MetricColumns, model: list[Row]) -> None:
     names = list(dict.fromkeys(name for _, _, _, outputs in model for name in outputs))
     assert list(columns.names) == names
     assert len(columns) == len(model)
-    assert columns.failed() == sum(status != OK for _, status, _, _ in model)
     records = columns.read()
+    assert records.failed() == sum(status != OK for _, status, _, _ in model)
     assert [seq for _, _, seq, *_ in records.rows] == [seq for _, _, seq, _ in model]
     assert records.latest_ok_rows() == {trial: row for row, (trial, status, _, _) in enumerate(model) if status == OK}
-    assert columns.carried() == {name: sum(name in outputs for *_, outputs in model) for name in names}
+    assert records.carried() == {name: sum(name in outputs for *_, outputs in model) for name in names}
     for name in [*names, "never"]:
         expected: list[tuple[int, bytes | None, int]] = []
         for trial, status, seq, outputs in model:
