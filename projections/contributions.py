@@ -276,7 +276,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     totals: dict[str, int] = {}
     values: dict[str, list[float]] = {}
     if declared is not None:
-        view_values(task, declared.views, totals, values, read)
+        view_values(task, declared, totals, values, read)
     views = {name: (total, values.get(name, [])) for name, total in totals.items()}
     if old is None or not _same_views(old.views, views):
         cache.view_records = None

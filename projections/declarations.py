@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 
 from events.codec import encode
 from events.models import RunStarted, TaskSpec, ViewSpec
+from projections.reducers import Reduce, reducer_of
 from projections.sharing import shared
 
 Key = tuple[str, str]
@@ -47,6 +48,8 @@ class TaskDeclaration:
 
     kinds: Mapping[Key, str]
     views: tuple[ViewSpec, ...]
+    reducers: tuple[Reduce, ...]
+    """Each view's reducer, in the order of `views`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,4 +111,5 @@ def _declaration_of(spec: TaskSpec) -> TaskDeclaration:
 def _declared(kinds: tuple[tuple[Key, str], ...], views: bytes) -> TaskDeclaration:
     """One declaration per distinct (kinds, views), built from the key itself, so that the
     tasks sharing it keep no part of their own run.started alive."""
-    return TaskDeclaration(dict(kinds), tuple(_VIEWS.validate_json(views)))
+    specs = tuple(_VIEWS.validate_json(views))
+    return TaskDeclaration(dict(kinds), specs, tuple(reducer_of(view) for view in specs))

@@ -1,63 +1,17 @@
 """View aggregates: per trial, a task's declared views reduce several signals to one value
-(SEMANTICS.md section 4, "View aggregate"). The `mean` and `weighted` reducers add with
-the same compensated sum as the aggregates, signals in declaration order."""
+(SEMANTICS.md section 4, "View aggregate", with the reducers of `projections.reducers`)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
-from operator import mul
-
-from events.models import Signal, ViewSpec
-from projections.aggregates import compensated_sum
+from events.models import Signal
 from projections.columns import MetricRecords
+from projections.declarations import TaskDeclaration
 from projections.task import TaskState
-
-Reduce = Callable[[list[float]], float | None]
-"""A view's reducer over one trial's signal values, in declaration order (all present);
-None when it has nothing to give."""
-
-
-def reducer_of(view: ViewSpec) -> Reduce:
-    """The view's reducer. `weighted` divides by the compensated sum of the view's weights,
-    the same for every trial (a trial is reduced only when it has every signal), so it is
-    added once per view, not once per trial."""
-    if view.reducer == "single":
-        return _first
-    if view.reducer == "all":
-        return min
-    if view.reducer == "any":
-        return max
-    if view.reducer == "mean":
-        return _finite_mean
-    weights = [signal.weight for signal in view.signals]
-    weight_sum = compensated_sum(weights)
-    if not weight_sum:
-        return _nothing
-
-    def weighted(values: list[float]) -> float:
-        # One value per signal, so `values` and `weights` have the same length.
-        return compensated_sum(map(mul, values, weights)) / weight_sum
-
-    return weighted
-
-
-def _nothing(values: list[float]) -> None:
-    return None
-
-
-def _first(values: list[float]) -> float:
-    return values[0]
-
-
-def _finite_mean(values: list[float]) -> float | None:
-    finite = list(filter(math.isfinite, values))
-    return compensated_sum(finite) / len(finite) if finite else None
 
 
 def view_values(
     task: TaskState,
-    views: Iterable[ViewSpec],
+    declared: TaskDeclaration,
     totals: dict[str, int],
     values: dict[str, list[float]],
     read: dict[str, MetricRecords],
@@ -68,12 +22,11 @@ def view_values(
     if not trials:
         return
     signals = _SignalValues(read)
-    for view in views:
+    for view, reduce in zip(declared.views, declared.reducers, strict=True):
         totals[view.name] = totals.get(view.name, 0) + trials
         by_signal = [signals.of(signal) for signal in view.signals]
         # The trials with a value for every signal, in trial order; the others are skipped.
         complete = sorted(set(by_signal[0]).intersection(*by_signal[1:])) if by_signal else []
-        reduce = reducer_of(view)
         reduced = [value for trial in complete if (value := reduce([of[trial] for of in by_signal])) is not None]
         if reduced:
             values.setdefault(view.name, []).extend(reduced)

@@ -113,7 +113,7 @@ def view_aggregates(run: RunState) -> list[Aggregate]:
     values: dict[str, list[float]] = {}
     for task_id, declared in run.declarations.tasks.items():
         task = run.tasks[task_id]
-        view_values(task, declared.views, totals, values, task.read())
+        view_values(task, declared, totals, values, task.read())
     return [range_aggregate(f"view.{name}", values.get(name, []), totals[name]) for name in sorted(totals)]
 
 
