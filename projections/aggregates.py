@@ -20,7 +20,7 @@ from bisect import insort_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Final, NamedTuple, final
+from typing import Any, Final, final
 
 from events.nonfinite import wire_float, wire_number
 
@@ -149,9 +149,17 @@ def spread(middle: Center, mean: float) -> Spread:
     return Spread(squares / count, squares / (count - 1) if count > 1 else None)
 
 
-class Spread(NamedTuple):
-    variance: float
-    sample_variance: float | None
+@final
+class Spread:
+    """The population and sample variance of an aggregate's finite values. A plain class,
+    built natively by the compiled fold (a NamedTuple's constructor is Python code), one per
+    aggregate and per k of every key's statistics."""
+
+    __slots__ = ("sample_variance", "variance")
+
+    def __init__(self, variance: float, sample_variance: float | None) -> None:
+        self.variance: Final = variance
+        self.sample_variance: Final = sample_variance
 
 
 def center_and_spread(values: Iterable[float], total: int) -> tuple[Center, Spread | None]:
@@ -173,7 +181,7 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None, ordered: lis
     count, mean = middle.count, middle.mean
     if mean is None or spreads is None:
         return {"name": name, "score_type": "range", "count": count, "nan_count": middle.nan_count, **_EMPTY}
-    variance, sample_variance = spreads
+    variance, sample_variance = spreads.variance, spreads.sample_variance
     if ordered is None:
         ordered = sorted(middle.finite)
     percentiles = {}

@@ -24,7 +24,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple, TypeVar, final
+from typing import Any, Final, TypeVar, final
 
 import orjson
 
@@ -142,18 +142,30 @@ class Column:
         return self.middle.finite
 
 
-class KeyFigures(NamedTuple):
+@final
+class KeyFigures:
     """One eligible key's pass@k and pass^k columns and its section 8 entry (None: no
-    measured task), for the (n, c) list they were computed from."""
+    measured task), for the (n, c) list they were computed from. A plain class, built
+    natively by the compiled fold (a NamedTuple's constructor and `_replace` are Python code)."""
 
-    measured: list[Tally]
-    unmeasured: int
-    at_k: list[Column]
-    hat_k: list[Column]
-    """Empty when no task is measured."""
-    statistics: dict[str, Any] | None
-    moves: int = 0
-    """The key's `KeyTally.moves` when the list was taken: while it is the same, so is the list."""
+    __slots__ = ("at_k", "hat_k", "measured", "moves", "statistics", "unmeasured")
+
+    def __init__(
+        self,
+        measured: list[Tally],
+        unmeasured: int,
+        at_k: list[Column],
+        hat_k: list[Column],
+        statistics: dict[str, Any] | None,
+    ) -> None:
+        self.measured: Final = measured
+        self.unmeasured: Final = unmeasured
+        self.at_k: Final = at_k
+        self.hat_k: Final = hat_k
+        """Empty when no task is measured."""
+        self.statistics: Final = statistics
+        self.moves = 0
+        """The key's `KeyTally.moves` when the list was taken: while it is the same, so is the list."""
 
 
 @dataclass(slots=True)

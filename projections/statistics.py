@@ -58,7 +58,8 @@ def key_figures(run: RunState) -> list[tuple[str, KeyFigures]]:
         figures = cache.get(name)
         if figures is None or figures.unmeasured != unmeasured or figures.measured != measured:
             figures = _figures(name, measured, unmeasured, figures)
-        cache[name] = figures._replace(moves=moves[name])
+        figures.moves = moves[name]
+        cache[name] = figures
     return [(name, cache[name]) for name in sorted(moves)]
 
 

@@ -156,7 +156,7 @@ def _entries(columns: list[list[float]], unmeasured: int) -> list[dict[str, Any]
         middle = center(values, len(values) + unmeasured)
         mean = middle.mean
         stderr = low = high = None
-        sample_variance = None if mean is None else spread(middle, mean)[1]
+        sample_variance = None if mean is None else spread(middle, mean).sample_variance
         if mean is not None and sample_variance is not None:
             stderr = math.sqrt(sample_variance) / math.sqrt(middle.count)
             margin = t975(middle.count - 1) * stderr
