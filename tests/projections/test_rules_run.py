@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from events.models import InputEvent
-from projections.run import Outcome, apply
+from projections.run import Outcome, RunState, apply
 from projections.summary import summary
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
+from tests.projections.test_incremental import restored
 
 
 def body(events: Sequence[InputEvent]) -> dict[str, Any]:
@@ -109,6 +110,21 @@ def test_events_after_run_closed_are_applied_as_new_revisions() -> None:
         assert summary(run)["revision"] == revision
     assert summary(run)["event_count"] == 5
     assert [a["value"] for a in summary(run)["summary"]["task_metric_attempts"]["t"]["r.s"]] == [0.0, 1.0, None]
+
+
+def test_the_revision_counts_the_events_positioned_after_the_close_whenever_they_were_applied() -> None:
+    # A state folded out of log order (the worker's, restored in parts): events at later
+    # positions than the close's count toward the revision even when applied before it.
+    run = RunState("r")
+    for position, event in [(1, score("t", "a", "r", {"s": 0.0})), (5, score("t", "b", "r", {"s": 1.0}))]:
+        apply(run, event, position)
+    apply(run, closed(), 3)
+    assert summary(run)["revision"] == 2
+    apply(run, trial("t", "b"), 4)
+    assert summary(run)["revision"] == 3
+    apply(run, trial("t", "c"), 2)  # before the close: no new revision
+    assert summary(run)["revision"] == 3
+    assert summary(restored(run))["revision"] == 3
 
 
 def test_a_second_run_closed_is_ignored() -> None:
