@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -82,11 +83,15 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, ser_json_inf_nan="strings")
 
 
-def _unique(names: list[str], what: str) -> None:
+def _unique(names: list[str], what: Callable[[], str]) -> None:
+    """Refuse a repeated name; `what` says what the names are, made only then (the
+    validators run once per spec of a run.started: the usual case costs one set)."""
+    if len(set(names)) == len(names):
+        return
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise ValueError(f"{what} {name!r} appears twice; each must be unique")
+            raise ValueError(f"{what()} {name!r} appears twice; each must be unique")
         seen.add(name)
 
 
@@ -101,7 +106,8 @@ class MetricSpec(Record):
 
     @model_validator(mode="after")
     def _outputs_unique(self) -> MetricSpec:
-        _unique([o.name for o in self.outputs], f"metric {self.metric_type!r}: output")
+        if len(self.outputs) > 1:
+            _unique([o.name for o in self.outputs], lambda: f"metric {self.metric_type!r}: output")
         return self
 
 
@@ -124,8 +130,8 @@ class TaskSpec(Record):
 
     @model_validator(mode="after")
     def _names_unique(self) -> TaskSpec:
-        _unique([m.metric_type for m in self.metrics], f"task {self.task_id!r}: metric_type")
-        _unique([v.name for v in self.views], f"task {self.task_id!r}: view")
+        _unique([m.metric_type for m in self.metrics], lambda: f"task {self.task_id!r}: metric_type")
+        _unique([v.name for v in self.views], lambda: f"task {self.task_id!r}: view")
         return self
 
 
@@ -161,7 +167,7 @@ class RunStarted(Envelope):
 
     @model_validator(mode="after")
     def _tasks_unique(self) -> RunStarted:
-        _unique([t.task_id for t in self.tasks], "task_id")
+        _unique([t.task_id for t in self.tasks], lambda: "task_id")
         return self
 
 
@@ -191,7 +197,7 @@ class ScoreEmitted(Envelope):
 
 def _distinct_outputs(outputs: list[Output]) -> list[Output]:
     if len(outputs) > 1:
-        _unique([output.name for output in outputs], "output")
+        _unique([output.name for output in outputs], lambda: "output")
     return outputs
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from typing import Any
 
 import orjson
 import pytest
@@ -137,3 +139,27 @@ def test_run_started_refuses_duplicate_task_ids() -> None:
         decode(
             b'{"schema_version":1,"type":"run.started","event_id":"e","run_id":"r","tasks":[{"task_id":"t"},{"task_id":"t"}]}'
         )
+
+
+@pytest.mark.parametrize(
+    ("task", "says"),
+    [
+        (
+            {"task_id": "t", "metrics": [{"metric_type": "m", "outputs": [{"name": "s", "kind": "continuous"}] * 2}]},
+            "metric 'm': output 's' appears twice",
+        ),
+        (
+            {"task_id": "t", "metrics": [{"metric_type": "m", "outputs": []}] * 2},
+            "task 't': metric_type 'm' appears twice",
+        ),
+        (
+            {"task_id": "t", "views": [{"name": "v", "reducer": "mean", "signals": []}] * 2},
+            "task 't': view 'v' appears twice",
+        ),
+    ],
+)
+def test_run_started_refuses_a_name_given_twice_in_a_task_spec_and_says_which(task: dict[str, Any], says: str) -> None:
+    message = {"schema_version": 1, "type": "run.started", "event_id": "e", "run_id": "r", "tasks": [task]}
+    with pytest.raises(DecodeError, match=re.escape(says)) as refused:
+        decode(orjson.dumps(message))
+    assert refused.value.code == "invalid-field"
