@@ -71,9 +71,11 @@ class RunState:
     them. Counted by position, not by arrival, so that a state restored in parts (some
     records newer than others) gives the revision a single pass over the log gives."""
     event_count: int = 0
-    last_position: int = -1
-    """The largest log position of the applied events (-1: none), derived: a run.closed
-    past it has no event after it to count."""
+    last_position: int | None = -1
+    """The largest log position of the applied events (-1: none), kept as they apply: a
+    run.closed at it has no event after it to count. None: not known (a restore or an undo
+    rebuilt the run from its parts; finding it would cost a pass over the run, which only a
+    close then pays)."""
     first_at: float | None = None
     last_at: float | None = None
     """Earliest and latest `occurred_at` (epoch seconds) of run.started / run.closed (a task
@@ -117,21 +119,17 @@ class RunState:
         """1 for the summary at close, +1 for each event applied after it in log order."""
         return self.after_close + 1
 
-    def positions(self) -> Iterator[int]:
-        """The log position of every applied event. O(run)."""
-        yield from self.run_positions
-        for task in self.tasks.values():
-            yield from task.trial_positions
-            for columns in task.metrics.values():
-                for _, _, at, *_ in columns.read().rows:
-                    yield at
-
     def applied_after(self, position: int) -> int:
         """The applied events whose log position is after `position`. O(run), but 0 at
         once for the position of the latest applied event (a run closed by its last event)."""
-        if position >= self.last_position:
+        if self.last_position is not None and position >= self.last_position:
             return 0
-        return sum(1 for at in self.positions() if at > position)
+        count = sum(1 for at in self.run_positions if at > position)
+        for task in self.tasks.values():
+            count += sum(1 for at in task.trial_positions if at > position)
+            rows = (row for columns in task.metrics.values() for row in columns.read().rows)
+            count += sum(1 for _, _, at, *_ in rows if at > position)
+        return count
 
 
 def summary_due(run: RunState, applied: Applied) -> bool:
@@ -166,7 +164,8 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
         return _REDELIVERY
     run.event_count += 1
     at = run.event_count if position is None else position
-    run.last_position = max(run.last_position, at)
+    if run.last_position is not None:
+        run.last_position = max(run.last_position, at)
     if run.closed and at > run.closed_position:
         run.after_close += 1
     moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
@@ -287,5 +286,5 @@ def rederive(run: RunState) -> None:
         for hi in pairs[::2]:
             run.applied.insert(hi)
     rekey_run(run)
-    run.last_position = max(run.positions(), default=-1)
+    run.last_position = None
     run.after_close = run.applied_after(run.closed_position) if run.closed else 0
