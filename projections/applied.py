@@ -26,12 +26,16 @@ from hashlib import blake2b
 from typing import Final
 
 _PAIR: Final = struct.Struct("<QQ")
+_BLAKE2B_128: Final = blake2b(digest_size=16)
+"""Copied for each id: a copy costs less than a constructor's keyword argument."""
 _MIN_SLOTS: Final = 8
 
 
 def fingerprint(event_id: str) -> tuple[int, int]:
     """A stable 128-bit digest of an event id, as (hi, lo) with hi never 0."""
-    hi, lo = _PAIR.unpack(blake2b(event_id.encode(), digest_size=16).digest())
+    hasher = _BLAKE2B_128.copy()
+    hasher.update(event_id.encode())
+    hi, lo = _PAIR.unpack(hasher.digest())
     return hi | 1, lo
 
 
@@ -65,15 +69,16 @@ class AppliedEvents:
         """Whether the run has applied the event of fingerprint (hi, lo). `own`: the kept
         fingerprints of the part the event changes; `everything`: all the run's kept
         fingerprints, looked through only when `own` does not have a candidate's pair."""
-        return self._free(hi, lo, own, everything) < 0
+        return self._free(_key(hi), hi, lo, own, everything) < 0
 
     def add(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
         """Index the event of fingerprint (hi, lo), about to be applied (its pair is kept by
         the caller right after); False if the run has applied it (a redelivery)."""
-        at = self._free(hi, lo, own, everything)
+        key = _key(hi)
+        at = self._free(key, hi, lo, own, everything)
         if at < 0:
             return False
-        self._put(at, _key(hi))
+        self._put(at, key)
         return True
 
     def insert(self, hi: int) -> None:
@@ -82,9 +87,9 @@ class AppliedEvents:
         key = _key(hi)
         self._put(self._empty(key), key)
 
-    def _free(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> int:
-        """The free slot for `hi`'s key, or -1 when the pair is kept already (linear probing)."""
-        slots, width, key = self._slots, self._width, _key(hi)
+    def _free(self, key: int, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> int:
+        """The free slot for `key` (`hi`'s), or -1 when the pair is kept already (linear probing)."""
+        slots, width = self._slots, self._width
         at = key % width
         candidate = False
         while (stored := slots[at]) != 0:

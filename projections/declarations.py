@@ -43,13 +43,24 @@ def key_name(key: Key) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class DeclaredView:
+    """A view as the fold reads it, made once per declaration: plain fields where a
+    `ViewSpec`'s each cost an attribute lookup of a pydantic model."""
+
+    name: str
+    signals: tuple[Key, ...]
+    """Its signals' (metric_type, output) keys, in declaration order."""
+    reduce: Reduce
+
+
+@dataclass(frozen=True, slots=True)
 class TaskDeclaration:
     """What one task declares; shared by every task that declares the same (`_declared`)."""
 
     kinds: Mapping[Key, str]
     views: tuple[ViewSpec, ...]
-    reducers: tuple[Reduce, ...]
-    """Each view's reducer, in the order of `views`."""
+    read_views: tuple[DeclaredView, ...]
+    """`views` as the fold reads them, in the same order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,4 +123,12 @@ def _declared(kinds: tuple[tuple[Key, str], ...], views: bytes) -> TaskDeclarati
     """One declaration per distinct (kinds, views), built from the key itself, so that the
     tasks sharing it keep no part of their own run.started alive."""
     specs = tuple(_VIEWS.validate_json(views))
-    return TaskDeclaration(dict(kinds), specs, tuple(reducer_of(view) for view in specs))
+    read_views = tuple(
+        DeclaredView(
+            sys.intern(view.name),
+            tuple((sys.intern(signal.metric), sys.intern(signal.output)) for signal in view.signals),
+            reducer_of(view),
+        )
+        for view in specs
+    )
+    return TaskDeclaration(dict(kinds), specs, read_views)

@@ -1,7 +1,7 @@
 """The reducers of views (SEMANTICS.md section 4, "View aggregate"): per trial, several
 signal values to one. `mean` and `weighted` add with the same compensated sum as the
 aggregates, signals in declaration order. A declaration holds its views' reducers
-(`projections.declarations.TaskDeclaration`), made once for every task that shares it."""
+(`projections.declarations.DeclaredView`), made once for every task that shares it."""
 
 from __future__ import annotations
 

@@ -155,8 +155,10 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     hi, lo = fingerprint(event.event_id)
     if kind == "run.closed" and run.closed and not run.applied.contains(hi, lo, run.run_events, run.fingerprints):
         return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
+    task_id = ""
     if kind in {"score.emitted", "trial.finished"}:
-        task = run.tasks.get(cast("ScoreEmitted | TrialFinished", event).task_id)
+        task_id = cast("ScoreEmitted | TrialFinished", event).task_id
+        task = run.tasks.get(task_id)
         own = _NO_EVENTS if task is None else task.events
     else:
         own = run.run_events
@@ -170,9 +172,9 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
         run.after_close += 1
     moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
     if kind == "score.emitted":
-        return _score(run, cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
+        return _score(run, _task(run, task_id), cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
     if kind == "trial.finished":
-        return _trial(run, cast(TrialFinished, event), hi, lo, moment=moment, at=at)
+        return _trial(run, _task(run, task_id), cast(TrialFinished, event), hi, lo, moment=moment, at=at)
     _saw(run, moment)
     run.run_events.append(hi)
     run.run_events.append(lo)
@@ -206,8 +208,9 @@ def _task(run: RunState, task_id: str) -> TaskState:
     return task
 
 
-def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: float | None, at: int) -> Applied:
-    task = _task(run, event.task_id)
+def _score(
+    run: RunState, task: TaskState, event: ScoreEmitted, hi: int, lo: int, *, moment: float | None, at: int
+) -> Applied:
     task.events.append(hi)
     task.events.append(lo)
     if moment is not None:
@@ -219,8 +222,9 @@ def _score(run: RunState, event: ScoreEmitted, hi: int, lo: int, *, moment: floa
     return Applied(Outcome.APPLIED, "", task.task_id)
 
 
-def _trial(run: RunState, event: TrialFinished, hi: int, lo: int, *, moment: float | None, at: int) -> Applied:
-    task = _task(run, event.task_id)
+def _trial(
+    run: RunState, task: TaskState, event: TrialFinished, hi: int, lo: int, *, moment: float | None, at: int
+) -> Applied:
     task.events.append(hi)
     task.events.append(lo)
     if moment is not None:

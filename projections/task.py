@@ -68,12 +68,12 @@ class TaskState:
             self.first_score = seq
         # A task has a few trials: its list searched in C costs about what a dict lookup
         # does, where an index dict would cost ~360 bytes a task.
-        trial_ids = self.trial_ids
-        if event.trial_id in trial_ids:
-            trial = trial_ids.index(event.trial_id)
+        trial_ids, trial_id = self.trial_ids, event.trial_id
+        if trial_id in trial_ids:
+            trial = trial_ids.index(trial_id)
         else:
             trial = len(trial_ids)
-            trial_ids.append(event.trial_id)
+            trial_ids.append(trial_id)
         metric = event.metric_type
         columns = self.metrics.get(metric)
         if columns is None:
@@ -91,8 +91,8 @@ class TaskState:
             names = columns.names = shared((sys.intern(outputs[0].name),))
         # The hot path of the whole fold: a score carrying its metric's one output, packed
         # inline, since a call costs as much as the append itself.
-        if len(outputs) == 1 and len(names) == 1 and outputs[0].name == names[0]:
-            kind, value = classify(outputs[0].value)
+        if len(outputs) == 1 and len(names) == 1 and (output := outputs[0]).name == names[0]:
+            kind, value = classify(output.value)
             columns.packed += ONE_OUTPUT.pack(trial, OK, seq, kind, value)
             landed: list[tuple[str, int, float]] = [(names[0], kind, value)]
         else:

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from events.models import Signal
 from projections.columns import MetricRecords
-from projections.declarations import TaskDeclaration
+from projections.declarations import Key, TaskDeclaration
 from projections.task import TaskState
 
 
@@ -22,12 +21,12 @@ def view_values(
     if not trials:
         return
     signals = _SignalValues(read)
-    for view, reduce in zip(declared.views, declared.reducers, strict=True):
+    for view in declared.read_views:
         totals[view.name] = totals.get(view.name, 0) + trials
-        by_signal = [signals.of(signal) for signal in view.signals]
+        by_signal = [signals.of(key) for key in view.signals]
         # The trials with a value for every signal, in trial order; the others are skipped.
         complete = sorted(set(by_signal[0]).intersection(*by_signal[1:])) if by_signal else []
-        reduced = [value for trial in complete if (value := reduce([of[trial] for of in by_signal])) is not None]
+        reduced = [value for trial in complete if (value := view.reduce([of[trial] for of in by_signal])) is not None]
         if reduced:
             values.setdefault(view.name, []).extend(reduced)
 
@@ -39,13 +38,13 @@ class _SignalValues:
 
     def __init__(self, read: dict[str, MetricRecords]) -> None:
         self.read = read
-        self.values: dict[tuple[str, str], dict[int, float]] = {}
+        self.values: dict[Key, dict[int, float]] = {}
 
-    def of(self, signal: Signal) -> dict[int, float]:
-        key = (signal.metric, signal.output)
+    def of(self, key: Key) -> dict[int, float]:
+        """The values of the signal of (metric_type, output) `key`."""
         known = self.values.get(key)
         if known is None:
-            known = self.values[key] = self._compute(*key)
+            known = self.values[key] = self._compute(key[0], key[1])
         return known
 
     def _compute(self, metric: str, output: str) -> dict[int, float]:
