@@ -10,6 +10,7 @@ tasks (of one run or of several) that declare the same metrics and views share o
 
 from __future__ import annotations
 
+import math
 import sys
 import zlib
 from collections.abc import Mapping
@@ -17,10 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from pydantic import TypeAdapter
-
 from events.codec import encode
-from events.models import RunStarted, TaskSpec, ViewSpec
+from events.models import Reducer, RunStarted, Signal, TaskSpec, ViewSpec
 from projections.reducers import Reduce, reducer_of
 from projections.sharing import shared
 
@@ -34,8 +33,6 @@ COMPRESSED_FROM: Final = 4096
 """Encoded run.started of at least this many bytes are kept compressed. Below, compressing
 saves less than a KB and costs more than the rest of the run.started's step (deflate sets
 up ~260 KB of state each time)."""
-
-_VIEWS: Final[TypeAdapter[list[ViewSpec]]] = TypeAdapter(list[ViewSpec])
 
 
 def key_name(key: Key) -> str:
@@ -113,16 +110,34 @@ def _declaration_of(spec: TaskSpec) -> TaskDeclaration:
         for metric in spec.metrics
         for out in metric.outputs
     )
-    # Views are keyed by their encoding: the models hold lists (unhashable), and equal
-    # models may still differ on the wire (a weight of 0.0 and one of -0.0).
-    return _declared(kinds, _VIEWS.dump_json(spec.views))
+    return _declared(kinds, tuple(_view_key(view) for view in spec.views))
+
+
+ViewKey = tuple[str, Reducer, tuple[tuple[str, str, float, float], ...]]
+"""A view as (name, reducer, its signals as (metric, output, weight, weight's sign)):
+hashable where the model holds lists, and apart where equal models differ on the wire (a
+weight of 0.0 and one of -0.0)."""
+
+
+def _view_key(view: ViewSpec) -> ViewKey:
+    signals = tuple(
+        (signal.metric, signal.output, signal.weight, math.copysign(1.0, signal.weight)) for signal in view.signals
+    )
+    return view.name, view.reducer, signals
 
 
 @lru_cache(maxsize=1024)
-def _declared(kinds: tuple[tuple[Key, str], ...], views: bytes) -> TaskDeclaration:
+def _declared(kinds: tuple[tuple[Key, str], ...], views: tuple[ViewKey, ...]) -> TaskDeclaration:
     """One declaration per distinct (kinds, views), built from the key itself, so that the
     tasks sharing it keep no part of their own run.started alive."""
-    specs = tuple(_VIEWS.validate_json(views))
+    specs = tuple(
+        ViewSpec(
+            name=name,
+            reducer=reducer,
+            signals=[Signal(metric=metric, output=output, weight=weight) for metric, output, weight, _ in signals],
+        )
+        for name, reducer, signals in views
+    )
     read_views = tuple(
         DeclaredView(
             sys.intern(view.name),
