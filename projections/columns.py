@@ -22,7 +22,7 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, final
 
@@ -115,16 +115,25 @@ class OutputColumn:
         return any(kind != NON_SEMANTIC for _, kind, _ in self.cells)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MetricColumns:
-    packed: bytearray = field(default_factory=bytearray)
+    # Its __init__ is written out: a dataclass's generated one runs as Python even in the
+    # compiled fold (mypyc compiles the methods of the class body only).
+    packed: bytearray
     """One packed record (`record_layout(width)`) per score, in log order."""
-    names: tuple[str, ...] = ()
+    names: tuple[str, ...]
     """The output names, in the order the scores brought them: one tuple shared by the
     metrics whose names are alike (a dict of outputs per metric cost ~180 bytes)."""
-    spilled: bytearray | None = None
+    spilled: bytearray | None
     """The cells (`SPILLED`: row, name's index, kind, value), rows ascending, of the names
     past the first `DENSE`, which have no slot in the records (None: no such name)."""
+
+    def __init__(
+        self, packed: bytearray | None = None, names: tuple[str, ...] = (), spilled: bytearray | None = None
+    ) -> None:
+        self.packed = bytearray() if packed is None else packed
+        self.names = names
+        self.spilled = spilled
 
     @property
     def width(self) -> int:

@@ -47,9 +47,12 @@ Coverage = dict[str, tuple[int, int, dict[str, int]]]
 """metric_type -> (scores, failed scores, output -> scores carrying it)."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TaskContribution:
     """One task's share of its run's summary, from the task's state alone."""
+
+    # Its __init__ is written out: a dataclass's generated one runs as Python even in the
+    # compiled fold (mypyc compiles the methods of the class body only).
 
     attempts: orjson.Fragment
     """The task's entry of `task_metric_attempts`, encoded."""
@@ -69,6 +72,31 @@ class TaskContribution:
     """The task's trial ids already in the run's `trials`."""
     rows: int
     """The task's score rows (all metrics) it was computed from."""
+
+    def __init__(
+        self,
+        *,
+        attempts: orjson.Fragment,
+        verdicts: dict[str, str],
+        harbor: dict[str, Tally],
+        broken: frozenset[str],
+        views: dict[str, tuple[int, list[float]]],
+        coverage: Coverage,
+        taken_attempts: dict[str, int],
+        taken_numeric: dict[Key, int],
+        taken_trials: int,
+        rows: int,
+    ) -> None:
+        self.attempts = attempts
+        self.verdicts = verdicts
+        self.harbor = harbor
+        self.broken = broken
+        self.views = views
+        self.coverage = coverage
+        self.taken_attempts = taken_attempts
+        self.taken_numeric = taken_numeric
+        self.taken_trials = taken_trials
+        self.rows = rows
 
 
 @final

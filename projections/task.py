@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -31,34 +31,71 @@ from projections.sharing import shared
 ONE_OUTPUT: Final = record_layout(1)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class TaskState:
+    # Its __init__ is written out: a dataclass's generated one runs as Python even in the
+    # compiled fold (mypyc compiles the methods of the class body only).
     task_id: str
-    first_score: int = -1
+    first_score: int
     """The log position (`run.apply`) of the task's first score (orders undeclared tasks); -1: none yet."""
-    touched: bool = False
+    touched: bool
     """Some trial or score event named this task (a declared untouched task is pending)."""
-    trial_ids: list[str] = field(default_factory=list)
-    metrics: dict[str, MetricColumns] = field(default_factory=dict)
-    keys: tuple[Key, ...] = ()
+    trial_ids: list[str]
+    metrics: dict[str, MetricColumns]
+    keys: tuple[Key, ...]
     """The task's keys, in the order it got them: one tuple shared by the tasks whose keys
     are alike (most tasks of a run), where a dict of dicts per task cost ~1.2 KB."""
-    counts: list[int] = field(default_factory=list)
+    counts: list[int]
     """n, c of each of `keys`, flat: the task's (n, c) of `keys[i]` is `counts[2 * i : 2 * i + 2]`."""
-    events: array[int] = field(default_factory=lambda: array("Q"))
+    events: array[int]
     """Fingerprints (hi, lo pairs) of the events applied to this task: persisted with it,
     they rebuild the run's redelivery index on restore."""
-    trial_positions: array[int] = field(default_factory=lambda: array("q"))
+    trial_positions: array[int]
     """Log positions of the task's trial.finished events (its scores' are in their columns)."""
-    excluded: frozenset[Key] = frozenset()
+    excluded: frozenset[Key]
     """Keys the task declares label or model: never an attempt list (rule 3)."""
-    trials_completed: int = 0
-    trials_failed: int = 0
-    first_at: float | None = None
-    last_at: float | None = None
+    trials_completed: int
+    trials_failed: int
+    first_at: float | None
+    last_at: float | None
     """Earliest and latest `occurred_at` (epoch seconds) of the task's events."""
-    failed_trials: list[tuple[int, str, str]] | None = None
+    failed_trials: list[tuple[int, str, str]] | None
     """(log position, error type, trial_id) of failed trial.finished events (None: none yet)."""
+
+    def __init__(
+        self,
+        task_id: str,
+        *,
+        first_score: int = -1,
+        touched: bool = False,
+        trial_ids: list[str] | None = None,
+        metrics: dict[str, MetricColumns] | None = None,
+        keys: tuple[Key, ...] = (),
+        counts: list[int] | None = None,
+        events: array[int] | None = None,
+        trial_positions: array[int] | None = None,
+        excluded: frozenset[Key] = frozenset(),
+        trials_completed: int = 0,
+        trials_failed: int = 0,
+        first_at: float | None = None,
+        last_at: float | None = None,
+        failed_trials: list[tuple[int, str, str]] | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.first_score = first_score
+        self.touched = touched
+        self.trial_ids = [] if trial_ids is None else trial_ids
+        self.metrics = {} if metrics is None else metrics
+        self.keys = keys
+        self.counts = [] if counts is None else counts
+        self.events = array("Q") if events is None else events
+        self.trial_positions = array("q") if trial_positions is None else trial_positions
+        self.excluded = excluded
+        self.trials_completed = trials_completed
+        self.trials_failed = trials_failed
+        self.first_at = first_at
+        self.last_at = last_at
+        self.failed_trials = failed_trials
 
     def record_score(self, event: ScoreEmitted, seq: int, eligible: Mapping[Key, KeyTally]) -> None:
         """Append one score, updating this task's (n, c) per key and, for pass@k-eligible
