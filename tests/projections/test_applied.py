@@ -58,6 +58,20 @@ def test_the_index_says_new_exactly_for_pairs_not_kept(pairs: list[tuple[int, in
             seen.add((hi, lo))
 
 
+@given(st.sets(st.integers(0, 2**63 - 1).map(lambda half: half << 1 | 1), min_size=1, max_size=300))
+def test_an_index_that_grew_still_finds_every_pair(his: set[int]) -> None:
+    """Full-width (odd, as `fingerprint` makes them) `hi` halves through several growths of a
+    table sized for 4: every kept pair is found after, and a pair not kept is not."""
+    index, own = AppliedEvents(), kept()
+    for hi in his:
+        assert index.add(hi, 0, own, lambda: [own])
+        own.extend((hi, 0))
+    assert len(index) == len(his)
+    for hi in his:
+        assert index.contains(hi, 0, own, lambda: [own])
+        assert not index.contains(hi, 1, own, lambda: [own])
+
+
 def test_a_redelivery_naming_another_task_is_found_and_a_rebuilt_index_agrees() -> None:
     run = RunState("r")
     first = score("t1", "trial-1", "reward", {"score": 1.0}, run_id="r", event_id="e-1")
