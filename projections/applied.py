@@ -57,10 +57,10 @@ class AppliedEvents:
     """Keys of a run's applied fingerprints: `add` says whether an event is new."""
 
     __slots__ = ("_limit", "_size", "_slots", "_width")
+    _slots: array[int]
 
     def __init__(self, capacity: int = _MIN_SLOTS // 2) -> None:
         self._size = 0
-        self._slots: array[int] = array("Q")
         self._allocate(capacity)
 
     def __len__(self) -> int:

@@ -118,7 +118,7 @@ class InOrder:
         after the items there (a run's first summary, an event at the end of the log), one
         by one when few (a late event's), else in one sort."""
         # Seqs are unique: the items are looked up by seq, and only ints are sorted (a sort
-        # of pairs compares each pair's heads for equality first, ~4x the cost).
+        # of pairs compares each pair's heads for equality before it orders them).
         by_seq = dict(new)
         seqs = sorted(by_seq)
         if not self.seqs or seqs[0] > self.seqs[-1]:
