@@ -42,9 +42,9 @@ from events.models import (
     TrialFinished,
     TrialStatus,
     Usage,
-    rfc3339,
 )
 from events.nonfinite import NONFINITE_STRINGS
+from events.timestamps import epoch_seconds
 
 M = TypeVar("M", bound=Record)
 
@@ -153,7 +153,7 @@ def _new(cls: type[M], values: dict[str, Any], given: set[str]) -> M:
 
 def _timestamp(value: str) -> bool:
     try:
-        rfc3339(value)
+        epoch_seconds(value)
     except ValueError:
         return False
     return True

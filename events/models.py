@@ -9,33 +9,18 @@ the fields EVENTS.md lets be non-finite accept the strings "NaN", "Infinity" and
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
 
 from events.nonfinite import NONFINITE_STRINGS
+from events.timestamps import rfc3339
 
 EVENT_ID_MAX = 128
 RUN_ID_MAX = 256
 NAME_MAX = 256
 """Bound for task ids, trial ids, metric types and output names (EVENTS.md is silent; chosen)."""
-
-
-_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
-
-
-def rfc3339(value: str) -> str:
-    # Kept as the producer wrote it, so that the event round-trips byte for byte.
-    try:
-        if _RFC3339.fullmatch(value) is None:
-            raise ValueError
-        datetime.fromisoformat(value.upper())
-    except ValueError:
-        raise ValueError("must be an RFC 3339 timestamp with a time zone, e.g. 2026-11-30T12:00:00Z") from None
-    return value
 
 
 INT_LIMIT = 2**63

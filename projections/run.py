@@ -15,10 +15,10 @@ import enum
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Final, cast, final
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from events.timestamps import epoch_seconds
 from projections.applied import AppliedEvents, fingerprint
 from projections.declarations import Declarations, Key
 from projections.passk import KeyTally
@@ -170,7 +170,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
         run.last_position = max(run.last_position, at)
     if run.closed and at > run.closed_position:
         run.after_close += 1
-    moment = datetime.fromisoformat(event.occurred_at.upper()).timestamp() if event.occurred_at else None
+    moment = epoch_seconds(event.occurred_at) if event.occurred_at else None
     if kind == "score.emitted":
         return _score(run, _task(run, task_id), cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
     if kind == "trial.finished":

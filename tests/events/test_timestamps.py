@@ -1,0 +1,104 @@
+"""`epoch_seconds` against the rule: RFC 3339's pattern, then
+`datetime.fromisoformat(value.upper()).timestamp()`, on values drawn near and across its
+bounds, each read twice (the second read answers from the value kept)."""
+
+from __future__ import annotations
+
+import re
+import struct
+from datetime import datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from events.codec import DecodeError, decode
+from events.timestamps import PROBLEM, epoch_seconds, rfc3339
+
+PATTERN = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+
+
+def reference(value: str) -> float | None:
+    """The moment, or None where the rule refuses the value."""
+    if PATTERN.fullmatch(value) is None:
+        return None
+    try:
+        return datetime.fromisoformat(value.upper()).timestamp()
+    except ValueError:
+        return None
+
+
+def read(value: str) -> float | None:
+    """The moment, or None where `epoch_seconds` refuses the value, saying why."""
+    try:
+        return epoch_seconds(value)
+    except ValueError as error:
+        said = str(error)
+    assert said == PROBLEM
+    return None
+
+
+def bits(moment: float | None) -> bytes | None:
+    return None if moment is None else struct.pack("<d", moment)
+
+
+def number(low: int, high: int, width: int, past: int = 0) -> st.SearchStrategy[str]:
+    """Numbers in [low, high] written in `width` digits; with `past`, as often one of the
+    `past` just beyond the range."""
+    within = st.integers(low, high)
+    if past:
+        within = within | st.integers(high + 1, high + past) | st.integers(max(low - past, 0), low)
+    return within.map(lambda value: str(value).zfill(width))
+
+
+digit = st.sampled_from("0123456789") | st.sampled_from("٣۷x ")  # other scripts' digits, and not digits
+heads = st.builds(
+    lambda year, month, day, t, hour, minute: f"{year}-{month}-{day}{t}{hour}:{minute}",
+    number(1, 9999, 4),
+    number(1, 12, 2, past=1),
+    number(1, 28, 2, past=4),
+    st.sampled_from("Tt") | st.just(" "),
+    number(0, 23, 2, past=1),
+    number(0, 59, 2, past=1),
+)
+zones = st.sampled_from(["Z", "z", "+00:00", "-00:00", "+05:30", "-12:00", "+23:59"]) | st.sampled_from(
+    ["+24:00", "+01:60", "01:00", ""]
+)
+seconds = number(0, 59, 2, past=2) | st.text(digit, min_size=0, max_size=3)
+fractions = st.just("") | st.text(digit, min_size=0, max_size=12).map(lambda digits: "." + digits) | st.just(",5")
+
+
+@given(st.lists(heads, min_size=1, max_size=3), st.data())
+def test_every_value_reads_as_the_rule_reads_it(minutes: list[str], data: st.DataObject) -> None:
+    for _ in range(20):
+        value = data.draw(st.sampled_from(minutes)) + ":" + data.draw(seconds) + data.draw(fractions) + data.draw(zones)
+        expected = reference(value)
+        assert bits(read(value)) == bits(expected), value
+        assert bits(read(value)) == bits(expected), value  # again: the value read last
+
+
+@given(st.text(max_size=40))
+def test_any_text_reads_as_the_rule_reads_it(value: str) -> None:
+    assert bits(read(value)) == bits(reference(value))
+
+
+def test_a_value_read_after_a_valid_one_is_checked() -> None:
+    assert epoch_seconds("2026-11-30T12:00:59.9999999Z") == 1796040059.999999
+    for refused in ("2026-11-30T12:00:60Z", "2026-11-30T12:00:5xZ", "2026-11-30T12:00:00.Z", "2026-11-30T12:00:00,5Z"):
+        assert epoch_seconds("2026-11-30T12:00:00Z") == 1796040000.0
+        with pytest.raises(ValueError, match="RFC 3339"):
+            epoch_seconds(refused)
+
+
+def test_the_validator_keeps_the_value_as_written() -> None:
+    assert rfc3339("2026-11-30t12:00:00.5z") == "2026-11-30t12:00:00.5z"
+
+
+def test_a_refused_timestamp_is_a_dead_letter_reason() -> None:
+    line = b'{"schema_version":1,"type":"run.closed","event_id":"e","run_id":"r","occurred_at":"2026-11-30T12:00:60Z"}'
+    decode(line.replace(b":60Z", b":59Z"))
+    with pytest.raises(DecodeError) as refused:
+        decode(line)
+    assert refused.value.code == "invalid-field"
+    assert "occurred_at" in str(refused.value)
+    assert PROBLEM in str(refused.value)
