@@ -15,12 +15,6 @@ def wire_float(value: float) -> float | str:
     return "Infinity" if value > 0 else "-Infinity"
 
 
-def wire_number(value: float | None) -> float | str | None:
-    """`wire_float` of a value that may be absent: None stays None. A finite value, nearly
-    every one, is returned without calling `wire_float`."""
-    return value if value is None or math.isfinite(value) else wire_float(value)
-
-
 def read_float(value: float | str | None) -> float | None:
     """A wire number (a float, or one of the non-finite strings) as a float; None stays None."""
     return NONFINITE_STRINGS[value] if isinstance(value, str) else value

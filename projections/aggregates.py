@@ -18,17 +18,23 @@ from __future__ import annotations
 import math
 from bisect import insort_right
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, final
 
-from events.nonfinite import wire_float, wire_number
+from events.nonfinite import wire_float
 
 PERCENTILES: Final = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 _LABELS: Final = tuple(f"p{p}" for p in PERCENTILES)
 
 Aggregate = dict[str, Any]
 """A JSON-ready range aggregate record (see `events.outputs.RangeAggregate`)."""
+
+
+def wire_number(value: float | None) -> float | str | None:
+    """`events.nonfinite.wire_float` of a value that may be absent: None stays None. Here, in
+    the compiled fold, so that a finite value, nearly every one, costs no call of Python."""
+    return value if value is None or math.isfinite(value) else wire_float(value)
 
 
 def compensated_sum(values: Iterable[float]) -> float:
@@ -210,20 +216,30 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None, ordered: lis
     }
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Growing:
     """A range aggregate's values that only ever grow at the end (a metric output's, in run
     log order), kept ready as they come: the finite ones in order and sorted, and their
     running sum. A record then costs the spread alone, the one figure that every value
     moves (the squared deviations are from the new mean): O(values) once, not a sort."""
 
-    taken: int = 0
+    # Its __init__ is written out: a dataclass's generated one runs as Python even in the
+    # compiled fold (one is made per metric output of every run's summary).
+
+    taken: int
     """The values given so far, finite or not."""
-    finite: list[float] = field(default_factory=list)
-    ordered: list[float] = field(default_factory=list)
+    finite: list[float]
+    ordered: list[float]
     """`finite` sorted, equal values in their order there: what `sorted` gives them."""
-    total: float = 0.0
-    compensation: float = 0.0
+    total: float
+    compensation: float
+
+    def __init__(self) -> None:
+        self.taken = 0
+        self.finite = []
+        self.ordered = []
+        self.total = 0.0
+        self.compensation = 0.0
 
     def extend(self, values: list[float]) -> None:
         """The values that come after those given so far."""

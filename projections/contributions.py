@@ -23,13 +23,12 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar, final
 
 import orjson
 
-from events.nonfinite import wire_number
-from projections.aggregates import Center, Growing, Spread
+from projections.aggregates import Center, Growing, Spread, wire_number
 from projections.attempts import AttemptList, task_attempts
 from projections.columns import MetricRecords
 from projections.declarations import Key, key_name
@@ -141,13 +140,21 @@ class InOrder:
 _FEW: Final = 64
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class MetricCoverage:
     """A metric's scores over the run: all, failed, and per output those carrying it."""
 
-    scores: int = 0
-    failed: int = 0
-    carried: dict[str, int] = field(default_factory=dict)
+    # The __init__ of this class and of the other dataclasses made per run or per summary is
+    # written out: a dataclass's generated one runs as Python even in the compiled fold.
+
+    scores: int
+    failed: int
+    carried: dict[str, int]
+
+    def __init__(self) -> None:
+        self.scores = 0
+        self.failed = 0
+        self.carried = {}
 
 
 @final
@@ -198,41 +205,60 @@ class KeyFigures:
         """The key's `KeyTally.moves` when the list was taken: while it is the same, so is the list."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class SummaryCache:
     dirty: set[str]
     """Tasks changed since their contribution was computed."""
-    tasks: dict[str, TaskContribution] = field(default_factory=dict)
-    numeric: dict[Key, InOrder] = field(default_factory=dict)
+    tasks: dict[str, TaskContribution]
+    numeric: dict[Key, InOrder]
     """Every numeric value of each (metric, output), in run log order."""
-    rewards: dict[str, dict[str, InOrder]] = field(default_factory=dict)
+    rewards: dict[str, dict[str, InOrder]]
     """Key name -> value label -> trial ids of its non-null attempts, in log order."""
-    coverage: dict[str, MetricCoverage] = field(default_factory=dict)
-    trials: set[str] = field(default_factory=set)
+    coverage: dict[str, MetricCoverage]
+    trials: set[str]
     """Every task's trial ids (a trial id may be in several tasks: counted once)."""
-    graded: set[str] = field(default_factory=set)
+    graded: set[str]
     """The trial ids with a completed or partial score, of any task and metric."""
-    outputs: dict[str, set[str]] = field(default_factory=dict)
+    outputs: dict[str, set[str]]
     """metric_type -> the output names its scores carried."""
-    metric_records: dict[Key, tuple[int, orjson.Fragment]] = field(default_factory=dict)
+    metric_records: dict[Key, tuple[int, orjson.Fragment]]
     """(metric, output) -> (its metric's score count, its aggregate encoded), until a value lands."""
-    metric_values: dict[Key, tuple[int, Growing]] = field(default_factory=dict)
+    metric_values: dict[Key, tuple[int, Growing]]
     """(metric, output) -> (its `numeric` list's `rearranged` then, its values ready for the
     aggregate): a value that lands at the end of the log (a late score's) is added to them."""
-    view_records: list[orjson.Fragment] | None = None
+    view_records: list[orjson.Fragment] | None
     """The view aggregates encoded, until some task's views change (None: to compute)."""
-    view_totals: dict[str, int] = field(default_factory=dict)
+    view_totals: dict[str, int]
     """View name -> the trials of the declared tasks that have it."""
-    view_values: dict[str, list[list[float]]] = field(default_factory=dict)
+    view_values: dict[str, list[list[float]]]
     """View name -> per declared task, in declaration order, the values it reduces to:
     concatenated, the view aggregate's values (a changed task replaces its own slot)."""
-    declared_at: dict[str, int] | None = None
+    declared_at: dict[str, int] | None
     """Declared task id -> its place in declaration order (made when first needed)."""
-    keys: dict[str, KeyFigures] = field(default_factory=dict)
-    harbor: dict[str, tuple[list[Tally], dict[str, float]]] = field(default_factory=dict)
+    keys: dict[str, KeyFigures]
+    harbor: dict[str, tuple[list[Tally], dict[str, float]]]
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
-    exceptions: tuple[int, dict[str, list[str]]] | None = None
+    exceptions: tuple[int, dict[str, list[str]]] | None
     """(the run's failed trials then, Harbor's exception_stats gathered from them)."""
+
+    def __init__(self, dirty: set[str]) -> None:
+        self.dirty = dirty
+        self.tasks = {}
+        self.numeric = {}
+        self.rewards = {}
+        self.coverage = {}
+        self.trials = set()
+        self.graded = set()
+        self.outputs = {}
+        self.metric_records = {}
+        self.metric_values = {}
+        self.view_records = None
+        self.view_totals = {}
+        self.view_values = {}
+        self.declared_at = None
+        self.keys = {}
+        self.harbor = {}
+        self.exceptions = None
 
 
 def cache_of(run: RunState) -> SummaryCache:
@@ -271,13 +297,17 @@ def _kept(kept: dict[K, V], key: K, make: Callable[[], V]) -> V:
     return value
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class _Landed:
     """The (seq, item) pairs the changed tasks add to the run-wide ordered structures."""
 
-    numeric: dict[Key, list[tuple[int, float]]] = field(default_factory=dict)
-    rewards: dict[str, dict[str, list[tuple[int, str]]]] = field(default_factory=dict)
+    numeric: dict[Key, list[tuple[int, float]]]
+    rewards: dict[str, dict[str, list[tuple[int, str]]]]
     """Key name -> value label -> (seq, trial id) pairs."""
+
+    def __init__(self) -> None:
+        self.numeric = {}
+        self.rewards = {}
 
 
 class _Shrunk(Exception):

@@ -9,7 +9,7 @@ progress must say exactly what the summary would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from projections.verdicts import FAILED, FLAKY, SOLVED, verdict_of
@@ -60,16 +60,25 @@ def hat_estimates(n: int, c: int) -> tuple[float, ...]:
     return tuple(figures)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class KeyTally:
     """Run-wide verdict counts of one eligible key, kept as tasks' (n, c) change."""
 
-    verdicts: dict[str, int] = field(default_factory=lambda: {SOLVED: 0, FLAKY: 0, FAILED: 0})
-    unmeasured: int = 0
-    pending: int = 0
+    # Its __init__ is written out: a dataclass's generated one runs as Python even in the
+    # compiled fold (one is made per eligible key of every run).
+
+    verdicts: dict[str, int]
+    unmeasured: int
+    pending: int
     """Declared tasks with this key that nothing has arrived for (counted in `unmeasured` too)."""
-    moves: int = 0
+    moves: int
     """Tasks' (n, c) added or moved so far: the same count, the same tallies."""
+
+    def __init__(self) -> None:
+        self.verdicts = {SOLVED: 0, FLAKY: 0, FAILED: 0}
+        self.unmeasured = 0
+        self.pending = 0
+        self.moves = 0
 
     def add(self, tally: Tally) -> None:
         self.moves += 1
