@@ -17,7 +17,13 @@ FOLD_SOURCES := $(sort $(filter-out projections/__init__.py,$(wildcard projectio
 projections/compiled.digest: $(BIN)/.installed $(FOLD_SOURCES) .ci/compile_fold.py
 	$(BIN)/python .ci/compile_fold.py
 
-install: $(BIN)/.installed projections/compiled.digest
+# The recogniser compiled from Rust (events/compiled.py says when it is used).
+NATIVE_SOURCES := events/native/Cargo.toml events/native/Cargo.lock $(wildcard events/native/src/*.rs)
+
+events/native.digest: $(BIN)/.installed $(NATIVE_SOURCES) .ci/compile_native.py
+	$(BIN)/python .ci/compile_native.py
+
+install: $(BIN)/.installed projections/compiled.digest events/native.digest
 
 ## The whole suite: lint, format, types, import layers, then every test.
 test: check unit

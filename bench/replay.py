@@ -35,6 +35,7 @@ from pydantic import TypeAdapter
 
 import projections
 from events.codec import decode
+from events.compiled import PURE_SETTING
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
 from projections.run import RunState, apply
@@ -129,7 +130,7 @@ def _fresh(function: Callable[..., T], *args: object, pure: bool = False) -> T:
     source even where `make install` compiled it (projections/__init__.py)."""
     environment = dict(os.environ)
     if pure:
-        os.environ[projections.PURE_SETTING] = "1"  # the spawned process starts with it
+        os.environ[PURE_SETTING] = "1"  # the spawned process starts with it
     try:
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
             return pool.submit(function, *args).result()

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 import orjson
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from events.fastpath import recognise
+from events.compiled import RECOGNISERS
 from events.models import InputEvent
 from events.outputs import OutputEvent
 
@@ -50,15 +50,18 @@ class DecodeError(ValueError):
 
 def decode(raw: bytes | str) -> InputEvent:
     """Validate one message against the v1 contract (EVENTS.md). The common valid shapes
-    are recognised without pydantic (`events.fastpath`); everything else, every refusal
+    are recognised without pydantic (`events.compiled.RECOGNISERS`); everything else, every refusal
     included, is `validate`'s."""
     if len(raw) > MAX_EVENT_BYTES:
         raise DecodeError(
             "oversized",
             f"message is {len(raw)} bytes, over the {MAX_EVENT_BYTES}-byte limit; split the run or trim outputs",
         )
-    event = recognise(raw)
-    return event if event is not None else validate(raw)
+    for recognise in RECOGNISERS:
+        event = recognise(raw)
+        if event is not None:
+            return event
+    return validate(raw)
 
 
 def validate(raw: bytes | str) -> InputEvent:

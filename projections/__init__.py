@@ -27,9 +27,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Literal
 
+from events.compiled import PURE_SETTING
+
 _HERE = Path(__file__).resolve().parent
 DIGEST = _HERE / "compiled.digest"
-PURE_SETTING = "EVALSTREAM_PURE"
 
 
 NOT_COMPILED = frozenset(

@@ -1,5 +1,7 @@
-"""The fast path agrees with pydantic: what it accepts, pydantic accepts with equal fields,
-and every message it leaves alone gets pydantic's code and sentence."""
+"""The fast paths agree with pydantic: what they accept, pydantic accepts with equal fields,
+and every message they leave alone gets pydantic's code and sentence. Every test runs on the
+Python fast path (`events.fastpath`) and on the recogniser compiled from Rust
+(`events.compiled`), which must be built."""
 
 from __future__ import annotations
 
@@ -16,10 +18,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from events import compiled, fastpath
 from events.codec import DecodeError, decode, encode, validate
-from events.fastpath import recognise
+from events.compiled import Recognise
 from events.models import ScoreMeasured
 from events.synthetic import interleave, synthetic_run
+
+
+@pytest.fixture(scope="module", params=["python", "compiled"])
+def recognise(request: pytest.FixtureRequest) -> Recognise:
+    if request.param == "python":
+        return fastpath.recognise
+    if compiled.COMPILED is None:
+        pytest.fail(
+            f"the compiled recogniser is not built, or {compiled.PURE_SETTING}=1 is set: run `make install`"
+            " (it needs Rust's cargo) and run the tests without that setting"
+        )
+    return compiled.COMPILED
+
 
 EXAMPLES = Path(__file__).parents[3] / "shared" / "examples" / "mixed-runs.jsonl"
 
@@ -249,7 +265,9 @@ def outcome(raw: bytes | str) -> tuple[str, str] | None:
 
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages())
-def test_the_fast_path_accepts_only_what_pydantic_accepts_and_builds_the_same_event(raw: bytes | str) -> None:
+def test_the_fast_path_accepts_only_what_pydantic_accepts_and_builds_the_same_event(
+    recognise: Recognise, raw: bytes | str
+) -> None:
     fast = recognise(raw)
     refused = outcome(raw)
     if refused is not None:
@@ -268,13 +286,15 @@ def test_the_fast_path_accepts_only_what_pydantic_accepts_and_builds_the_same_ev
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages(duplicate=False))
-def test_every_valid_score_trial_and_close_without_a_repeated_key_takes_the_fast_path(raw: bytes | str) -> None:
+def test_every_valid_score_trial_and_close_without_a_repeated_key_takes_the_fast_path(
+    recognise: Recognise, raw: bytes | str
+) -> None:
     started = ('"run.started"' in raw) if isinstance(raw, str) else (b'"run.started"' in raw)
     if outcome(raw) is None and not started:
         assert recognise(raw) is not None
 
 
-def test_the_models_built_are_frozen() -> None:
+def test_the_models_built_are_frozen(recognise: Recognise) -> None:
     event = recognise(next(orjson.dumps(e) for e in synthetic_run("r", tasks=1) if e["type"] == "score.emitted"))
     assert event is not None
     with pytest.raises(Exception, match="frozen"):
@@ -282,7 +302,7 @@ def test_the_models_built_are_frozen() -> None:
 
 
 @pytest.mark.parametrize("source", ["synthetic", "examples"])
-def test_the_logs_decode_on_the_fast_path_to_what_pydantic_gives(source: str) -> None:
+def test_the_logs_decode_on_the_fast_path_to_what_pydantic_gives(recognise: Recognise, source: str) -> None:
     if source == "examples":
         lines = [line for line in EXAMPLES.read_bytes().splitlines() if line.strip()]
     else:
@@ -300,7 +320,7 @@ def test_the_logs_decode_on_the_fast_path_to_what_pydantic_gives(source: str) ->
     assert taken > len(lines) // 2
 
 
-def test_a_non_finite_string_is_read_as_the_float() -> None:
+def test_a_non_finite_string_is_read_as_the_float(recognise: Recognise) -> None:
     raw = (
         b'{"schema_version":1,"type":"score.emitted","event_id":"e","run_id":"r","task_id":"t","trial_id":"x",'
         b'"metric_type":"m","status":"completed","outputs":[{"name":"a","value":"-Infinity"},{"name":"b","value":"NaN"}]}'

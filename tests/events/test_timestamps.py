@@ -1,17 +1,20 @@
 """`epoch_seconds` against the rule: RFC 3339's pattern, then
 `datetime.fromisoformat(value.upper()).timestamp()`, on values drawn near and across its
-bounds, each read twice (the second read answers from the value kept)."""
+bounds, each read twice (the second read answers from the value kept); and the compiled
+recogniser's reading of the common forms (`events._native.epoch_seconds_of`) against it."""
 
 from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Callable
 from datetime import datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from events import compiled
 from events.codec import DecodeError, decode
 from events.timestamps import PROBLEM, epoch_seconds, rfc3339
 
@@ -75,6 +78,47 @@ def test_every_value_reads_as_the_rule_reads_it(minutes: list[str], data: st.Dat
         expected = reference(value)
         assert bits(read(value)) == bits(expected), value
         assert bits(read(value)) == bits(expected), value  # again: the value read last
+
+
+@pytest.fixture(scope="module")
+def compiled_reading() -> Callable[[str], float | None]:
+    if compiled.NATIVE is None:
+        pytest.fail(f"the compiled recogniser is not built, or {compiled.PURE_SETTING}=1 is set: run `make install`")
+    reading: Callable[[str], float | None] = compiled.NATIVE.epoch_seconds_of
+    return reading
+
+
+@given(st.lists(heads, min_size=1, max_size=3), st.data())
+def test_the_compiled_reading_is_the_rules_where_it_reads(
+    compiled_reading: Callable[[str], float | None], minutes: list[str], data: st.DataObject
+) -> None:
+    for _ in range(20):
+        value = data.draw(st.sampled_from(minutes)) + ":" + data.draw(seconds) + data.draw(fractions) + data.draw(zones)
+        moment = compiled_reading(value)
+        if moment is not None:
+            assert bits(moment) == bits(reference(value)), value
+
+
+common_zones = st.sampled_from(["Z", "z"]) | st.builds(
+    lambda sign, hours, minutes: f"{sign}{hours:02d}:{minutes:02d}",
+    st.sampled_from("+-"),
+    st.integers(0, 23),
+    st.integers(0, 59),
+)
+
+
+@given(
+    st.datetimes(min_value=datetime(1686, 1, 1), max_value=datetime(2254, 12, 31)),
+    st.integers(0, 6),
+    common_zones,
+    st.sampled_from("Tt"),
+)
+def test_the_compiled_reading_reads_every_common_form(
+    compiled_reading: Callable[[str], float | None], moment: datetime, digits: int, zone: str, t: str
+) -> None:
+    fraction = f".{moment.microsecond:06d}"[: digits + 1] if digits else ""
+    value = moment.strftime("%Y-%m-%d") + t + moment.strftime("%H:%M:%S") + fraction + zone
+    assert bits(compiled_reading(value)) == bits(reference(value)), value
 
 
 @given(st.text(max_size=40))

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import projections
 from events.codec import encode
+from events.compiled import PURE_SETTING
 from events.synthetic import interleave, synthetic_run
 from tests.projections.examples import EXAMPLE_LOG
 from tests.projections.trace import read_frame, trace, write_frame
@@ -32,7 +33,7 @@ NOT_BUILT = "the compiled fold is not built from these sources: run `make instal
 
 
 def compiled_environment() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items() if name != projections.PURE_SETTING}
+    return {name: value for name, value in os.environ.items() if name != PURE_SETTING}
 
 
 class CompiledPeer:
@@ -110,7 +111,7 @@ def test_a_log_of_big_runs_traces_alike_in_both_builds(compiled: CompiledPeer) -
 def build_in(directory: Path, *, pure: bool = False) -> subprocess.CompletedProcess[str]:
     environment = compiled_environment() | {"PYTHONPATH": str(directory)}
     if pure:
-        environment[projections.PURE_SETTING] = "1"
+        environment[PURE_SETTING] = "1"
     probe = "import projections, projections.step as s; print(projections.BUILD, s.__file__.rsplit('.', 1)[-1])"
     return subprocess.run(
         [sys.executable, "-c", probe], cwd=directory, env=environment, capture_output=True, text=True, check=True

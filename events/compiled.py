@@ -1,0 +1,109 @@
+"""The recogniser compiled from Rust (`events/native`), picked when it was built from the
+sources as they are.
+
+`make install` builds it (`.ci/compile_native.py`: the extension module `events/_native*.so`
+and `events/native.digest`, the digest of the sources it was built from). `RECOGNISERS` are
+the fast paths `events.codec.decode` tries in turn before pydantic's validator: the compiled
+one first when it is current, then `events.fastpath.recognise`, the Python reference it is
+tested against (`tests/events/test_fastpath.py` runs every case on both). `EVALSTREAM_PURE=1`
+leaves it out, as it leaves the compiled fold out; a build older than its sources is left out
+with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Callable
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+from types import ModuleType
+from typing import Final
+
+from events import fastpath
+from events.models import (
+    EVENT_ID_MAX,
+    NAME_MAX,
+    RUN_ID_MAX,
+    ErrorInfo,
+    InputEvent,
+    Output,
+    RunClosed,
+    ScoreFailed,
+    ScoreMeasured,
+    TrialFinished,
+    Usage,
+)
+from events.nonfinite import NONFINITE_STRINGS
+from events.timestamps import LAST_READ, epoch_seconds
+
+PURE_SETTING: Final = "EVALSTREAM_PURE"
+"""Set to 1: run the Python sources of the compiled parts (this recogniser and the fold)."""
+
+_HERE = Path(__file__).resolve().parent
+SOURCES: Final = _HERE / "native"
+DIGEST: Final = _HERE / "native.digest"
+
+Recognise = Callable[[bytes | str], InputEvent | None]
+
+
+def source_digest() -> str:
+    """The digest of the crate's sources: its manifest, lock file and Rust files."""
+    digest = hashlib.sha256()
+    for path in sorted([SOURCES / "Cargo.toml", SOURCES / "Cargo.lock", *SOURCES.glob("src/*.rs")]):
+        digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def built_modules() -> list[Path]:
+    """The extension module `make install` built here for this interpreter, if any."""
+    return sorted(_HERE.glob(f"_native{EXTENSION_SUFFIXES[0]}"))
+
+
+def native_module() -> ModuleType | None:
+    """`events._native`, when built from the sources as they are (else None)."""
+    if not built_modules() or os.environ.get(PURE_SETTING) == "1":
+        return None
+    if not DIGEST.is_file() or DIGEST.read_text().strip() != source_digest():
+        warnings.warn(
+            f"the compiled recogniser in {_HERE} is older than its sources in {SOURCES}; decoding without it"
+            " (run `make install` to build it again)",
+            stacklevel=2,
+        )
+        return None
+    from events import _native  # type: ignore[attr-defined]
+
+    module: ModuleType = _native
+    return module
+
+
+NATIVE: Final = native_module()
+
+
+def compiled_recogniser() -> Recognise | None:
+    """The compiled recogniser, given what it must agree with; None where `NATIVE` is."""
+    if NATIVE is None:
+        return None
+    recognise: Recognise = NATIVE.Recogniser(
+        score_measured=ScoreMeasured,
+        score_failed=ScoreFailed,
+        trial_finished=TrialFinished,
+        run_closed=RunClosed,
+        output=Output,
+        error_info=ErrorInfo,
+        usage=Usage,
+        epoch_seconds=epoch_seconds,
+        last_read=LAST_READ,
+        nonfinite=NONFINITE_STRINGS,
+        event_id_max=EVENT_ID_MAX,
+        run_id_max=RUN_ID_MAX,
+        name_max=NAME_MAX,
+    )
+    return recognise
+
+
+COMPILED: Final = compiled_recogniser()
+RECOGNISERS: Final[tuple[Recognise, ...]] = (
+    (COMPILED, fastpath.recognise) if COMPILED is not None else (fastpath.recognise,)
+)

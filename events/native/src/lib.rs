@@ -1,0 +1,573 @@
+//! `events._native`: the common valid `score.emitted`, `trial.finished` and `run.closed`
+//! messages recognised and built in compiled code, by the rules of `events/fastpath.py`.
+//!
+//! `Recogniser(...)(raw)` returns the event `events.fastpath.recognise(raw)` returns, or
+//! None when it is not certain (then the caller tries the Python fast path, and pydantic
+//! after it). It is given everything it must agree with by `events/compiled.py`: the model
+//! classes, the bounds of `events.models`, the non-finite strings, and `epoch_seconds`, the
+//! one rule for `occurred_at`, which it calls. What it adds is only speed: no msgspec shape,
+//! no interpreted builder, one pass over the bytes.
+//!
+//! Anything it does not know to be valid it leaves alone: a key given twice, an unknown key,
+//! a null where the shape has none, an integer past 64 bits, a non-finite float, an integer
+//! where a float is expected, a string that is not UTF-8.
+
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PySet, PyString, PyType};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+/// A field given in the message, null or not (`Some(None)` is a null): the models tell a
+/// field given as null from one left out (`__pydantic_fields_set__`).
+fn given<'de, D: Deserializer<'de>, T: Deserialize<'de>>(input: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(input).map(Some)
+}
+
+type Given<T> = Option<Option<T>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Message {
+    #[serde(rename = "type")]
+    kind: String,
+    schema_version: u64,
+    event_id: String,
+    run_id: String,
+    #[serde(default, deserialize_with = "given")]
+    occurred_at: Given<String>,
+    #[serde(default, deserialize_with = "given")]
+    task_id: Given<String>,
+    #[serde(default, deserialize_with = "given")]
+    trial_id: Given<String>,
+    #[serde(default, deserialize_with = "given")]
+    metric_type: Given<String>,
+    #[serde(default, deserialize_with = "given")]
+    status: Given<String>,
+    #[serde(default, deserialize_with = "given")]
+    failure: Given<String>,
+    #[serde(default, deserialize_with = "given")]
+    outputs: Given<Vec<OutputMessage>>,
+    #[serde(default, deserialize_with = "given")]
+    error: Given<ErrorMessage>,
+    #[serde(default, deserialize_with = "given")]
+    usage: Given<UsageMessage>,
+    #[serde(default, deserialize_with = "given")]
+    reason: Given<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputMessage {
+    name: String,
+    value: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ErrorMessage {
+    #[serde(rename = "type", default, deserialize_with = "given")]
+    kind: Given<String>,
+    #[serde(default, deserialize_with = "given")]
+    message: Given<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsageMessage {
+    #[serde(default, deserialize_with = "given")]
+    input_tokens: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "given")]
+    output_tokens: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "given")]
+    cost_usd: Option<Box<RawValue>>,
+}
+
+/// A JSON scalar as the models take it.
+enum Scalar {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+/// The scalar `raw` holds; None for a container, an integer past 64 bits (serde_json would
+/// read it as a float) or a float past the finite range.
+fn scalar(raw: &RawValue) -> Option<Scalar> {
+    let text = raw.get().trim();
+    match text.as_bytes().first()? {
+        b'n' => Some(Scalar::Null),
+        b't' => Some(Scalar::Bool(true)),
+        b'f' => Some(Scalar::Bool(false)),
+        b'"' => serde_json::from_str(text).ok().map(Scalar::Text),
+        b'[' | b'{' => None,
+        _ if text.bytes().any(|byte| matches!(byte, b'.' | b'e' | b'E')) => {
+            let value: f64 = text.parse().ok()?;
+            value.is_finite().then_some(Scalar::Float(value))
+        }
+        _ => text.parse().ok().map(Scalar::Int),
+    }
+}
+
+/// Seconds since the epoch of an RFC 3339 timestamp, for the common forms only:
+/// `YYYY-MM-DDTHH:MM:SS`, up to six digits of fraction, `Z` or `+HH:MM`/`-HH:MM`, a moment
+/// that exists, within 2^53 microseconds of the epoch (where Python's int-by-int division
+/// and this float division agree). None for anything else: `events.timestamps` decides it.
+/// What Python's `datetime.fromisoformat(value.upper()).timestamp()` gives, to the bit: the
+/// exact microseconds since the epoch, divided by 10^6 once.
+fn common_epoch_seconds(value: &str) -> Option<f64> {
+    let b = value.as_bytes();
+    let digits = |from: usize, count: usize| -> Option<i64> {
+        let part = b.get(from..from + count)?;
+        part.iter().try_fold(0i64, |sum, &byte| byte.is_ascii_digit().then(|| sum * 10 + i64::from(byte - b'0')))
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':'
+    {
+        return None;
+    }
+    let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
+    let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
+    let mut at = 19;
+    let mut micros = 0;
+    if b[at] == b'.' {
+        let count = b[at + 1..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+        if !(1..=6).contains(&count) {
+            return None;
+        }
+        micros = digits(at + 1, count)? * 10i64.pow(6 - count as u32);
+        at += 1 + count;
+    }
+    let offset = match b.get(at..)? {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (hours, minutes) = (digits(at + 1, 2)?, digits(at + 4, 2)?);
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            (hours * 60 + minutes) * 60 * if *sign == b'-' { -1 } else { 1 }
+        }
+        _ => return None,
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if year < 1 || !(1..=12).contains(&month) || day < 1 || day > month_days[(month - 1) as usize] {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    let shifted = if month <= 2 { year - 1 } else { year };
+    let era = shifted.div_euclid(400);
+    let of_era = shifted - era * 400;
+    let of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let of_era_days = of_era * 365 + of_era / 4 - of_era / 100 + of_year;
+    let days = era * 146_097 + of_era_days - 719_468;
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset;
+    let total = seconds.checked_mul(1_000_000)?.checked_add(micros)?;
+    (total.abs() < 1 << 53).then(|| total as f64 / 1e6)
+}
+
+/// `common_epoch_seconds` for the tests that hold it to `events.timestamps.epoch_seconds`.
+#[pyfunction]
+fn epoch_seconds_of(value: &str) -> Option<f64> {
+    common_epoch_seconds(value)
+}
+
+/// Not certain: leave the message to the Python fast path and pydantic.
+struct Unsure;
+
+impl From<PyErr> for Unsure {
+    fn from(_: PyErr) -> Self {
+        Unsure
+    }
+}
+
+impl From<std::convert::Infallible> for Unsure {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+type Built<T> = Result<T, Unsure>;
+
+fn sure(condition: bool) -> Built<()> {
+    if condition {
+        Ok(())
+    } else {
+        Err(Unsure)
+    }
+}
+
+fn within(text: &str, most: usize) -> bool {
+    // Python's len: code points.
+    !text.is_empty() && text.chars().count() <= most
+}
+
+#[pyclass(frozen, module = "events._native")]
+struct Recogniser {
+    score_measured: Py<PyType>,
+    score_failed: Py<PyType>,
+    trial_finished: Py<PyType>,
+    run_closed: Py<PyType>,
+    output: Py<PyType>,
+    error_info: Py<PyType>,
+    usage: Py<PyType>,
+    epoch_seconds: PyObject,
+    last_read: Py<PyList>,
+    nonfinite: Py<PyDict>,
+    event_id_max: usize,
+    run_id_max: usize,
+    name_max: usize,
+}
+
+#[pymethods]
+impl Recogniser {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*, score_measured, score_failed, trial_finished, run_closed, output, error_info, usage,
+        epoch_seconds, last_read, nonfinite,
+        event_id_max, run_id_max, name_max))]
+    fn new(
+        score_measured: Py<PyType>,
+        score_failed: Py<PyType>,
+        trial_finished: Py<PyType>,
+        run_closed: Py<PyType>,
+        output: Py<PyType>,
+        error_info: Py<PyType>,
+        usage: Py<PyType>,
+                            epoch_seconds: PyObject,
+        last_read: Py<PyList>,
+        nonfinite: Py<PyDict>,
+        event_id_max: usize,
+        run_id_max: usize,
+        name_max: usize,
+    ) -> Self {
+        Recogniser {
+            score_measured,
+            score_failed,
+            trial_finished,
+            run_closed,
+            output,
+            error_info,
+            usage,
+            epoch_seconds,
+            last_read,
+            nonfinite,
+            event_id_max,
+            run_id_max,
+            name_max,
+        }
+    }
+
+    /// The event `raw` (bytes or str) holds, or None when not certain.
+    fn __call__(&self, py: Python<'_>, raw: &Bound<'_, PyAny>) -> Option<PyObject> {
+        let bytes: &[u8] = if let Ok(data) = raw.downcast::<PyBytes>() {
+            data.as_bytes()
+        } else if let Ok(text) = raw.downcast::<PyString>() {
+            text.to_str().ok()?.as_bytes() // a lone surrogate is not UTF-8: not certain
+        } else {
+            return None;
+        };
+        let message: Message = serde_json::from_slice(bytes).ok()?;
+        self.build(py, message).ok()
+    }
+}
+
+impl Recogniser {
+    fn build(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+        sure(message.schema_version == 1)?;
+        sure(within(&message.event_id, self.event_id_max) && within(&message.run_id, self.run_id_max))?;
+        match message.kind.as_str() {
+            "score.emitted" => self.score(py, message),
+            "trial.finished" => self.trial(py, message),
+            "run.closed" => self.closed(py, message),
+            _ => Err(Unsure),
+        }
+    }
+
+    /// What pydantic's validator builds: the values in field order, the fields given, no
+    /// extras, no private attributes (`events.fastpath._new`): the class's own allocation,
+    /// as `object.__new__` makes it, and its four slots set past the frozen `__setattr__`.
+    fn model(
+        &self,
+        py: Python<'_>,
+        class: &Py<PyType>,
+        values: Bound<'_, PyDict>,
+        fields: Bound<'_, PySet>,
+    ) -> Built<PyObject> {
+        let none = py.None();
+        let slots = [
+            (intern!(py, "__dict__"), values.as_any().as_ptr()),
+            (intern!(py, "__pydantic_fields_set__"), fields.as_any().as_ptr()),
+            (intern!(py, "__pydantic_extra__"), none.as_ptr()),
+            (intern!(py, "__pydantic_private__"), none.as_ptr()),
+        ];
+        // SAFETY: `class` is a pydantic model class: a heap type whose `tp_alloc` is set, that
+        // `object.__new__` would allocate with `tp_alloc(class, 0)` after checks it passes (it
+        // is not abstract, and no arguments are given); each pointer is held for the call.
+        unsafe {
+            let type_object = class.as_ptr().cast::<ffi::PyTypeObject>();
+            let allocate = (*type_object).tp_alloc.ok_or(Unsure)?;
+            let model = PyObject::from_owned_ptr_or_err(py, allocate(type_object, 0))?;
+            for (name, value) in slots {
+                if ffi::PyObject_GenericSetAttr(model.as_ptr(), name.as_ptr(), value) != 0 {
+                    return Err(PyErr::fetch(py).into());
+                }
+            }
+            Ok(model)
+        }
+    }
+
+    /// The envelope's values and fields given, in the models' order up to `type`.
+    fn envelope<'py>(
+        &self,
+        py: Python<'py>,
+        message: &Message,
+        kind: &Bound<'py, PyString>,
+    ) -> Built<(Bound<'py, PyDict>, Bound<'py, PySet>)> {
+        let values = PyDict::new(py);
+        let fields = PySet::empty(py)?;
+        fields.add(intern!(py, "schema_version"))?;
+        fields.add(intern!(py, "type"))?;
+        fields.add(intern!(py, "event_id"))?;
+        fields.add(intern!(py, "run_id"))?;
+        values.set_item(intern!(py, "schema_version"), 1)?;
+        values.set_item(intern!(py, "event_id"), PyString::new(py, &message.event_id))?;
+        values.set_item(intern!(py, "run_id"), PyString::new(py, &message.run_id))?;
+        match &message.occurred_at {
+            Some(Some(at)) => {
+                fields.add(intern!(py, "occurred_at"))?;
+                let at_text = PyString::new(py, at);
+                match common_epoch_seconds(at) {
+                    // As `epoch_seconds` keeps the value it read last, for the fold's read of it.
+                    Some(seconds) => self.last_read.bind(py).set_item(0, (&at_text, seconds))?,
+                    None => drop(self.epoch_seconds.call1(py, (&at_text,))?), // ValueError: not certain
+                }
+                values.set_item(intern!(py, "occurred_at"), at_text)?;
+            }
+            Some(None) => {
+                fields.add(intern!(py, "occurred_at"))?;
+                values.set_item(intern!(py, "occurred_at"), py.None())?;
+            }
+            None => values.set_item(intern!(py, "occurred_at"), py.None())?,
+        }
+        values.set_item(intern!(py, "type"), kind)?;
+        Ok((values, fields))
+    }
+
+    fn name<'py>(&self, py: Python<'py>, field: &Given<String>) -> Built<Bound<'py, PyString>> {
+        match field {
+            Some(Some(text)) if within(text, self.name_max) => Ok(PyString::new(py, text)),
+            _ => Err(Unsure),
+        }
+    }
+
+    fn score(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+        sure(message.usage.is_none() && message.reason.is_none())?;
+        let (values, fields) = self.envelope(py, &message, intern!(py, "score.emitted"))?;
+        fields.add(intern!(py, "task_id"))?;
+        fields.add(intern!(py, "trial_id"))?;
+        fields.add(intern!(py, "metric_type"))?;
+        fields.add(intern!(py, "status"))?;
+        values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
+        values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
+        values.set_item(intern!(py, "metric_type"), self.name(py, &message.metric_type)?)?;
+        let status = match message.status.as_ref().and_then(Option::as_deref) {
+            Some("completed") => intern!(py, "completed"),
+            Some("partial") => intern!(py, "partial"),
+            Some("failed") => intern!(py, "failed"),
+            _ => return Err(Unsure),
+        };
+        values.set_item(intern!(py, "status"), status)?;
+        let failure = match &message.failure {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(text)) => match text.as_str() {
+                "trial" => Some(Some(intern!(py, "trial"))),
+                "metric" => Some(Some(intern!(py, "metric"))),
+                _ => return Err(Unsure),
+            },
+        };
+        if failure.is_some() {
+            fields.add(intern!(py, "failure"))?;
+        }
+        values.set_item(intern!(py, "failure"), failure.flatten())?;
+        let outputs = match message.outputs {
+            Some(None) => return Err(Unsure), // outputs is a list, never null
+            Some(Some(outputs)) => {
+                fields.add(intern!(py, "outputs"))?;
+                outputs
+            }
+            None => Vec::new(),
+        };
+        let failed = message.status.as_ref().and_then(Option::as_deref) == Some("failed");
+        let class = if failed {
+            // A failed score says why, and carries no outputs.
+            sure(failure.flatten().is_some() && outputs.is_empty())?;
+            &self.score_failed
+        } else {
+            sure(failure.flatten().is_none())?;
+            &self.score_measured
+        };
+        let built = PyList::empty(py);
+        for (index, output) in outputs.iter().enumerate() {
+            sure(within(&output.name, self.name_max))?;
+            sure(outputs[..index].iter().all(|earlier| earlier.name != output.name))?;
+            built.append(self.output(py, output)?)?;
+        }
+        values.set_item(intern!(py, "outputs"), built)?;
+        let error = self.error(py, &message.error, &fields)?;
+        values.set_item(intern!(py, "error"), error)?;
+        self.model(py, class, values, fields)
+    }
+
+    fn output(&self, py: Python<'_>, output: &OutputMessage) -> Built<PyObject> {
+        let value: PyObject = match scalar(&output.value).ok_or(Unsure)? {
+            Scalar::Null => py.None(),
+            Scalar::Bool(flag) => PyBool::new(py, flag).to_owned().into_any().unbind(),
+            Scalar::Int(number) => number.into_pyobject(py)?.into_any().unbind(),
+            Scalar::Float(number) => PyFloat::new(py, number).into_any().unbind(),
+            Scalar::Text(text) => {
+                let text = PyString::new(py, &text);
+                match self.nonfinite.bind(py).get_item(&text)? {
+                    Some(number) => number.unbind(),
+                    None => text.into_any().unbind(),
+                }
+            }
+        };
+        let values = PyDict::new(py);
+        values.set_item(intern!(py, "name"), PyString::new(py, &output.name))?;
+        values.set_item(intern!(py, "value"), value)?;
+        let fields = PySet::empty(py)?;
+        fields.add(intern!(py, "name"))?;
+        fields.add(intern!(py, "value"))?;
+        self.model(py, &self.output, values, fields)
+    }
+
+    /// The `error` value (an `ErrorInfo` for an object, empty or not), noting it given.
+    fn error(&self, py: Python<'_>, error: &Given<ErrorMessage>, given: &Bound<'_, PySet>) -> Built<PyObject> {
+        let Some(error) = error else { return Ok(py.None()) };
+        given.add(intern!(py, "error"))?;
+        let Some(error) = error else { return Ok(py.None()) };
+        let values = PyDict::new(py);
+        let fields = PySet::empty(py)?;
+        if error.kind.is_some() {
+            fields.add(intern!(py, "type"))?;
+        }
+        if error.message.is_some() {
+            fields.add(intern!(py, "message"))?;
+        }
+        values.set_item(intern!(py, "type"), error.kind.as_ref().and_then(Option::as_deref))?;
+        values.set_item(intern!(py, "message"), error.message.as_ref().and_then(Option::as_deref))?;
+        self.model(py, &self.error_info, values, fields)
+    }
+
+    fn trial(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+        sure(
+            message.metric_type.is_none()
+                && message.failure.is_none()
+                && message.outputs.is_none()
+                && message.reason.is_none(),
+        )?;
+        let (values, fields) = self.envelope(py, &message, intern!(py, "trial.finished"))?;
+        fields.add(intern!(py, "task_id"))?;
+        fields.add(intern!(py, "trial_id"))?;
+        fields.add(intern!(py, "status"))?;
+        values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
+        values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
+        let status = match message.status.as_ref().and_then(Option::as_deref) {
+            Some("completed") => intern!(py, "completed"),
+            Some("failed") => intern!(py, "failed"),
+            _ => return Err(Unsure),
+        };
+        values.set_item(intern!(py, "status"), status)?;
+        let error = self.error(py, &message.error, &fields)?;
+        values.set_item(intern!(py, "error"), error)?;
+        let usage = match &message.usage {
+            None => py.None(),
+            Some(usage) => {
+                fields.add(intern!(py, "usage"))?;
+                match usage {
+                    None => py.None(),
+                    Some(usage) => self.usage(py, usage)?,
+                }
+            }
+        };
+        values.set_item(intern!(py, "usage"), usage)?;
+        self.model(py, &self.trial_finished, values, fields)
+    }
+
+    fn usage(&self, py: Python<'_>, usage: &UsageMessage) -> Built<PyObject> {
+        let values = PyDict::new(py);
+        let fields = PySet::empty(py)?;
+        for (name, raw) in [
+            (intern!(py, "input_tokens"), &usage.input_tokens),
+            (intern!(py, "output_tokens"), &usage.output_tokens),
+        ] {
+            let value: PyObject = match raw.as_deref().map(scalar) {
+                None => py.None(),
+                Some(Some(Scalar::Null)) => py.None(),
+                Some(Some(Scalar::Int(tokens))) if tokens >= 0 => tokens.into_pyobject(py)?.into_any().unbind(),
+                Some(_) => return Err(Unsure),
+            };
+            if raw.is_some() {
+                fields.add(name)?;
+            }
+            values.set_item(name, value)?;
+        }
+        let cost: PyObject = match usage.cost_usd.as_deref().map(|raw| (raw.get().trim(), scalar(raw))) {
+            None | Some((_, Some(Scalar::Null))) => py.None(),
+            // A float field takes any number, an integer as the float nearest it (as Python's
+            // float() does, past 64 bits too): the text read as a float is that float.
+            Some((text, _)) if text.starts_with(|first: char| first == '-' || first.is_ascii_digit()) => {
+                match text.parse::<f64>() {
+                    Ok(cost) if cost >= 0.0 && cost.is_finite() => PyFloat::new(py, cost).into_any().unbind(),
+                    _ => return Err(Unsure),
+                }
+            }
+            Some(_) => return Err(Unsure),
+        };
+        if usage.cost_usd.is_some() {
+            fields.add(intern!(py, "cost_usd"))?;
+        }
+        values.set_item(intern!(py, "cost_usd"), cost)?;
+        self.model(py, &self.usage, values, fields)
+    }
+
+    fn closed(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+        sure(
+            message.task_id.is_none()
+                && message.trial_id.is_none()
+                && message.metric_type.is_none()
+                && message.status.is_none()
+                && message.failure.is_none()
+                && message.outputs.is_none()
+                && message.error.is_none()
+                && message.usage.is_none(),
+        )?;
+        let (values, fields) = self.envelope(py, &message, intern!(py, "run.closed"))?;
+        let reason = match &message.reason {
+            None => intern!(py, "completed"),
+            Some(reason) => {
+                fields.add(intern!(py, "reason"))?;
+                match reason.as_deref() {
+                    Some("completed") => intern!(py, "completed"),
+                    Some("cancelled") => intern!(py, "cancelled"),
+                    Some("failed") => intern!(py, "failed"),
+                    _ => return Err(Unsure),
+                }
+            }
+        };
+        values.set_item(intern!(py, "reason"), reason)?;
+        self.model(py, &self.run_closed, values, fields)
+    }
+}
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Recogniser>()?;
+    module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)
+}
