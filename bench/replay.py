@@ -112,10 +112,11 @@ def _throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
 
 
 def against_source(path: Path, lines: int, rate: float) -> None:
-    """The same replay on the fold's Python source, when the rate above is the compiled one's."""
+    """The same replay with `EVALSTREAM_PURE=1` (the fold's Python source, and decoding without the
+    compiled recogniser), when the rate above is the compiled one's."""
     if projections.BUILD == "compiled":
         source, _ = throughput(path, lines, 1, pure=True)
-        print(f"  the fold as Python source:{source:>10,.0f} events/s  compiled/source = {rate / source:.2f}")
+        print(f"  the Python sources alone: {source:>10,.0f} events/s  compiled/source = {rate / source:.2f}")
 
 
 def decoded(path: Path) -> Iterator[InputEvent]:

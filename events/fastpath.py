@@ -111,10 +111,10 @@ _set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
-_ENVELOPE_GIVEN: Final = frozenset({"schema_version", "type", "event_id", "run_id"})
-_SCORE_GIVEN: Final = _ENVELOPE_GIVEN | {"task_id", "trial_id", "metric_type", "status"}
-_TRIAL_GIVEN: Final = _ENVELOPE_GIVEN | {"task_id", "trial_id", "status"}
-_OUTPUT_GIVEN: Final = frozenset({"name", "value"})
+ENVELOPE_GIVEN: Final = frozenset({"schema_version", "type", "event_id", "run_id"})
+SCORE_GIVEN: Final = ENVELOPE_GIVEN | {"task_id", "trial_id", "metric_type", "status"}
+TRIAL_GIVEN: Final = ENVELOPE_GIVEN | {"task_id", "trial_id", "status"}
+OUTPUT_GIVEN: Final = frozenset({"name", "value"})
 
 
 class _Unsure(Exception):
@@ -189,7 +189,7 @@ def _usage(shape: _Usage) -> Usage:
 
 def _score(shape: _Score) -> ScoreMeasured | ScoreFailed:
     at, failure, outputs, error = shape.occurred_at, shape.failure, shape.outputs, shape.error
-    given = set(_SCORE_GIVEN)
+    given = set(SCORE_GIVEN)
     if at is not UNSET:
         given.add("occurred_at")
     if failure is not UNSET:
@@ -213,7 +213,7 @@ def _score(shape: _Score) -> ScoreMeasured | ScoreFailed:
                 value = NONFINITE_STRINGS.get(value, value)
             elif type(value) is int and not -INT_LIMIT <= value < INT_LIMIT:
                 raise _Unsure  # msgspec keeps integers past 64 bits, pydantic refuses them
-            built.append(_new(Output, {"name": output.name, "value": value}, set(_OUTPUT_GIVEN)))
+            built.append(_new(Output, {"name": output.name, "value": value}, set(OUTPUT_GIVEN)))
         if len(built) > 1:
             _distinct([output.name for output in outputs])
     values = {
@@ -235,7 +235,7 @@ def _score(shape: _Score) -> ScoreMeasured | ScoreFailed:
 
 def _trial(shape: _Trial) -> TrialFinished:
     at, error, usage = shape.occurred_at, shape.error, shape.usage
-    given = set(_TRIAL_GIVEN)
+    given = set(TRIAL_GIVEN)
     if at is not UNSET:
         given.add("occurred_at")
     if error is not UNSET:
@@ -259,7 +259,7 @@ def _trial(shape: _Trial) -> TrialFinished:
 
 def _closed(shape: _Closed) -> RunClosed:
     at, reason = shape.occurred_at, shape.reason
-    given = set(_ENVELOPE_GIVEN)
+    given = set(ENVELOPE_GIVEN)
     if at is not UNSET:
         given.add("occurred_at")
     if reason is not UNSET:

@@ -12,10 +12,12 @@
 //! a null where the shape has none, an integer past 64 bits, a non-finite float, an integer
 //! where a float is expected, a string that is not UTF-8.
 
+use std::borrow::Cow;
+
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PySet, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyFrozenSet, PyList, PySet, PyString, PyType};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -27,50 +29,92 @@ fn given<'de, D: Deserializer<'de>, T: Deserialize<'de>>(input: D) -> Result<Opt
 
 type Given<T> = Option<Option<T>>;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Message {
-    #[serde(rename = "type")]
-    kind: String,
-    schema_version: u64,
-    event_id: String,
-    run_id: String,
-    #[serde(default, deserialize_with = "given")]
-    occurred_at: Given<String>,
-    #[serde(default, deserialize_with = "given")]
-    task_id: Given<String>,
-    #[serde(default, deserialize_with = "given")]
-    trial_id: Given<String>,
-    #[serde(default, deserialize_with = "given")]
-    metric_type: Given<String>,
-    #[serde(default, deserialize_with = "given")]
-    status: Given<String>,
-    #[serde(default, deserialize_with = "given")]
-    failure: Given<String>,
-    #[serde(default, deserialize_with = "given")]
-    outputs: Given<Vec<OutputMessage>>,
-    #[serde(default, deserialize_with = "given")]
-    error: Given<ErrorMessage>,
-    #[serde(default, deserialize_with = "given")]
-    usage: Given<UsageMessage>,
-    #[serde(default, deserialize_with = "given")]
-    reason: Given<String>,
+/// A JSON string, borrowed from the message unless it holds an escape.
+struct Text<'a>(Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
+        struct Visit;
+
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Text<'de>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text)))
+            }
+        }
+
+        input.deserialize_str(Visit)
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct OutputMessage {
-    name: String,
+struct Message<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Text<'a>,
+    schema_version: u64,
+    #[serde(borrow)]
+    event_id: Text<'a>,
+    #[serde(borrow)]
+    run_id: Text<'a>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    occurred_at: Given<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    task_id: Given<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    trial_id: Given<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    metric_type: Given<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    status: Given<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    failure: Given<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    outputs: Given<Vec<OutputMessage<'a>>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    error: Given<ErrorMessage<'a>>,
+    #[serde(default, deserialize_with = "given")]
+    usage: Given<UsageMessage>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    reason: Given<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputMessage<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
     value: Box<RawValue>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ErrorMessage {
-    #[serde(rename = "type", default, deserialize_with = "given")]
-    kind: Given<String>,
-    #[serde(default, deserialize_with = "given")]
-    message: Given<String>,
+struct ErrorMessage<'a> {
+    #[serde(borrow, rename = "type", default, deserialize_with = "given")]
+    kind: Given<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    message: Given<Text<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -176,6 +220,13 @@ fn epoch_seconds_of(value: &str) -> Option<f64> {
     common_epoch_seconds(value)
 }
 
+/// A new set of `given`'s names: a copy of the table, where adding them one by one would hash
+/// and place each.
+fn given_set<'py>(py: Python<'py>, given: &Py<PyFrozenSet>) -> PyResult<Bound<'py, PySet>> {
+    // SAFETY: PySet_New returns a new set or NULL with an exception set.
+    unsafe { Ok(Bound::from_owned_ptr_or_err(py, ffi::PySet_New(given.as_ptr()))?.downcast_into_unchecked()) }
+}
+
 /// Not certain: leave the message to the Python fast path and pydantic.
 struct Unsure;
 
@@ -217,6 +268,10 @@ struct Recogniser {
     usage: Py<PyType>,
     epoch_seconds: PyObject,
     last_read: Py<PyList>,
+    envelope_given: Py<PyFrozenSet>,
+    score_given: Py<PyFrozenSet>,
+    trial_given: Py<PyFrozenSet>,
+    output_given: Py<PyFrozenSet>,
     nonfinite: Py<PyDict>,
     event_id_max: usize,
     run_id_max: usize,
@@ -228,7 +283,7 @@ impl Recogniser {
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (*, score_measured, score_failed, trial_finished, run_closed, output, error_info, usage,
-        epoch_seconds, last_read, nonfinite,
+        epoch_seconds, last_read, envelope_given, score_given, trial_given, output_given, nonfinite,
         event_id_max, run_id_max, name_max))]
     fn new(
         score_measured: Py<PyType>,
@@ -240,6 +295,10 @@ impl Recogniser {
         usage: Py<PyType>,
                             epoch_seconds: PyObject,
         last_read: Py<PyList>,
+        envelope_given: Py<PyFrozenSet>,
+        score_given: Py<PyFrozenSet>,
+        trial_given: Py<PyFrozenSet>,
+        output_given: Py<PyFrozenSet>,
         nonfinite: Py<PyDict>,
         event_id_max: usize,
         run_id_max: usize,
@@ -255,6 +314,10 @@ impl Recogniser {
             usage,
             epoch_seconds,
             last_read,
+            envelope_given,
+            score_given,
+            trial_given,
+            output_given,
             nonfinite,
             event_id_max,
             run_id_max,
@@ -271,16 +334,16 @@ impl Recogniser {
         } else {
             return None;
         };
-        let message: Message = serde_json::from_slice(bytes).ok()?;
+        let message: Message<'_> = serde_json::from_slice(bytes).ok()?;
         self.build(py, message).ok()
     }
 }
 
 impl Recogniser {
-    fn build(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+    fn build(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
         sure(message.schema_version == 1)?;
         sure(within(&message.event_id, self.event_id_max) && within(&message.run_id, self.run_id_max))?;
-        match message.kind.as_str() {
+        match &*message.kind {
             "score.emitted" => self.score(py, message),
             "trial.finished" => self.trial(py, message),
             "run.closed" => self.closed(py, message),
@@ -321,19 +384,21 @@ impl Recogniser {
         }
     }
 
-    /// The envelope's values and fields given, in the models' order up to `type`.
+    /// The envelope's values in the models' order up to `type`, in a dict sized for `size`
+    /// values, and the fields given: `given` (what the kind requires), then what it finds.
     fn envelope<'py>(
         &self,
         py: Python<'py>,
-        message: &Message,
+        message: &Message<'_>,
         kind: &Bound<'py, PyString>,
+        given: &Py<PyFrozenSet>,
+        size: isize,
     ) -> Built<(Bound<'py, PyDict>, Bound<'py, PySet>)> {
-        let values = PyDict::new(py);
-        let fields = PySet::empty(py)?;
-        fields.add(intern!(py, "schema_version"))?;
-        fields.add(intern!(py, "type"))?;
-        fields.add(intern!(py, "event_id"))?;
-        fields.add(intern!(py, "run_id"))?;
+        // SAFETY: the call returns a new dict or NULL with an exception set.
+        let values = unsafe {
+            Bound::from_owned_ptr_or_err(py, ffi::_PyDict_NewPresized(size))?.downcast_into_unchecked::<PyDict>()
+        };
+        let fields = given_set(py, given)?;
         values.set_item(intern!(py, "schema_version"), 1)?;
         values.set_item(intern!(py, "event_id"), PyString::new(py, &message.event_id))?;
         values.set_item(intern!(py, "run_id"), PyString::new(py, &message.run_id))?;
@@ -358,20 +423,16 @@ impl Recogniser {
         Ok((values, fields))
     }
 
-    fn name<'py>(&self, py: Python<'py>, field: &Given<String>) -> Built<Bound<'py, PyString>> {
+    fn name<'py>(&self, py: Python<'py>, field: &Given<Text<'_>>) -> Built<Bound<'py, PyString>> {
         match field {
             Some(Some(text)) if within(text, self.name_max) => Ok(PyString::new(py, text)),
             _ => Err(Unsure),
         }
     }
 
-    fn score(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+    fn score(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
         sure(message.usage.is_none() && message.reason.is_none())?;
-        let (values, fields) = self.envelope(py, &message, intern!(py, "score.emitted"))?;
-        fields.add(intern!(py, "task_id"))?;
-        fields.add(intern!(py, "trial_id"))?;
-        fields.add(intern!(py, "metric_type"))?;
-        fields.add(intern!(py, "status"))?;
+        let (values, fields) = self.envelope(py, &message, intern!(py, "score.emitted"), &self.score_given, 12)?;
         values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
         values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
         values.set_item(intern!(py, "metric_type"), self.name(py, &message.metric_type)?)?;
@@ -385,7 +446,7 @@ impl Recogniser {
         let failure = match &message.failure {
             None => None,
             Some(None) => Some(None),
-            Some(Some(text)) => match text.as_str() {
+            Some(Some(text)) => match &**text {
                 "trial" => Some(Some(intern!(py, "trial"))),
                 "metric" => Some(Some(intern!(py, "metric"))),
                 _ => return Err(Unsure),
@@ -415,7 +476,7 @@ impl Recogniser {
         let built = PyList::empty(py);
         for (index, output) in outputs.iter().enumerate() {
             sure(within(&output.name, self.name_max))?;
-            sure(outputs[..index].iter().all(|earlier| earlier.name != output.name))?;
+            sure(outputs[..index].iter().all(|earlier| *earlier.name != *output.name))?;
             built.append(self.output(py, output)?)?;
         }
         values.set_item(intern!(py, "outputs"), built)?;
@@ -424,7 +485,7 @@ impl Recogniser {
         self.model(py, class, values, fields)
     }
 
-    fn output(&self, py: Python<'_>, output: &OutputMessage) -> Built<PyObject> {
+    fn output(&self, py: Python<'_>, output: &OutputMessage<'_>) -> Built<PyObject> {
         let value: PyObject = match scalar(&output.value).ok_or(Unsure)? {
             Scalar::Null => py.None(),
             Scalar::Bool(flag) => PyBool::new(py, flag).to_owned().into_any().unbind(),
@@ -441,14 +502,11 @@ impl Recogniser {
         let values = PyDict::new(py);
         values.set_item(intern!(py, "name"), PyString::new(py, &output.name))?;
         values.set_item(intern!(py, "value"), value)?;
-        let fields = PySet::empty(py)?;
-        fields.add(intern!(py, "name"))?;
-        fields.add(intern!(py, "value"))?;
-        self.model(py, &self.output, values, fields)
+        self.model(py, &self.output, values, given_set(py, &self.output_given)?)
     }
 
     /// The `error` value (an `ErrorInfo` for an object, empty or not), noting it given.
-    fn error(&self, py: Python<'_>, error: &Given<ErrorMessage>, given: &Bound<'_, PySet>) -> Built<PyObject> {
+    fn error(&self, py: Python<'_>, error: &Given<ErrorMessage<'_>>, given: &Bound<'_, PySet>) -> Built<PyObject> {
         let Some(error) = error else { return Ok(py.None()) };
         given.add(intern!(py, "error"))?;
         let Some(error) = error else { return Ok(py.None()) };
@@ -465,17 +523,14 @@ impl Recogniser {
         self.model(py, &self.error_info, values, fields)
     }
 
-    fn trial(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+    fn trial(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
         sure(
             message.metric_type.is_none()
                 && message.failure.is_none()
                 && message.outputs.is_none()
                 && message.reason.is_none(),
         )?;
-        let (values, fields) = self.envelope(py, &message, intern!(py, "trial.finished"))?;
-        fields.add(intern!(py, "task_id"))?;
-        fields.add(intern!(py, "trial_id"))?;
-        fields.add(intern!(py, "status"))?;
+        let (values, fields) = self.envelope(py, &message, intern!(py, "trial.finished"), &self.trial_given, 10)?;
         values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
         values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
         let status = match message.status.as_ref().and_then(Option::as_deref) {
@@ -537,7 +592,7 @@ impl Recogniser {
         self.model(py, &self.usage, values, fields)
     }
 
-    fn closed(&self, py: Python<'_>, message: Message) -> Built<PyObject> {
+    fn closed(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
         sure(
             message.task_id.is_none()
                 && message.trial_id.is_none()
@@ -548,7 +603,7 @@ impl Recogniser {
                 && message.error.is_none()
                 && message.usage.is_none(),
         )?;
-        let (values, fields) = self.envelope(py, &message, intern!(py, "run.closed"))?;
+        let (values, fields) = self.envelope(py, &message, intern!(py, "run.closed"), &self.envelope_given, 6)?;
         let reason = match &message.reason {
             None => intern!(py, "completed"),
             Some(reason) => {
