@@ -17,7 +17,10 @@ from worker.runtime.topics import ensure_topics
 # This process tests the fold's reference, its Python source, whatever `make install` compiled
 # (projections/__init__.py reads EVALSTREAM_PURE once, at its import, which none of the imports
 # above makes): the processes the tests start (workers, commands) run the compiled build, and
-# tests/projections/test_compiled.py holds the two builds to one trace.
+# tests/projections/test_compiled.py holds the two builds to one trace. It decodes with the
+# compiled recogniser, as they do (events/compiled.py reads the setting at its import, made
+# here before it is set); tests/events/test_fastpath.py holds it to the Python fast path.
+importlib.import_module("events.compiled")
 asked = os.environ.get("EVALSTREAM_PURE")
 os.environ["EVALSTREAM_PURE"] = "1"
 importlib.import_module("projections")
