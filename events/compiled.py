@@ -86,23 +86,25 @@ def compiled_recogniser() -> Recognise | None:
     if NATIVE is None:
         return None
     recognise: Recognise = NATIVE.Recogniser(
-        score_measured=ScoreMeasured,
-        score_failed=ScoreFailed,
-        trial_finished=TrialFinished,
-        run_closed=RunClosed,
-        output=Output,
-        error_info=ErrorInfo,
-        usage=Usage,
-        epoch_seconds=epoch_seconds,
-        last_read=LAST_READ,
-        envelope_given=fastpath.ENVELOPE_GIVEN,
-        score_given=fastpath.SCORE_GIVEN,
-        trial_given=fastpath.TRIAL_GIVEN,
-        output_given=fastpath.OUTPUT_GIVEN,
-        nonfinite=NONFINITE_STRINGS,
-        event_id_max=EVENT_ID_MAX,
-        run_id_max=RUN_ID_MAX,
-        name_max=NAME_MAX,
+        {
+            "score_measured": ScoreMeasured,
+            "score_failed": ScoreFailed,
+            "trial_finished": TrialFinished,
+            "run_closed": RunClosed,
+            "output": Output,
+            "error_info": ErrorInfo,
+            "usage": Usage,
+            "epoch_seconds": epoch_seconds,
+            "last_read": LAST_READ,
+            "envelope_given": fastpath.ENVELOPE_GIVEN,
+            "score_given": fastpath.SCORE_GIVEN,
+            "trial_given": fastpath.TRIAL_GIVEN,
+            "output_given": fastpath.OUTPUT_GIVEN,
+            "nonfinite": NONFINITE_STRINGS,
+            "event_id_max": EVENT_ID_MAX,
+            "run_id_max": RUN_ID_MAX,
+            "name_max": NAME_MAX,
+        }
     )
     return recognise
 

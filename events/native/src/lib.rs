@@ -1,16 +1,16 @@
 //! `events._native`: the common valid `score.emitted`, `trial.finished` and `run.closed`
 //! messages recognised and built in compiled code, by the rules of `events/fastpath.py`.
 //!
-//! `Recogniser(...)(raw)` returns the event `events.fastpath.recognise(raw)` returns, or
+//! `Recogniser(rules)(raw)` returns the event `events.fastpath.recognise(raw)` returns, or
 //! None when it is not certain (then the caller tries the Python fast path, and pydantic
-//! after it). It is given everything it must agree with by `events/compiled.py`: the model
-//! classes, the bounds of `events.models`, the non-finite strings, and `epoch_seconds`, the
-//! one rule for `occurred_at`, which it calls. What it adds is only speed: no msgspec shape,
-//! no interpreted builder, one pass over the bytes.
+//! after it). `events/compiled.py` hands it what it must agree with (`Rules`). What it adds
+//! is only speed: no msgspec shape, no interpreted builder, one pass over the bytes, and the
+//! common forms of `occurred_at` read here (`common_epoch_seconds`; every other form goes to
+//! `events.timestamps.epoch_seconds`, the rule).
 //!
-//! Anything it does not know to be valid it leaves alone: a key given twice, an unknown key,
-//! a null where the shape has none, an integer past 64 bits, a non-finite float, an integer
-//! where a float is expected, a string that is not UTF-8.
+//! Anything it does not know to be valid it leaves alone: a key given twice, an unknown key
+//! or another type's, a null where the shape has none, an integer past 64 bits, a float past
+//! the finite range, a string that is not UTF-8.
 
 use std::borrow::Cow;
 
@@ -257,8 +257,12 @@ fn within(text: &str, most: usize) -> bool {
     !text.is_empty() && text.chars().count() <= most
 }
 
-#[pyclass(frozen, module = "events._native")]
-struct Recogniser {
+/// What the recogniser must agree with, handed over by `events/compiled.py` as a dict: the
+/// model classes, `events.timestamps`' reading and the place it keeps the last value read,
+/// `events.fastpath`'s fields-given sets, the non-finite strings and `events.models`' bounds.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Rules {
     score_measured: Py<PyType>,
     score_failed: Py<PyType>,
     trial_finished: Py<PyType>,
@@ -278,51 +282,22 @@ struct Recogniser {
     name_max: usize,
 }
 
+#[pyclass(frozen, module = "events._native")]
+struct Recogniser(Rules);
+
+impl std::ops::Deref for Recogniser {
+    type Target = Rules;
+
+    fn deref(&self) -> &Rules {
+        &self.0
+    }
+}
+
 #[pymethods]
 impl Recogniser {
     #[new]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (*, score_measured, score_failed, trial_finished, run_closed, output, error_info, usage,
-        epoch_seconds, last_read, envelope_given, score_given, trial_given, output_given, nonfinite,
-        event_id_max, run_id_max, name_max))]
-    fn new(
-        score_measured: Py<PyType>,
-        score_failed: Py<PyType>,
-        trial_finished: Py<PyType>,
-        run_closed: Py<PyType>,
-        output: Py<PyType>,
-        error_info: Py<PyType>,
-        usage: Py<PyType>,
-                            epoch_seconds: PyObject,
-        last_read: Py<PyList>,
-        envelope_given: Py<PyFrozenSet>,
-        score_given: Py<PyFrozenSet>,
-        trial_given: Py<PyFrozenSet>,
-        output_given: Py<PyFrozenSet>,
-        nonfinite: Py<PyDict>,
-        event_id_max: usize,
-        run_id_max: usize,
-        name_max: usize,
-    ) -> Self {
-        Recogniser {
-            score_measured,
-            score_failed,
-            trial_finished,
-            run_closed,
-            output,
-            error_info,
-            usage,
-            epoch_seconds,
-            last_read,
-            envelope_given,
-            score_given,
-            trial_given,
-            output_given,
-            nonfinite,
-            event_id_max,
-            run_id_max,
-            name_max,
-        }
+    fn new(rules: Rules) -> Self {
+        Recogniser(rules)
     }
 
     /// The event `raw` (bytes or str) holds, or None when not certain.
