@@ -2,8 +2,9 @@
 
 Run: `make bench-e2e` (or `python -m bench.e2e`). Uses EVALSTREAM_BOOTSTRAP if set, else
 starts a local broker (free ports, temporary state). Prints, from one run:
-1. the raw aiokafka consume rate of a synthetic log on this broker (the ceiling), and the
-   rate of a faust agent that does nothing with it (`bench.faust_ceiling`: faust's own cost);
+1. the raw aiokafka consume rate of a synthetic log on this broker (the ceiling: the best of
+   three reads), and the rate of a faust agent that does nothing with it
+   (`bench.faust_ceiling`: faust's own cost);
 2. sustained events/s through one worker: publishing the same log until the last run's
    summary is out, and the ratio to the ceiling;
 3. latency from publish to the first progress event that reflects it, p50 and p99, for
@@ -48,17 +49,27 @@ async def _consumer(settings: Settings, topic: str) -> AIOKafkaConsumer:
     return consumer
 
 
+CEILING_PASSES = 3
+"""Reads of the events topic the ceiling is the best of: one read takes a second or less, and
+on a shared machine it varied 2x between runs, which a ratio to it would carry."""
+
+
 async def ceiling(settings: Settings, lines: list[bytes]) -> float:
-    """Raw consume rate: records/s reading the events topic with aiokafka, no processing."""
+    """Raw consume rate: records/s reading the events topic with aiokafka, no processing; the
+    best of `CEILING_PASSES` reads from the start."""
     await publish(settings, lines)
-    consumer = await _consumer(settings, settings.events_topic)
-    seen, began = 0, time.perf_counter()
-    try:
-        while seen < len(lines):
-            seen += sum(len(batch) for batch in (await consumer.getmany(timeout_ms=500, max_records=10_000)).values())
-    finally:
-        await consumer.stop()
-    return len(lines) / (time.perf_counter() - began)
+    best = 0.0
+    for _ in range(CEILING_PASSES):
+        consumer = await _consumer(settings, settings.events_topic)
+        seen, began = 0, time.perf_counter()
+        try:
+            while seen < len(lines):
+                batches = await consumer.getmany(timeout_ms=500, max_records=10_000)
+                seen += sum(len(batch) for batch in batches.values())
+        finally:
+            await consumer.stop()
+        best = max(best, len(lines) / (time.perf_counter() - began))
+    return best
 
 
 def faust_ceiling(settings: Settings) -> float:
