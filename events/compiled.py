@@ -48,12 +48,18 @@ DIGEST: Final = _HERE / "native.digest"
 Recognise = Callable[[bytes | str], InputEvent | None]
 
 
+def digest_of(sources: list[Path], root: Path) -> str:
+    """The SHA-256 of `sources` in the order given, each as its path below `root` and its
+    bytes: what a compiled build records of what it was built from (this recogniser, the fold)."""
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def source_digest() -> str:
     """The digest of the crate's sources: its manifest, lock file and Rust files."""
-    digest = hashlib.sha256()
-    for path in sorted([SOURCES / "Cargo.toml", SOURCES / "Cargo.lock", *SOURCES.glob("src/*.rs")]):
-        digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return digest_of(sorted([SOURCES / "Cargo.toml", SOURCES / "Cargo.lock", *SOURCES.glob("src/*.rs")]), SOURCES)
 
 
 def built_modules() -> list[Path]:

@@ -15,7 +15,6 @@ source beside compiled ones would not be used by them. `BUILD` says which was pi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import warnings
@@ -27,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Literal
 
-from events.compiled import PURE_SETTING
+from events.compiled import PURE_SETTING, digest_of
 
 _HERE = Path(__file__).resolve().parent
 DIGEST = _HERE / "compiled.digest"
@@ -53,10 +52,7 @@ def compiled_modules() -> list[Path]:
 
 
 def source_digest() -> str:
-    digest = hashlib.sha256()
-    for path in compiled_sources():
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return digest_of(compiled_sources(), _HERE)
 
 
 class _SourcesOnly(MetaPathFinder):
