@@ -6,7 +6,8 @@ hidden pass rate, else 0.0; 5% of trials die), given to each in its own form:
 - evalstream: the run's events as JSON lines (run.started, a trial.finished and a
   score.emitted per trial, run.closed), replayed from memory (`worker.commands.replay`:
   decoded, folded, the summary at close encoded), and the fold alone (decoded events
-  applied, the summary built and encoded);
+  applied, the summary built and encoded), both under the collector policy that
+  `evalstream replay` sets (`worker.runtime.collector`);
 - NeMo evaluator SDK 0.6: `AgentEvalSummary.from_scores` over the SDK's own task, trial and
   score objects (the recompute of a run's summary), in memory;
 - Harbor 0.25: its job stats over its own `TrialResult` objects (`JobStats.from_trial_results`
@@ -38,6 +39,7 @@ from events.codec import decode
 from projections.run import RunState, apply
 from projections.summary import summary_bytes
 from worker.commands.replay import replay
+from worker.runtime.collector import quiet_collector
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "tests" / "fixtures" / "harbor" / "job-mixed"
@@ -121,6 +123,7 @@ def main() -> None:
         f"python {sys.version.split()[0]}, seed {args.seed}, the fold {projections.BUILD}: "
         f"{len(trials):,} trials of {len(task_ids):,} tasks"
     )
+    quiet_collector()  # as `evalstream replay` does: full collections of the growing run find nothing
     ours = best(lambda: replayed(lines), args.rounds)
     decoded = [decode(line) for line in lines]
     fold = best(lambda: folded(decoded), args.rounds)

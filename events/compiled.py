@@ -5,9 +5,11 @@ sources as they are.
 and `events/native.digest`, the digest of the sources it was built from). `RECOGNISERS` are
 the fast paths `events.codec.decode` tries in turn before pydantic's validator: the compiled
 one first when it is current, then `events.fastpath.recognise`, the Python reference it is
-tested against (`tests/events/test_fastpath.py` runs every case on both). `EVALSTREAM_PURE=1`
-leaves it out, as it leaves the compiled fold out; a build older than its sources is left out
-with a warning.
+tested against (`tests/events/test_fastpath.py` runs every case on both). It also takes the
+valid run.started, which the Python fast path leaves to pydantic: there pydantic's validator
+is its reference. `EVALSTREAM_PURE=1` leaves it out, as it leaves the compiled fold out; a
+build older than its sources is left out with a warning. The same module holds the fold's
+event-id fingerprint (`projections.applied.fingerprint`).
 """
 
 from __future__ import annotations
@@ -28,12 +30,19 @@ from events.models import (
     RUN_ID_MAX,
     ErrorInfo,
     InputEvent,
+    MetricSpec,
     Output,
+    OutputSpec,
+    Record,
     RunClosed,
+    RunStarted,
     ScoreFailed,
     ScoreMeasured,
+    Signal,
+    TaskSpec,
     TrialFinished,
     Usage,
+    ViewSpec,
 )
 from events.nonfinite import NONFINITE_STRINGS
 from events.timestamps import LAST_READ, epoch_seconds
@@ -87,6 +96,11 @@ def native_module() -> ModuleType | None:
 NATIVE: Final = native_module()
 
 
+def required(model: type[Record]) -> frozenset[str]:
+    """The fields every `model` has given: its required ones."""
+    return frozenset(name for name, field in model.model_fields.items() if field.is_required())
+
+
 def compiled_recogniser() -> Recognise | None:
     """The compiled recogniser, given what it must agree with; None where `NATIVE` is."""
     if NATIVE is None:
@@ -100,12 +114,24 @@ def compiled_recogniser() -> Recognise | None:
             "output": Output,
             "error_info": ErrorInfo,
             "usage": Usage,
+            "run_started": RunStarted,
+            "task_spec": TaskSpec,
+            "metric_spec": MetricSpec,
+            "output_spec": OutputSpec,
+            "view_spec": ViewSpec,
+            "signal": Signal,
             "epoch_seconds": epoch_seconds,
             "last_read": LAST_READ,
             "envelope_given": fastpath.ENVELOPE_GIVEN,
             "score_given": fastpath.SCORE_GIVEN,
             "trial_given": fastpath.TRIAL_GIVEN,
             "output_given": fastpath.OUTPUT_GIVEN,
+            "started_given": fastpath.ENVELOPE_GIVEN | {"tasks"},
+            "task_given": required(TaskSpec),
+            "metric_given": required(MetricSpec),
+            "output_spec_given": required(OutputSpec),
+            "view_given": required(ViewSpec),
+            "signal_given": required(Signal),
             "nonfinite": NONFINITE_STRINGS,
             "event_id_max": EVENT_ID_MAX,
             "run_id_max": RUN_ID_MAX,

@@ -1,7 +1,8 @@
 """The fast paths agree with pydantic: what they accept, pydantic accepts with equal fields,
 and every message they leave alone gets pydantic's code and sentence. Every test runs on the
 Python fast path (`events.fastpath`) and on the recogniser compiled from Rust
-(`events.compiled`), which must be built."""
+(`events.compiled`), which must be built. The compiled one takes run.started too, which the
+Python fast path leaves to pydantic."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ def recognise(request: pytest.FixtureRequest) -> Recognise:
             " (it needs Rust's cargo) and run the tests without that setting"
         )
     return compiled.COMPILED
+
+
+def takes_started(recognise: Recognise) -> bool:
+    return recognise is compiled.COMPILED
 
 
 EXAMPLES = Path(__file__).parents[3] / "shared" / "examples" / "mixed-runs.jsonl"
@@ -307,11 +312,11 @@ def test_the_fast_path_accepts_only_what_pydantic_accepts_and_builds_the_same_ev
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages(duplicate=False))
-def test_every_valid_score_trial_and_close_without_a_repeated_key_takes_the_fast_path(
+def test_every_valid_message_of_the_types_it_takes_without_a_repeated_key_takes_the_fast_path(
     recognise: Recognise, raw: bytes | str
 ) -> None:
     started = ('"run.started"' in raw) if isinstance(raw, str) else (b'"run.started"' in raw)
-    if outcome(raw) is None and not started:
+    if outcome(raw) is None and (takes_started(recognise) or not started):
         assert recognise(raw) is not None
 
 
@@ -331,7 +336,7 @@ def test_the_logs_decode_on_the_fast_path_to_what_pydantic_gives(recognise: Reco
         lines = [orjson.dumps(event) for event in interleave(runs)]
     taken = 0
     for line in lines:
-        if outcome(line) is None and orjson.loads(line)["type"] != "run.started":
+        if outcome(line) is None and (takes_started(recognise) or orjson.loads(line)["type"] != "run.started"):
             fast = recognise(line)
             assert fast is not None, line
             assert_same(fast, validate(line))
@@ -412,3 +417,110 @@ def test_a_score_the_rules_refuse_is_left_to_pydantic(recognise: Recognise, chan
     raw = orjson.dumps({**SCORE, **changes})
     assert outcome(raw) is not None
     assert recognise(raw) is None
+
+
+def built() -> Recognise:
+    """The compiled recogniser, for the cases only it takes (run.started)."""
+    if compiled.COMPILED is None:
+        pytest.fail("the compiled recogniser is not built: run `make install` (it needs Rust's cargo)")
+    return compiled.COMPILED
+
+
+SIGNAL: dict[str, Any] = {"metric": "m", "output": "a", "weight": 2.0}
+VIEW: dict[str, Any] = {"name": "v", "reducer": "weighted", "signals": [SIGNAL]}
+METRIC: dict[str, Any] = {"metric_type": "m", "outputs": [{"name": "a", "kind": "continuous"}]}
+TASK: dict[str, Any] = {"task_id": "t", "metrics": [METRIC], "views": [VIEW]}
+STARTED: dict[str, Any] = {
+    **ENVELOPE,
+    "type": "run.started",
+    "attempts_per_task": 3,
+    "labels": {"suite": "s"},
+    "tasks": [TASK],
+}
+
+
+def with_task(**changes: Any) -> dict[str, Any]:
+    return {**STARTED, "tasks": [{**TASK, **changes}]}
+
+
+def with_signal(**changes: Any) -> dict[str, Any]:
+    return with_task(views=[{**VIEW, "signals": [{**SIGNAL, **changes}]}])
+
+
+def test_a_valid_run_started_is_built_as_pydantic_builds_it() -> None:
+    for body in (STARTED, {**ENVELOPE, "type": "run.started", "tasks": []}, with_task(metrics=[], views=[])):
+        raw = orjson.dumps(body)
+        fast = built()(raw)
+        assert fast is not None
+        assert_same(fast, validate(raw))
+        assert encode(fast) == encode(validate(raw))
+
+
+def test_a_run_started_with_another_types_field_is_left_to_pydantic() -> None:
+    for name, value in EVERY_FIELD.items():
+        if name not in STARTED:
+            raw = orjson.dumps({**STARTED, name: value})
+            assert outcome(raw) is not None, name
+            assert built()(raw) is None, name
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**STARTED, "tasks": [TASK, TASK]},
+        with_task(metrics=[METRIC, METRIC]),
+        with_task(views=[VIEW, VIEW]),
+        with_task(metrics=[{"metric_type": "m", "outputs": [{"name": "a", "kind": "boolean"}] * 2}]),
+        with_task(metrics=[{"metric_type": "m", "outputs": [{"name": "a", "kind": "bad"}]}]),
+        with_task(metrics=[{"metric_type": "m", "outputs": [{"name": "a", "kind": "label", "extra": 1}]}]),
+        with_task(metrics=None),
+        with_task(views=None),
+        with_task(task_id=""),
+        with_task(task_id="x" * 257),
+        with_task(extra=1),
+        with_task(views=[{"name": "v", "reducer": "max", "signals": []}]),
+        with_signal(weight=True),
+        with_signal(weight="NaN"),
+        with_signal(weight=None),
+        with_signal(output=""),
+        {**STARTED, "attempts_per_task": 0},
+        {**STARTED, "attempts_per_task": 10**6 + 1},
+        {**STARTED, "attempts_per_task": 2.0},
+        {**STARTED, "attempts_per_task": True},
+        {**STARTED, "labels": None},
+        {**STARTED, "labels": {"a": 1}},
+        {**STARTED, "tasks": None},
+        {**STARTED, "schema_version": 2},
+    ],
+)
+def test_a_run_started_the_rules_refuse_is_left_to_pydantic(body: dict[str, Any]) -> None:
+    raw = orjson.dumps(body)
+    assert outcome(raw) is not None
+    assert built()(raw) is None
+
+
+def test_a_label_given_twice_is_left_to_pydantic() -> None:
+    raw = orjson.dumps(STARTED).replace(b'"labels":{"suite":"s"}', b'"labels":{"suite":"s","suite":"t"}')
+    assert outcome(raw) is None
+    assert built()(raw) is None
+
+
+@pytest.mark.parametrize(
+    "number", ["-0", "0", "3", "-0.0", "1e2", "2.5E-3", "1180591620717411303424", "-9223372036854775809"]
+)
+def test_an_integer_or_float_for_a_float_field_is_read_as_pydantic_reads_it(recognise: Recognise, number: str) -> None:
+    """Written as JSON writers other than Python's do (`-0`, integers past 64 bits): a float
+    field reads an integer as Python's float() of it, and -0 is the integer 0."""
+    weight = orjson.dumps(with_signal(weight=0.125)).replace(b"0.125", number.encode())
+    cost = (
+        b'{"schema_version":1,"type":"trial.finished","event_id":"e","run_id":"r","task_id":"t","trial_id":"x",'
+        b'"status":"completed","usage":{"cost_usd":' + number.encode() + b"}}"
+    )
+    for raw in (weight, cost) if takes_started(recognise) else (cost,):
+        slow = None if outcome(raw) is not None else validate(raw)
+        fast = recognise(raw)
+        if slow is None:
+            assert fast is None
+        else:
+            assert fast is not None, raw
+            assert_same(fast, slow)

@@ -7,11 +7,13 @@ import struct
 from array import array
 from hashlib import blake2b
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from events.builders import score
-from projections.applied import AppliedEvents, fingerprint, holds
+from events.compiled import NATIVE
+from projections.applied import AppliedEvents, digest_of_id, fingerprint, holds
 from projections.run import Outcome, RunState, apply, rederive
 
 HI = 0x1234_5678_9ABC_DEF1
@@ -87,6 +89,17 @@ def test_a_redelivery_naming_another_task_is_found_and_a_rebuilt_index_agrees() 
 
 @given(st.text(min_size=1, max_size=200))
 def test_a_fingerprint_is_the_ids_128_bit_blake2b(event_id: str) -> None:
-    """What the stored form keeps: the halves of BLAKE2b-128 of the id's UTF-8, hi made odd."""
+    """What the stored form keeps: the halves of BLAKE2b-128 of the id's UTF-8, hi made odd,
+    computed in compiled code (`fingerprint`) and by the Python reference alike."""
     hi, lo = struct.unpack("<QQ", blake2b(event_id.encode(), digest_size=16).digest())
-    assert fingerprint(event_id) == (hi | 1, lo)
+    assert fingerprint(event_id) == digest_of_id(event_id) == (hi | 1, lo)
+
+
+def test_the_fingerprint_is_computed_in_compiled_code_where_it_is_built() -> None:
+    if NATIVE is None:
+        pytest.fail("events/native is not built: run `make install` (it needs Rust's cargo)")
+    assert fingerprint is NATIVE.event_fingerprint
+    with pytest.raises(UnicodeEncodeError):
+        fingerprint("\ud800")  # not UTF-8: refused as the reference refuses it
+    with pytest.raises(UnicodeEncodeError):
+        digest_of_id("\ud800")

@@ -1,16 +1,23 @@
 //! `events._native`: the common valid `score.emitted`, `trial.finished` and `run.closed`
-//! messages recognised and built in compiled code, by the rules of `events/fastpath.py`.
+//! messages recognised and built in compiled code, by the rules of `events/fastpath.py`, and
+//! the valid `run.started`, by the rules of `events.models` (the Python fast path leaves
+//! run.started to pydantic).
 //!
-//! `Recogniser(rules)(raw)` returns the event `events.fastpath.recognise(raw)` returns, or
-//! None when it is not certain (then the caller tries the Python fast path, and pydantic
-//! after it). `events/compiled.py` hands it what it must agree with (`Rules`). What it adds
-//! is only speed: no msgspec shape, no interpreted builder, one pass over the bytes, and the
-//! common forms of `occurred_at` read here (`common_epoch_seconds`; every other form goes to
+//! `Recogniser(rules)(raw)` returns the event `events.fastpath.recognise(raw)` returns (for a
+//! run.started, the one pydantic's validator returns), or None when it is not certain (then
+//! the caller tries the Python fast path, and pydantic after it). `events/compiled.py` hands
+//! it what it must agree with (`Rules`). What it adds is only speed: no msgspec shape, no
+//! interpreted builder or validator, one pass over the bytes, and the common forms of
+//! `occurred_at` read here (`common_epoch_seconds`; every other form goes to
 //! `events.timestamps.epoch_seconds`, the rule).
 //!
 //! Anything it does not know to be valid it leaves alone: a key given twice, an unknown key
 //! or another type's, a null where the shape has none, an integer past 64 bits, a float past
-//! the finite range, a string that is not UTF-8.
+//! the finite range, a string that is not UTF-8, a name or id given twice where the models
+//! refuse that, a label given twice (which pydantic takes, keeping the last value).
+//!
+//! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
+//! `projections.applied.digest_of_id` (its reference) calls hashlib through four method calls.
 
 use std::borrow::Cow;
 
@@ -128,6 +135,128 @@ struct UsageMessage {
     cost_usd: Option<Box<RawValue>>,
 }
 
+/// The envelope's fields, as every type's message holds them.
+struct Envelope<'m, 'a> {
+    event_id: &'m str,
+    run_id: &'m str,
+    occurred_at: &'m Given<Text<'a>>,
+}
+
+impl<'a> Message<'a> {
+    fn envelope(&self) -> Envelope<'_, 'a> {
+        Envelope { event_id: &self.event_id, run_id: &self.run_id, occurred_at: &self.occurred_at }
+    }
+}
+
+/// A `run.started`: a shape of its own, since its fields are none of the other types'.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartedMessage<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Text<'a>,
+    schema_version: u64,
+    #[serde(borrow)]
+    event_id: Text<'a>,
+    #[serde(borrow)]
+    run_id: Text<'a>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    occurred_at: Given<Text<'a>>,
+    #[serde(borrow)]
+    tasks: Vec<TaskMessage<'a>>,
+    #[serde(default, deserialize_with = "given")]
+    attempts_per_task: Option<Box<RawValue>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    labels: Option<Labels<'a>>,
+}
+
+impl<'a> StartedMessage<'a> {
+    fn envelope(&self) -> Envelope<'_, 'a> {
+        Envelope { event_id: &self.event_id, run_id: &self.run_id, occurred_at: &self.occurred_at }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskMessage<'a> {
+    #[serde(borrow)]
+    task_id: Text<'a>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    metrics: Given<Vec<MetricMessage<'a>>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    views: Given<Vec<ViewMessage<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricMessage<'a> {
+    #[serde(borrow)]
+    metric_type: Text<'a>,
+    #[serde(borrow)]
+    outputs: Vec<OutputSpecMessage<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputSpecMessage<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
+    #[serde(borrow)]
+    kind: Text<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ViewMessage<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
+    #[serde(borrow)]
+    reducer: Text<'a>,
+    #[serde(borrow)]
+    signals: Vec<SignalMessage<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignalMessage<'a> {
+    #[serde(borrow)]
+    metric: Text<'a>,
+    #[serde(borrow)]
+    output: Text<'a>,
+    #[serde(default, deserialize_with = "given")]
+    weight: Option<Box<RawValue>>,
+}
+
+/// `labels`, in the message's order. A key given twice is not certain (pydantic keeps the
+/// last value at the first key's place): an error here, which leaves the message alone.
+struct Labels<'a>(Vec<(Text<'a>, Text<'a>)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Labels<'a> {
+    fn deserialize<D: Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
+        struct Visit;
+
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Labels<'de>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("an object of strings")
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Labels<'de>, M::Error> {
+                let mut pairs: Vec<(Text<'de>, Text<'de>)> = Vec::new();
+                while let Some(pair) = map.next_entry::<Text<'de>, Text<'de>>()? {
+                    pairs.push(pair);
+                }
+                if !distinct(pairs.iter().map(|(key, _)| &**key)) {
+                    return Err(serde::de::Error::custom("a label given twice"));
+                }
+                Ok(Labels(pairs))
+            }
+        }
+
+        input.deserialize_map(Visit)
+    }
+}
+
 /// A JSON scalar as the models take it.
 enum Scalar {
     Null,
@@ -155,6 +284,19 @@ fn scalar(raw: &RawValue) -> Option<Scalar> {
     }
 }
 
+/// The float a finite float field takes `raw` as: any finite number, an integer as the float
+/// nearest it (as Python's float() does, past 64 bits too: the text read as a float is that
+/// float, except `-0`, which is the integer 0 and so 0.0). None for anything else.
+fn finite_float(raw: &RawValue) -> Option<f64> {
+    let text = raw.get().trim();
+    if !text.starts_with(|first: char| first == '-' || first.is_ascii_digit()) {
+        return None;
+    }
+    let value: f64 = text.parse().ok()?;
+    let integer = !text.bytes().any(|byte| matches!(byte, b'.' | b'e' | b'E'));
+    value.is_finite().then_some(if integer { value + 0.0 } else { value })
+}
+
 /// Seconds since the epoch of an RFC 3339 timestamp, for the common forms only:
 /// `YYYY-MM-DDTHH:MM:SS`, up to six digits of fraction, `Z` or `+HH:MM`/`-HH:MM`, a moment
 /// that exists, within 2^53 microseconds of the epoch (where Python's int-by-int division
@@ -167,8 +309,7 @@ fn common_epoch_seconds(value: &str) -> Option<f64> {
         let part = b.get(from..from + count)?;
         part.iter().try_fold(0i64, |sum, &byte| byte.is_ascii_digit().then(|| sum * 10 + i64::from(byte - b'0')))
     };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':'
-    {
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
         return None;
     }
     let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
@@ -220,6 +361,16 @@ fn epoch_seconds_of(value: &str) -> Option<f64> {
     common_epoch_seconds(value)
 }
 
+/// `projections.applied.fingerprint`: BLAKE2b with a 16-byte digest of the id's UTF-8 bytes,
+/// read as two little-endian halves, the first with its lowest bit set (never 0).
+#[pyfunction]
+fn event_fingerprint(event_id: &str) -> (u64, u64) {
+    let digest = blake2b_simd::Params::new().hash_length(16).hash(event_id.as_bytes());
+    let (hi, lo) = digest.as_bytes().split_at(8);
+    let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("a digest of 16 bytes"));
+    (half(hi) | 1, half(lo))
+}
+
 /// A new set of `given`'s names: a copy of the table, where adding them one by one would hash
 /// and place each.
 fn given_set<'py>(py: Python<'py>, given: &Py<PyFrozenSet>) -> PyResult<Bound<'py, PySet>> {
@@ -252,6 +403,12 @@ fn sure(condition: bool) -> Built<()> {
     }
 }
 
+/// Whether no text is given twice (`events.models._unique`'s check).
+fn distinct<'t>(texts: impl ExactSizeIterator<Item = &'t str>) -> bool {
+    let count = texts.len();
+    count < 2 || texts.collect::<std::collections::HashSet<_>>().len() == count
+}
+
 fn within(text: &str, most: usize) -> bool {
     // Python's len: code points.
     !text.is_empty() && text.chars().count() <= most
@@ -270,12 +427,24 @@ struct Rules {
     output: Py<PyType>,
     error_info: Py<PyType>,
     usage: Py<PyType>,
+    run_started: Py<PyType>,
+    task_spec: Py<PyType>,
+    metric_spec: Py<PyType>,
+    output_spec: Py<PyType>,
+    view_spec: Py<PyType>,
+    signal: Py<PyType>,
     epoch_seconds: PyObject,
     last_read: Py<PyList>,
     envelope_given: Py<PyFrozenSet>,
     score_given: Py<PyFrozenSet>,
     trial_given: Py<PyFrozenSet>,
     output_given: Py<PyFrozenSet>,
+    started_given: Py<PyFrozenSet>,
+    task_given: Py<PyFrozenSet>,
+    metric_given: Py<PyFrozenSet>,
+    output_spec_given: Py<PyFrozenSet>,
+    view_given: Py<PyFrozenSet>,
+    signal_given: Py<PyFrozenSet>,
     nonfinite: Py<PyDict>,
     event_id_max: usize,
     run_id_max: usize,
@@ -302,15 +471,21 @@ impl Recogniser {
 
     /// The event `raw` (bytes or str) holds, or None when not certain.
     fn __call__(&self, py: Python<'_>, raw: &Bound<'_, PyAny>) -> Option<PyObject> {
-        let bytes: &[u8] = if let Ok(data) = raw.downcast::<PyBytes>() {
-            data.as_bytes()
+        // The whole message checked as UTF-8 once: parsed from bytes, serde_json would check
+        // each string and key on its own, ~1.5k instructions a message more.
+        let text: &str = if let Ok(data) = raw.downcast::<PyBytes>() {
+            std::str::from_utf8(data.as_bytes()).ok()?
         } else if let Ok(text) = raw.downcast::<PyString>() {
-            text.to_str().ok()?.as_bytes() // a lone surrogate is not UTF-8: not certain
+            text.to_str().ok()? // a lone surrogate is not UTF-8: not certain
         } else {
             return None;
         };
-        let message: Message<'_> = serde_json::from_slice(bytes).ok()?;
-        self.build(py, message).ok()
+        match serde_json::from_str::<Message<'_>>(text) {
+            Ok(message) => self.build(py, message).ok(),
+            // Its fields are none of the other types': a run.started fails that shape.
+            Err(_) if text.contains("\"run.started\"") => self.started(py, serde_json::from_str(text).ok()?).ok(),
+            Err(_) => None,
+        }
     }
 }
 
@@ -364,7 +539,7 @@ impl Recogniser {
     fn envelope<'py>(
         &self,
         py: Python<'py>,
-        message: &Message<'_>,
+        message: &Envelope<'_, '_>,
         kind: &Bound<'py, PyString>,
         given: &Py<PyFrozenSet>,
         size: isize,
@@ -375,9 +550,9 @@ impl Recogniser {
         };
         let fields = given_set(py, given)?;
         values.set_item(intern!(py, "schema_version"), 1)?;
-        values.set_item(intern!(py, "event_id"), PyString::new(py, &message.event_id))?;
-        values.set_item(intern!(py, "run_id"), PyString::new(py, &message.run_id))?;
-        match &message.occurred_at {
+        values.set_item(intern!(py, "event_id"), PyString::new(py, message.event_id))?;
+        values.set_item(intern!(py, "run_id"), PyString::new(py, message.run_id))?;
+        match message.occurred_at {
             Some(Some(at)) => {
                 fields.add(intern!(py, "occurred_at"))?;
                 let at_text = PyString::new(py, at);
@@ -407,7 +582,8 @@ impl Recogniser {
 
     fn score(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
         sure(message.usage.is_none() && message.reason.is_none())?;
-        let (values, fields) = self.envelope(py, &message, intern!(py, "score.emitted"), &self.score_given, 12)?;
+        let (values, fields) =
+            self.envelope(py, &message.envelope(), intern!(py, "score.emitted"), &self.score_given, 12)?;
         values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
         values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
         values.set_item(intern!(py, "metric_type"), self.name(py, &message.metric_type)?)?;
@@ -482,9 +658,13 @@ impl Recogniser {
 
     /// The `error` value (an `ErrorInfo` for an object, empty or not), noting it given.
     fn error(&self, py: Python<'_>, error: &Given<ErrorMessage<'_>>, given: &Bound<'_, PySet>) -> Built<PyObject> {
-        let Some(error) = error else { return Ok(py.None()) };
+        let Some(error) = error else {
+            return Ok(py.None());
+        };
         given.add(intern!(py, "error"))?;
-        let Some(error) = error else { return Ok(py.None()) };
+        let Some(error) = error else {
+            return Ok(py.None());
+        };
         let values = PyDict::new(py);
         let fields = PySet::empty(py)?;
         if error.kind.is_some() {
@@ -505,7 +685,8 @@ impl Recogniser {
                 && message.outputs.is_none()
                 && message.reason.is_none(),
         )?;
-        let (values, fields) = self.envelope(py, &message, intern!(py, "trial.finished"), &self.trial_given, 10)?;
+        let (values, fields) =
+            self.envelope(py, &message.envelope(), intern!(py, "trial.finished"), &self.trial_given, 10)?;
         values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
         values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
         let status = match message.status.as_ref().and_then(Option::as_deref) {
@@ -533,10 +714,9 @@ impl Recogniser {
     fn usage(&self, py: Python<'_>, usage: &UsageMessage) -> Built<PyObject> {
         let values = PyDict::new(py);
         let fields = PySet::empty(py)?;
-        for (name, raw) in [
-            (intern!(py, "input_tokens"), &usage.input_tokens),
-            (intern!(py, "output_tokens"), &usage.output_tokens),
-        ] {
+        for (name, raw) in
+            [(intern!(py, "input_tokens"), &usage.input_tokens), (intern!(py, "output_tokens"), &usage.output_tokens)]
+        {
             let value: PyObject = match raw.as_deref().map(scalar) {
                 None => py.None(),
                 Some(Some(Scalar::Null)) => py.None(),
@@ -548,23 +728,139 @@ impl Recogniser {
             }
             values.set_item(name, value)?;
         }
-        let cost: PyObject = match usage.cost_usd.as_deref().map(|raw| (raw.get().trim(), scalar(raw))) {
-            None | Some((_, Some(Scalar::Null))) => py.None(),
-            // A float field takes any number, an integer as the float nearest it (as Python's
-            // float() does, past 64 bits too): the text read as a float is that float.
-            Some((text, _)) if text.starts_with(|first: char| first == '-' || first.is_ascii_digit()) => {
-                match text.parse::<f64>() {
-                    Ok(cost) if cost >= 0.0 && cost.is_finite() => PyFloat::new(py, cost).into_any().unbind(),
-                    _ => return Err(Unsure),
-                }
-            }
-            Some(_) => return Err(Unsure),
+        let cost: PyObject = match usage.cost_usd.as_deref() {
+            None => py.None(),
+            Some(raw) if raw.get().trim() == "null" => py.None(),
+            Some(raw) => match finite_float(raw) {
+                Some(cost) if cost >= 0.0 => PyFloat::new(py, cost).into_any().unbind(),
+                _ => return Err(Unsure),
+            },
         };
         if usage.cost_usd.is_some() {
             fields.add(intern!(py, "cost_usd"))?;
         }
         values.set_item(intern!(py, "cost_usd"), cost)?;
         self.model(py, &self.usage, values, fields)
+    }
+
+    fn started(&self, py: Python<'_>, message: StartedMessage<'_>) -> Built<PyObject> {
+        sure(message.schema_version == 1 && &*message.kind == "run.started")?;
+        sure(within(&message.event_id, self.event_id_max) && within(&message.run_id, self.run_id_max))?;
+        sure(distinct(message.tasks.iter().map(|task| &*task.task_id)))?;
+        let (values, fields) =
+            self.envelope(py, &message.envelope(), intern!(py, "run.started"), &self.started_given, 8)?;
+        let tasks = PyList::empty(py);
+        for task in &message.tasks {
+            tasks.append(self.task(py, task)?)?;
+        }
+        values.set_item(intern!(py, "tasks"), tasks)?;
+        let attempts: PyObject = match message.attempts_per_task.as_deref().map(scalar) {
+            None | Some(Some(Scalar::Null)) => py.None(),
+            Some(Some(Scalar::Int(count))) if (1..=1_000_000).contains(&count) => {
+                count.into_pyobject(py)?.into_any().unbind()
+            }
+            Some(_) => return Err(Unsure),
+        };
+        if message.attempts_per_task.is_some() {
+            fields.add(intern!(py, "attempts_per_task"))?;
+        }
+        values.set_item(intern!(py, "attempts_per_task"), attempts)?;
+        let labels = PyDict::new(py);
+        if let Some(given) = &message.labels {
+            fields.add(intern!(py, "labels"))?;
+            for (key, value) in &given.0 {
+                labels.set_item(PyString::new(py, key), PyString::new(py, value))?;
+            }
+        }
+        values.set_item(intern!(py, "labels"), labels)?;
+        self.model(py, &self.run_started, values, fields)
+    }
+
+    fn task(&self, py: Python<'_>, task: &TaskMessage<'_>) -> Built<PyObject> {
+        sure(within(&task.task_id, self.name_max))?;
+        let fields = given_set(py, &self.task_given)?;
+        let metrics = PyList::empty(py);
+        if let Some(given) = &task.metrics {
+            let given = given.as_ref().ok_or(Unsure)?; // a list, never null
+            fields.add(intern!(py, "metrics"))?;
+            sure(distinct(given.iter().map(|metric| &*metric.metric_type)))?;
+            for metric in given {
+                metrics.append(self.metric(py, metric)?)?;
+            }
+        }
+        let views = PyList::empty(py);
+        if let Some(given) = &task.views {
+            let given = given.as_ref().ok_or(Unsure)?; // a list, never null
+            fields.add(intern!(py, "views"))?;
+            sure(distinct(given.iter().map(|view| &*view.name)))?;
+            for view in given {
+                views.append(self.view(py, view)?)?;
+            }
+        }
+        let values = PyDict::new(py);
+        values.set_item(intern!(py, "task_id"), PyString::new(py, &task.task_id))?;
+        values.set_item(intern!(py, "metrics"), metrics)?;
+        values.set_item(intern!(py, "views"), views)?;
+        self.model(py, &self.task_spec, values, fields)
+    }
+
+    fn metric(&self, py: Python<'_>, metric: &MetricMessage<'_>) -> Built<PyObject> {
+        sure(within(&metric.metric_type, self.name_max))?;
+        sure(distinct(metric.outputs.iter().map(|output| &*output.name)))?;
+        let outputs = PyList::empty(py);
+        for output in &metric.outputs {
+            sure(within(&output.name, self.name_max))?;
+            let kind = match &*output.kind {
+                "continuous" => intern!(py, "continuous"),
+                "discrete" => intern!(py, "discrete"),
+                "boolean" => intern!(py, "boolean"),
+                "label" => intern!(py, "label"),
+                "model" => intern!(py, "model"),
+                _ => return Err(Unsure),
+            };
+            let values = PyDict::new(py);
+            values.set_item(intern!(py, "name"), PyString::new(py, &output.name))?;
+            values.set_item(intern!(py, "kind"), kind)?;
+            outputs.append(self.model(py, &self.output_spec, values, given_set(py, &self.output_spec_given)?)?)?;
+        }
+        let values = PyDict::new(py);
+        values.set_item(intern!(py, "metric_type"), PyString::new(py, &metric.metric_type))?;
+        values.set_item(intern!(py, "outputs"), outputs)?;
+        self.model(py, &self.metric_spec, values, given_set(py, &self.metric_given)?)
+    }
+
+    fn view(&self, py: Python<'_>, view: &ViewMessage<'_>) -> Built<PyObject> {
+        sure(within(&view.name, self.name_max))?;
+        let reducer = match &*view.reducer {
+            "single" => intern!(py, "single"),
+            "all" => intern!(py, "all"),
+            "any" => intern!(py, "any"),
+            "mean" => intern!(py, "mean"),
+            "weighted" => intern!(py, "weighted"),
+            _ => return Err(Unsure),
+        };
+        let signals = PyList::empty(py);
+        for signal in &view.signals {
+            sure(within(&signal.metric, self.name_max) && within(&signal.output, self.name_max))?;
+            let fields = given_set(py, &self.signal_given)?;
+            let weight = match &signal.weight {
+                None => 1.0,
+                Some(raw) => {
+                    fields.add(intern!(py, "weight"))?;
+                    finite_float(raw).ok_or(Unsure)?
+                }
+            };
+            let values = PyDict::new(py);
+            values.set_item(intern!(py, "metric"), PyString::new(py, &signal.metric))?;
+            values.set_item(intern!(py, "output"), PyString::new(py, &signal.output))?;
+            values.set_item(intern!(py, "weight"), PyFloat::new(py, weight))?;
+            signals.append(self.model(py, &self.signal, values, fields)?)?;
+        }
+        let values = PyDict::new(py);
+        values.set_item(intern!(py, "name"), PyString::new(py, &view.name))?;
+        values.set_item(intern!(py, "reducer"), reducer)?;
+        values.set_item(intern!(py, "signals"), signals)?;
+        self.model(py, &self.view_spec, values, given_set(py, &self.view_given)?)
     }
 
     fn closed(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
@@ -578,7 +874,8 @@ impl Recogniser {
                 && message.error.is_none()
                 && message.usage.is_none(),
         )?;
-        let (values, fields) = self.envelope(py, &message, intern!(py, "run.closed"), &self.envelope_given, 6)?;
+        let (values, fields) =
+            self.envelope(py, &message.envelope(), intern!(py, "run.closed"), &self.envelope_given, 6)?;
         let reason = match &message.reason {
             None => intern!(py, "completed"),
             Some(reason) => {
@@ -599,5 +896,6 @@ impl Recogniser {
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Recogniser>()?;
-    module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)
+    module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)?;
+    module.add_function(wrap_pyfunction!(event_fingerprint, module)?)
 }
