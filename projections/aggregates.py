@@ -31,10 +31,17 @@ Aggregate = dict[str, Any]
 """A JSON-ready range aggregate record (see `events.outputs.RangeAggregate`)."""
 
 
+def finite(value: float) -> bool:
+    """`math.isfinite(value)`. The compiled fold calls `math.isfinite` as a Python function
+    (~400 instructions a call, ten a range aggregate's percentiles); `isinf` and `isnan` it
+    compiles to C."""
+    return not (math.isinf(value) or math.isnan(value))
+
+
 def wire_number(value: float | None) -> float | str | None:
     """`events.nonfinite.wire_float` of a value that may be absent: None stays None. Here, in
     the compiled fold, so that a finite value, nearly every one, costs no call of Python."""
-    return value if value is None or math.isfinite(value) else wire_float(value)
+    return value if value is None or finite(value) else wire_float(value)
 
 
 def compensated_sum(values: Iterable[float]) -> float:
@@ -72,7 +79,7 @@ def finished_sum(total: float, compensation: float) -> float:
     """The sum `running_sum` was keeping."""
     # As CPython: adding a zero compensation would turn a -0.0 sum into 0.0, and a
     # non-finite one (after an infinite or overflowed sum) would turn the sum into NaN.
-    if compensation and math.isfinite(compensation):
+    if compensation and finite(compensation):
         total += compensation
     return total
 
@@ -197,7 +204,7 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None, ordered: lis
             # Interpolated even at a whole position (fraction 0.0), as section 4's rule
             # reads: 0.0 times an infinite difference is NaN, and -0.0 + 0.0 is 0.0.
             value += fraction * (ordered[below + 1] - value)
-        percentiles[label] = value if math.isfinite(value) else wire_float(value)
+        percentiles[label] = value if finite(value) else wire_float(value)
     return {
         "name": name,
         "score_type": "range",

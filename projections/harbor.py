@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from events.nonfinite import wire_float
-from projections.aggregates import compensated_sum
+from projections.aggregates import compensated_sum, finite
 from projections.passk import Tally
 from projections.run import RunState
 
@@ -52,7 +52,7 @@ def value_label(value: float) -> str:
         return "1.0"
     if value == 0.0:
         return "0.0" if math.copysign(1.0, value) > 0.0 else "-0.0"
-    return repr(value) if math.isfinite(value) else str(wire_float(value))
+    return repr(value) if finite(value) else str(wire_float(value))
 
 
 def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCache) -> dict[str, Any]:
