@@ -42,9 +42,7 @@ def digest_of_id(event_id: str) -> tuple[int, int]:
     return hi | 1, lo
 
 
-fingerprint: Final[Callable[[str], tuple[int, int]]] = (
-    digest_of_id if NATIVE is None else NATIVE.event_fingerprint
-)
+fingerprint: Final[Callable[[str], tuple[int, int]]] = digest_of_id if NATIVE is None else NATIVE.event_fingerprint
 """`digest_of_id`, computed in compiled code when `events/native` is built (one call where
 hashlib takes four: ~5% of a replay step)."""
 
