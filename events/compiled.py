@@ -126,7 +126,7 @@ def compiled_recogniser() -> Recognise | None:
             "score_given": fastpath.SCORE_GIVEN,
             "trial_given": fastpath.TRIAL_GIVEN,
             "output_given": fastpath.OUTPUT_GIVEN,
-            "started_given": fastpath.ENVELOPE_GIVEN | {"tasks"},
+            "started_given": required(RunStarted),
             "task_given": required(TaskSpec),
             "metric_given": required(MetricSpec),
             "output_spec_given": required(OutputSpec),

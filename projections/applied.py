@@ -43,8 +43,8 @@ def digest_of_id(event_id: str) -> tuple[int, int]:
 
 
 fingerprint: Final[Callable[[str], tuple[int, int]]] = digest_of_id if NATIVE is None else NATIVE.event_fingerprint
-"""`digest_of_id`, computed in compiled code when `events/native` is built (one call where
-hashlib takes four: ~5% of a replay step)."""
+"""`digest_of_id`, computed in compiled code when `events/native` is built: one call where
+hashlib takes four, 2.2k instructions an event where they took 4.8k."""
 
 
 def _key(hi: int) -> int:
