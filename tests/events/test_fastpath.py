@@ -28,8 +28,11 @@ from events.synthetic import interleave, synthetic_run
 
 @pytest.fixture(scope="module", params=["python", "compiled"])
 def recognise(request: pytest.FixtureRequest) -> Recognise:
-    if request.param == "python":
-        return fastpath.recognise
+    return fastpath.recognise if request.param == "python" else built()
+
+
+def built() -> Recognise:
+    """The compiled recogniser (the cases only it takes, run.started, call it directly)."""
     if compiled.COMPILED is None:
         pytest.fail(
             f"the compiled recogniser is not built, or {compiled.PURE_SETTING}=1 is set: run `make install`"
@@ -417,13 +420,6 @@ def test_a_score_the_rules_refuse_is_left_to_pydantic(recognise: Recognise, chan
     raw = orjson.dumps({**SCORE, **changes})
     assert outcome(raw) is not None
     assert recognise(raw) is None
-
-
-def built() -> Recognise:
-    """The compiled recogniser, for the cases only it takes (run.started)."""
-    if compiled.COMPILED is None:
-        pytest.fail("the compiled recogniser is not built: run `make install` (it needs Rust's cargo)")
-    return compiled.COMPILED
 
 
 SIGNAL: dict[str, Any] = {"metric": "m", "output": "a", "weight": 2.0}

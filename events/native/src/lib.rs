@@ -137,6 +137,7 @@ struct UsageMessage {
 
 /// The envelope's fields, as every type's message holds them.
 struct Envelope<'m, 'a> {
+    schema_version: u64,
     event_id: &'m str,
     run_id: &'m str,
     occurred_at: &'m Given<Text<'a>>,
@@ -144,7 +145,12 @@ struct Envelope<'m, 'a> {
 
 impl<'a> Message<'a> {
     fn envelope(&self) -> Envelope<'_, 'a> {
-        Envelope { event_id: &self.event_id, run_id: &self.run_id, occurred_at: &self.occurred_at }
+        Envelope {
+            schema_version: self.schema_version,
+            event_id: &self.event_id,
+            run_id: &self.run_id,
+            occurred_at: &self.occurred_at,
+        }
     }
 }
 
@@ -171,7 +177,12 @@ struct StartedMessage<'a> {
 
 impl<'a> StartedMessage<'a> {
     fn envelope(&self) -> Envelope<'_, 'a> {
-        Envelope { event_id: &self.event_id, run_id: &self.run_id, occurred_at: &self.occurred_at }
+        Envelope {
+            schema_version: self.schema_version,
+            event_id: &self.event_id,
+            run_id: &self.run_id,
+            occurred_at: &self.occurred_at,
+        }
     }
 }
 
@@ -491,8 +502,6 @@ impl Recogniser {
 
 impl Recogniser {
     fn build(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
-        sure(message.schema_version == 1)?;
-        sure(within(&message.event_id, self.event_id_max) && within(&message.run_id, self.run_id_max))?;
         match &*message.kind {
             "score.emitted" => self.score(py, message),
             "trial.finished" => self.trial(py, message),
@@ -544,6 +553,8 @@ impl Recogniser {
         given: &Py<PyFrozenSet>,
         size: isize,
     ) -> Built<(Bound<'py, PyDict>, Bound<'py, PySet>)> {
+        sure(message.schema_version == 1)?;
+        sure(within(message.event_id, self.event_id_max) && within(message.run_id, self.run_id_max))?;
         // SAFETY: the call returns a new dict or NULL with an exception set.
         let values = unsafe {
             Bound::from_owned_ptr_or_err(py, ffi::_PyDict_NewPresized(size))?.downcast_into_unchecked::<PyDict>()
@@ -575,9 +586,15 @@ impl Recogniser {
 
     fn name<'py>(&self, py: Python<'py>, field: &Given<Text<'_>>) -> Built<Bound<'py, PyString>> {
         match field {
-            Some(Some(text)) if within(text, self.name_max) => Ok(PyString::new(py, text)),
+            Some(Some(text)) => self.name_of(py, text),
             _ => Err(Unsure),
         }
+    }
+
+    /// A name (task id, trial id, metric type, output or view name) within `events.models`' bound.
+    fn name_of<'py>(&self, py: Python<'py>, text: &str) -> Built<Bound<'py, PyString>> {
+        sure(within(text, self.name_max))?;
+        Ok(PyString::new(py, text))
     }
 
     fn score(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
@@ -624,10 +641,9 @@ impl Recogniser {
             sure(failure.flatten().is_none())?;
             &self.score_measured
         };
+        sure(distinct(outputs.iter().map(|output| &*output.name)))?;
         let built = PyList::empty(py);
-        for (index, output) in outputs.iter().enumerate() {
-            sure(within(&output.name, self.name_max))?;
-            sure(outputs[..index].iter().all(|earlier| *earlier.name != *output.name))?;
+        for output in &outputs {
             built.append(self.output(py, output)?)?;
         }
         values.set_item(intern!(py, "outputs"), built)?;
@@ -651,7 +667,7 @@ impl Recogniser {
             }
         };
         let values = PyDict::new(py);
-        values.set_item(intern!(py, "name"), PyString::new(py, &output.name))?;
+        values.set_item(intern!(py, "name"), self.name_of(py, &output.name)?)?;
         values.set_item(intern!(py, "value"), value)?;
         self.model(py, &self.output, values, given_set(py, &self.output_given)?)
     }
@@ -744,8 +760,7 @@ impl Recogniser {
     }
 
     fn started(&self, py: Python<'_>, message: StartedMessage<'_>) -> Built<PyObject> {
-        sure(message.schema_version == 1 && &*message.kind == "run.started")?;
-        sure(within(&message.event_id, self.event_id_max) && within(&message.run_id, self.run_id_max))?;
+        sure(&*message.kind == "run.started")?;
         sure(distinct(message.tasks.iter().map(|task| &*task.task_id)))?;
         let (values, fields) =
             self.envelope(py, &message.envelope(), intern!(py, "run.started"), &self.started_given, 8)?;
@@ -777,7 +792,7 @@ impl Recogniser {
     }
 
     fn task(&self, py: Python<'_>, task: &TaskMessage<'_>) -> Built<PyObject> {
-        sure(within(&task.task_id, self.name_max))?;
+        let task_id = self.name_of(py, &task.task_id)?;
         let fields = given_set(py, &self.task_given)?;
         let metrics = PyList::empty(py);
         if let Some(given) = &task.metrics {
@@ -798,18 +813,18 @@ impl Recogniser {
             }
         }
         let values = PyDict::new(py);
-        values.set_item(intern!(py, "task_id"), PyString::new(py, &task.task_id))?;
+        values.set_item(intern!(py, "task_id"), task_id)?;
         values.set_item(intern!(py, "metrics"), metrics)?;
         values.set_item(intern!(py, "views"), views)?;
         self.model(py, &self.task_spec, values, fields)
     }
 
     fn metric(&self, py: Python<'_>, metric: &MetricMessage<'_>) -> Built<PyObject> {
-        sure(within(&metric.metric_type, self.name_max))?;
+        let metric_type = self.name_of(py, &metric.metric_type)?;
         sure(distinct(metric.outputs.iter().map(|output| &*output.name)))?;
         let outputs = PyList::empty(py);
         for output in &metric.outputs {
-            sure(within(&output.name, self.name_max))?;
+            let name = self.name_of(py, &output.name)?;
             let kind = match &*output.kind {
                 "continuous" => intern!(py, "continuous"),
                 "discrete" => intern!(py, "discrete"),
@@ -819,18 +834,18 @@ impl Recogniser {
                 _ => return Err(Unsure),
             };
             let values = PyDict::new(py);
-            values.set_item(intern!(py, "name"), PyString::new(py, &output.name))?;
+            values.set_item(intern!(py, "name"), name)?;
             values.set_item(intern!(py, "kind"), kind)?;
             outputs.append(self.model(py, &self.output_spec, values, given_set(py, &self.output_spec_given)?)?)?;
         }
         let values = PyDict::new(py);
-        values.set_item(intern!(py, "metric_type"), PyString::new(py, &metric.metric_type))?;
+        values.set_item(intern!(py, "metric_type"), metric_type)?;
         values.set_item(intern!(py, "outputs"), outputs)?;
         self.model(py, &self.metric_spec, values, given_set(py, &self.metric_given)?)
     }
 
     fn view(&self, py: Python<'_>, view: &ViewMessage<'_>) -> Built<PyObject> {
-        sure(within(&view.name, self.name_max))?;
+        let name = self.name_of(py, &view.name)?;
         let reducer = match &*view.reducer {
             "single" => intern!(py, "single"),
             "all" => intern!(py, "all"),
@@ -841,7 +856,7 @@ impl Recogniser {
         };
         let signals = PyList::empty(py);
         for signal in &view.signals {
-            sure(within(&signal.metric, self.name_max) && within(&signal.output, self.name_max))?;
+            let (metric, output) = (self.name_of(py, &signal.metric)?, self.name_of(py, &signal.output)?);
             let fields = given_set(py, &self.signal_given)?;
             let weight = match &signal.weight {
                 None => 1.0,
@@ -851,13 +866,13 @@ impl Recogniser {
                 }
             };
             let values = PyDict::new(py);
-            values.set_item(intern!(py, "metric"), PyString::new(py, &signal.metric))?;
-            values.set_item(intern!(py, "output"), PyString::new(py, &signal.output))?;
+            values.set_item(intern!(py, "metric"), metric)?;
+            values.set_item(intern!(py, "output"), output)?;
             values.set_item(intern!(py, "weight"), PyFloat::new(py, weight))?;
             signals.append(self.model(py, &self.signal, values, fields)?)?;
         }
         let values = PyDict::new(py);
-        values.set_item(intern!(py, "name"), PyString::new(py, &view.name))?;
+        values.set_item(intern!(py, "name"), name)?;
         values.set_item(intern!(py, "reducer"), reducer)?;
         values.set_item(intern!(py, "signals"), signals)?;
         self.model(py, &self.view_spec, values, given_set(py, &self.view_given)?)
