@@ -15,6 +15,11 @@ then the whole run's. So two distinct ids are taken for one only if all 128 bits
 about 1 in 10**26 for a run of a million events; ids that share only a key (1 in 2**61 a pair)
 cost one search of the run. A key is below 2**62 so that the compiled fold (mypyc) keeps it
 as a machine integer: a full 64-bit `hi` would be a Python integer object in every step.
+
+The table is `events/native`'s `KeyTable` where that is built, else `Keys`, the same table in
+Python and the reference it is tested against: in the compiled fold each of `Keys`' probes
+still makes an integer object of the slot it reads (~500 instructions, 3.4 probes an event
+on a 40k-trial run), where `KeyTable`'s is a load and a compare.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import struct
 from array import array
 from collections.abc import Callable, Iterable
 from hashlib import blake2b
-from typing import Final
+from typing import Final, Protocol
 
 from events.compiled import NATIVE
 
@@ -44,7 +49,8 @@ def digest_of_id(event_id: str) -> tuple[int, int]:
 
 fingerprint: Final[Callable[[str], tuple[int, int]]] = digest_of_id if NATIVE is None else NATIVE.event_fingerprint
 """`digest_of_id`, computed in compiled code when `events/native` is built: one call where
-hashlib takes four, 2.2k instructions an event where they took 4.8k."""
+hashlib takes four, 1.3k instructions an event where they took 4.8k (BLAKE2b's rounds in
+AVX2 where the CPU has it, chosen at run time; 2.1k without)."""
 
 
 def _key(hi: int) -> int:
@@ -61,90 +67,86 @@ def holds(pairs: array[int], hi: int, lo: int) -> bool:
     return at >= 0
 
 
-class AppliedEvents:
-    """Keys of a run's applied fingerprints: `add` says whether an event is new."""
+class KeySet(Protocol):
+    """A table of the keys of `hi` halves: `Keys`, or `events/native`'s `KeyTable` where it is built."""
 
-    __slots__ = ("_limit", "_size", "_slots", "_width")
+    def add(self, hi: int) -> bool: ...
+
+    def put(self, hi: int) -> None: ...
+
+    def holds(self, hi: int) -> bool: ...
+
+    def reserve(self, capacity: int) -> None: ...
+
+    @property
+    def width(self) -> int: ...
+
+    def __len__(self) -> int: ...
+
+
+class Keys:
+    """The table of keys, in Python: an array of slots at a load of at most 3/4, linear
+    probing (the reference `events/native`'s `KeyTable` is tested against)."""
+
+    __slots__ = ("_limit", "_size", "_slots", "width")
     _slots: array[int]
 
-    def __init__(self, capacity: int = _MIN_SLOTS // 2) -> None:
+    def __init__(self, capacity: int) -> None:
         self._size = 0
         self._allocate(capacity)
 
     def _allocate(self, capacity: int) -> None:
         """An empty table with room for `capacity` at a load of 3/4: linear probing's inserts
         then average ~2.5 probes over the table's filling, 8.5 at its fullest."""
-        self._width = max(_MIN_SLOTS, capacity * 4 // 3 + 1)
-        self._slots = array("Q", bytes(8 * self._width))
-        self._limit = self._width * 3 // 4
+        self.width = max(_MIN_SLOTS, capacity * 4 // 3 + 1)
+        self._slots = array("Q", bytes(8 * self.width))
+        self._limit = self.width * 3 // 4
 
     def __len__(self) -> int:
         return self._size
 
-    def contains(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
-        """Whether the run has applied the event of fingerprint (hi, lo). `own`: the kept
-        fingerprints of the part the event changes; `everything`: all the run's kept
-        fingerprints, looked through only when `own` does not have a candidate's pair."""
-        return self._free(_key(hi), hi, lo, own, everything) < 0
-
-    def add(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
-        """Index the event of fingerprint (hi, lo), about to be applied (its pair is kept by
-        the caller right after); False if the run has applied it (a redelivery)."""
+    def add(self, hi: int) -> bool:
+        """Place `hi`'s key unless a slot holds it already: True when placed."""
         key = _key(hi)
-        at = self._free(key, hi, lo, own, everything)
-        if at < 0:
-            return False
-        self._put(at, key)
-        return True
+        at, seen = self._free(key)
+        if not seen:
+            self._place(at, key)
+        return not seen
 
-    def insert(self, hi: int) -> None:
-        """Index a fingerprint already kept and known to be distinct (a rebuild from the
-        kept fingerprints, which hold each applied event once)."""
+    def put(self, hi: int) -> None:
+        """Place `hi`'s key, known to stand for a fingerprint not indexed yet, even if a slot holds it."""
         key = _key(hi)
-        self._put(self._empty(key), key)
+        self._place(self._free(key)[0], key)
 
-    def _free(self, key: int, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> int:
-        """The free slot for `key` (`hi`'s), or -1 when the pair is kept already (linear probing)."""
-        slots, width = self._slots, self._width
+    def holds(self, hi: int) -> bool:
+        """Whether a slot holds `hi`'s key."""
+        return self._free(_key(hi))[1]
+
+    def _free(self, key: int) -> tuple[int, bool]:
+        """The free slot `key` probes to, and whether a slot on the way holds it."""
+        slots, width = self._slots, self.width
         at = key % width
-        candidate = False
+        seen = False
         while (stored := slots[at]) != 0:
-            if stored == key:
-                candidate = True
+            seen = seen or stored == key
             at = at + 1 if at + 1 < width else 0
-        if candidate and (holds(own, hi, lo) or any(holds(pairs, hi, lo) for pairs in everything())):
-            return -1
-        return at
+        return at, seen
 
-    def _empty(self, key: int) -> int:
-        slots, width = self._slots, self._width
-        at = key % width
-        while slots[at]:
-            at = at + 1 if at + 1 < width else 0
-        return at
-
-    def _put(self, at: int, key: int) -> None:
+    def _place(self, at: int, key: int) -> None:
         self._slots[at] = key
         self._size += 1
         if self._size > self._limit:
             self.reserve(self._size * 2)
 
-    @property
-    def table_bytes(self) -> int:
-        """The memory of the table: a run.started reserves it for the whole plan."""
-        return 8 * self._width
-
     def reserve(self, capacity: int) -> None:
-        """Make room for `capacity` ids without growing again (a run.started knows its size)."""
+        """Make room for `capacity` keys without growing again."""
         if capacity <= self._limit:
             return
         old = self._slots
         self._allocate(capacity)
-        if not self._size:
-            return
         # The keys placed in a list of machine integers (compiled), then packed: probing
         # the array would box every key it reads and writes.
-        width = self._width
+        width = self.width
         table = [0] * width
         for key in old:
             if key:
@@ -153,3 +155,53 @@ class AppliedEvents:
                     at = at + 1 if at + 1 < width else 0
                 table[at] = key
         self._slots = array("Q", table)
+
+
+_KEYS: Final[Callable[[int], KeySet]] = Keys if NATIVE is None else NATIVE.KeyTable
+
+
+class AppliedEvents:
+    """Keys of a run's applied fingerprints: `add` says whether an event is new."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, capacity: int = _MIN_SLOTS // 2) -> None:
+        self._keys = _KEYS(capacity)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def contains(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+        """Whether the run has applied the event of fingerprint (hi, lo). `own`: the kept
+        fingerprints of the part the event changes; `everything`: all the run's kept
+        fingerprints, looked through only when `own` does not have a candidate's pair."""
+        return self._keys.holds(hi) and _kept(hi, lo, own, everything)
+
+    def add(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+        """Index the event of fingerprint (hi, lo), about to be applied (its pair is kept by
+        the caller right after); False if the run has applied it (a redelivery)."""
+        if self._keys.add(hi):
+            return True
+        if _kept(hi, lo, own, everything):
+            return False
+        self._keys.put(hi)  # only its key is shared
+        return True
+
+    def insert(self, hi: int) -> None:
+        """Index a fingerprint already kept and known to be distinct (a rebuild from the
+        kept fingerprints, which hold each applied event once)."""
+        self._keys.put(hi)
+
+    @property
+    def table_bytes(self) -> int:
+        """The memory of the table: a run.started reserves it for the whole plan."""
+        return 8 * self._keys.width
+
+    def reserve(self, capacity: int) -> None:
+        """Make room for `capacity` ids without growing again (a run.started knows its size)."""
+        self._keys.reserve(capacity)
+
+
+def _kept(hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+    """Whether the pair is kept: by the event's own part first, where a redelivery's is."""
+    return holds(own, hi, lo) or any(holds(pairs, hi, lo) for pairs in everything())

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from events.builders import score
 from events.compiled import NATIVE
-from projections.applied import AppliedEvents, digest_of_id, fingerprint, holds
+from projections.applied import AppliedEvents, Keys, KeySet, digest_of_id, fingerprint, holds
 from projections.run import Outcome, RunState, apply, rederive
 
 HI = 0x1234_5678_9ABC_DEF1
@@ -103,3 +103,59 @@ def test_the_fingerprint_is_computed_in_compiled_code_where_it_is_built() -> Non
         fingerprint("\ud800")  # not UTF-8: refused as the reference refuses it
     with pytest.raises(UnicodeEncodeError):
         digest_of_id("\ud800")
+
+
+def native_keys() -> type:
+    if NATIVE is None:
+        pytest.fail("events/native is not built: run `make install` (it needs Rust's cargo)")
+    table: type = NATIVE.KeyTable
+    return table
+
+
+Operation = tuple[str, int]
+HALVES = st.one_of(st.integers(0, 63), st.integers(0, 2**64 - 1))
+"""A few `hi` halves, whose keys collide, and any 64-bit one."""
+OPERATIONS = st.lists(
+    st.tuples(st.sampled_from(["add", "put", "holds"]), HALVES) | st.tuples(st.just("reserve"), st.integers(0, 300)),
+    max_size=200,
+)
+
+
+def run_on(table: KeySet, operations: list[Operation]) -> list[object]:
+    said: list[object] = []
+    for name, argument in operations:
+        said.append((getattr(table, name)(argument), len(table), table.width))
+    return said
+
+
+@given(st.integers(0, 100), OPERATIONS)
+def test_the_compiled_key_table_does_what_the_python_one_does(capacity: int, operations: list[Operation]) -> None:
+    """Same answers, sizes and widths (so the same `table_bytes`) for any operations,
+    growth included."""
+    assert run_on(native_keys()(capacity), operations) == run_on(Keys(capacity), operations)
+
+
+@given(OPERATIONS)
+def test_the_python_key_table_is_a_set_of_keys_with_puts_counted(operations: list[Operation]) -> None:
+    """`add` places a key not held, `put` places one anyway, `holds` says whether any slot
+    has it; the table holds what it was given at a load of at most 3/4."""
+    table, placed = Keys(4), []
+    for name, hi in operations:
+        key = (hi >> 2) | 1
+        if name == "add":
+            new = key not in placed
+            assert table.add(hi) is new
+            if new:
+                placed.append(key)
+        elif name == "put":
+            table.put(hi)
+            placed.append(key)
+        elif name == "holds":
+            assert table.holds(hi) is (key in placed)
+        else:
+            table.reserve(hi)
+        assert len(table) == len(placed) <= table.width * 3 // 4
+
+
+def test_the_index_is_the_compiled_table_where_it_is_built() -> None:
+    assert isinstance(AppliedEvents()._keys, native_keys())

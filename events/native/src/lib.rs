@@ -17,7 +17,11 @@
 //! refuse that, a label given twice (which pydantic takes, keeping the last value).
 //!
 //! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
-//! `projections.applied.digest_of_id` (its reference) calls hashlib through four method calls.
+//! `projections.applied.digest_of_id` (its reference) calls hashlib through four method calls;
+//! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by.
+
+mod allocator;
+mod keys;
 
 use std::borrow::Cow;
 
@@ -908,9 +912,14 @@ impl Recogniser {
     }
 }
 
+/// Python's raw allocator, so that `tracemalloc` sees this module's memory (`allocator.rs`).
+#[global_allocator]
+static ALLOCATOR: allocator::PythonRaw = allocator::PythonRaw;
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Recogniser>()?;
+    module.add_class::<keys::KeyTable>()?;
     module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)?;
     module.add_function(wrap_pyfunction!(event_fingerprint, module)?)
 }
