@@ -9,13 +9,14 @@ the same record always gives the same bytes, with non-finite floats written as "
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final
 
 import orjson
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from events.compiled import RECOGNISERS
+from events import fastpath
+from events.compiled import COMPILED, NATIVE
 from events.models import InputEvent
 from events.outputs import OutputEvent
 
@@ -48,20 +49,27 @@ class DecodeError(ValueError):
         self.detail = detail
 
 
-def decode(raw: bytes | str) -> InputEvent:
-    """Validate one message against the v1 contract (EVENTS.md). The common valid shapes
-    are recognised without pydantic (`events.compiled.RECOGNISERS`); everything else, every refusal
-    included, is `validate`'s."""
+def decode_in_python(raw: bytes | str) -> InputEvent:
+    """`decode` in Python: the size limit, the Python fast path (`events.fastpath`), then
+    pydantic's validator."""
     if len(raw) > MAX_EVENT_BYTES:
         raise DecodeError(
             "oversized",
             f"message is {len(raw)} bytes, over the {MAX_EVENT_BYTES}-byte limit; split the run or trim outputs",
         )
-    for recognise in RECOGNISERS:
-        event = recognise(raw)
-        if event is not None:
-            return event
-    return validate(raw)
+    event = fastpath.recognise(raw)
+    return event if event is not None else validate(raw)
+
+
+decode: Final[Callable[[bytes | str], InputEvent]] = (
+    decode_in_python
+    if NATIVE is None or COMPILED is None
+    else NATIVE.Decoder(COMPILED, decode_in_python, MAX_EVENT_BYTES)
+)
+"""Validate one message against the v1 contract (EVENTS.md). The common valid shapes are
+recognised without pydantic; everything else, every refusal included, is `validate`'s. Where
+`events/native` is built, its `Decoder`: the compiled recogniser's event (`events.compiled`),
+else `decode_in_python`'s, in one call from the fold."""
 
 
 def validate(raw: bytes | str) -> InputEvent:

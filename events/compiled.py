@@ -2,14 +2,15 @@
 sources as they are.
 
 `make install` builds it (`.ci/compile_native.py`: the extension module `events/_native*.so`
-and `events/native.digest`, the digest of the sources it was built from). `RECOGNISERS` are
-the fast paths `events.codec.decode` tries in turn before pydantic's validator: the compiled
-one first when it is current, then `events.fastpath.recognise`, the Python reference it is
-tested against (`tests/events/test_fastpath.py` runs every case on both). It also takes the
+and `events/native.digest`, the digest of the sources it was built from). `COMPILED`, when
+it is current, is the fast path `events.codec.decode` tries first, before
+`events.fastpath.recognise` (the Python reference it is tested against) and pydantic's
+validator (`tests/events/test_fastpath.py` runs every case on both). It also takes the
 valid run.started, which the Python fast path leaves to pydantic: there pydantic's validator
 is its reference. `EVALSTREAM_PURE=1` leaves it out, as it leaves the compiled fold out; a
-build older than its sources is left out with a warning. The same module holds the fold's
-event-id fingerprint (`projections.applied.fingerprint`).
+build older than its sources is left out with a warning. The same module holds
+`events.codec.decode`'s `Decoder`, the fold's event-id fingerprint
+(`projections.applied.fingerprint`) and the table it indexes them by (`KeyTable`).
 """
 
 from __future__ import annotations
@@ -142,6 +143,3 @@ def compiled_recogniser() -> Recognise | None:
 
 
 COMPILED: Final = compiled_recogniser()
-RECOGNISERS: Final[tuple[Recognise, ...]] = (
-    (COMPILED, fastpath.recognise) if COMPILED is not None else (fastpath.recognise,)
-)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 
-from events.codec import MAX_EVENT_BYTES, DecodeError, decode, encode
+from events.codec import MAX_EVENT_BYTES, DecodeError, decode, decode_in_python, encode
+from events.compiled import NATIVE
 from events.models import RunClosed, ScoreEmitted
 
 SCORE = {
@@ -132,6 +134,35 @@ def test_an_oversized_message_is_refused_before_parsing() -> None:
     with pytest.raises(DecodeError) as refused:
         decode(message)
     assert refused.value.code == "oversized"
+
+
+def outcome(decoder: Callable[[bytes | str], object], message: bytes | str) -> object:
+    try:
+        return decoder(message)
+    except DecodeError as refused:
+        return (refused.code, str(refused))
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        raw(),  # the compiled recogniser's
+        raw().decode(),  # as a str
+        b'{"type": "score.emitted", ' + raw()[1:],  # a key given twice: the Python path's
+        raw(outputs=[]),  # no outputs: refused by pydantic
+        raw(status="unknown"),
+        b"not json",
+        raw(task_id="t" * 10) + b" " * MAX_EVENT_BYTES,  # oversized, with the recogniser's shape
+        raw().decode() + " " * (MAX_EVENT_BYTES - len(raw()) + 1),  # oversized by the str's length
+    ],
+)
+def test_the_compiled_decoder_hands_what_it_does_not_take_to_the_python_decode(message: bytes | str) -> None:
+    """`decode` is events/native's `Decoder` where built, and decodes or refuses every
+    message as `decode_in_python` does."""
+    if NATIVE is None:
+        pytest.fail("events/native is not built: run `make install` (it needs Rust's cargo)")
+    assert isinstance(decode, NATIVE.Decoder)
+    assert outcome(decode, message) == outcome(decode_in_python, message)
 
 
 def test_run_started_refuses_duplicate_task_ids() -> None:
