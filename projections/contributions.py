@@ -24,6 +24,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Final, TypeVar, final
 
 import orjson
@@ -113,30 +114,30 @@ class InOrder:
         """How many times items were put before others (anything but appended)."""
 
     def add(self, new: list[tuple[int, Any]]) -> None:
-        """Put the (seq, item) pairs `new` in their places: appended when they all come
-        after the items there (a run's first summary, an event at the end of the log), one
-        by one when few (a late event's), else in one sort."""
-        # Seqs are unique: the items are looked up by seq, and only ints are sorted (a sort
-        # of pairs compares each pair's heads for equality before it orders them).
-        by_seq = dict(new)
-        seqs = sorted(by_seq)
-        if not self.seqs or seqs[0] > self.seqs[-1]:
-            self.seqs.extend(seqs)
-            self.items.extend([by_seq[seq] for seq in seqs])
+        """Put the (seq, item) pairs `new` (at least one) in their places: appended when they
+        all come after the items there (a run's first summary, an event at the end of the
+        log), one by one when few (a late event's), else in one sort."""
+        # Seqs are unique, so pairs are sorted by seq alone: a sort of the pairs themselves
+        # would compare each pair's heads for equality before it ordered them.
+        new = sorted(new, key=_seq_of)
+        seqs, items = self.seqs, self.items
+        if not seqs or new[0][0] > seqs[-1]:
+            seqs.fromlist([seq for seq, _ in new])  # sized once, where extend grows per item
+            items.extend([item for _, item in new])
             return
         self.rearranged += 1
-        if len(seqs) <= _FEW:
-            for seq in seqs:
-                at = bisect_right(self.seqs, seq)
-                self.seqs.insert(at, seq)
-                self.items.insert(at, by_seq[seq])
+        if len(new) <= _FEW:
+            for seq, item in new:
+                at = bisect_right(seqs, seq)
+                seqs.insert(at, seq)
+                items.insert(at, item)
             return
-        by_seq.update(zip(self.seqs, self.items, strict=True))
-        seqs = sorted(by_seq)
-        self.seqs = array("q", seqs)
-        self.items = [by_seq[seq] for seq in seqs]
+        merged = sorted([*zip(seqs, items, strict=True), *new], key=_seq_of)
+        self.seqs = array("q", [seq for seq, _ in merged])
+        self.items = [item for _, item in merged]
 
 
+_seq_of: Final = itemgetter(0)
 _FEW: Final = 64
 
 
