@@ -35,7 +35,7 @@ from playwright.async_api import Page, async_playwright
 from events.clients.kafka import running
 from events.codec import MAX_EVENT_BYTES
 from events.synthetic import synthetic_run
-from worker.commands.replay import Replayer
+from projections.replayer import Replayer
 from worker.dashboard.pages import dom_id
 from worker.local.clusters import cluster
 from worker.local.processes import DashboardProcess, chromium, isolated_settings

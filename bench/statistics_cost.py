@@ -33,10 +33,10 @@ from projections.aggregates import center
 from projections.attempts import key_tallies
 from projections.passk import estimates
 from projections.progress import progress
+from projections.replayer import Replayer
 from projections.run import RunState, apply
 from projections.statistics import Statistics, by_k, statistics
 from projections.summary import summary
-from worker.commands.replay import Replayer
 
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
 ATTEMPTS = 5

@@ -11,7 +11,7 @@ import orjson
 from events.codec import encode
 from events.models import InputEvent
 from events.outputs import RunProgress, RunSummary
-from worker.commands.replay import Replayer
+from projections.replayer import Replayer
 from worker.dashboard.views import RunRecords
 
 

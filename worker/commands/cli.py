@@ -22,11 +22,12 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from events.clients.security import SecurityError
 from events.importers.source import SourceError
 from events.schema import write_schemas
+from projections.replayer import ReplayStats
 from worker.commands import redact
 from worker.commands.digest import digest
 from worker.commands.importing import SOURCES
 from worker.commands.refused import refusal
-from worker.commands.replay import ReplayStats, replay
+from worker.commands.replay import replay
 from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing
 from worker.local import broker_flags
 from worker.settings import Settings

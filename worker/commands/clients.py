@@ -11,7 +11,8 @@ from aiokafka import AIOKafkaProducer
 from events.clients.kafka import TopicMissing, running
 from events.clients.subscriber import AsyncProgressSubscriber, AsyncSummarySubscriber
 from events.codec import MAX_EVENT_BYTES
-from worker.commands.replay import Replayer, ReplayStats, route_key, write
+from projections.replayer import Replayer, ReplayStats
+from worker.commands.replay import route_key, write
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
 

@@ -1,0 +1,85 @@
+"""What each line of an event log makes `evalstream replay` write: the per-line part of
+replay, pure (lines in, output bytes out), so that it is compiled with the fold. The reading
+and writing, and the split across processes, are `worker.commands.replay`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from events.codec import encode_payload
+from projections.progress import progress
+from projections.run import Outcome, RunState
+from projections.step import step
+
+STDOUT, STDERR = 1, 2
+Output = tuple[int, int, bytes]
+"""(line number, stream, bytes) of one thing replay writes."""
+
+
+@dataclass(slots=True)
+class ReplayStats:
+    lines: int = 0
+    applied: int = 0
+    redeliveries: int = 0
+    ignored: int = 0
+    skipped: int = 0
+    summaries: int = 0
+    open_runs: int = 0
+
+    def add(self, other: ReplayStats) -> None:
+        for name in ("applied", "redeliveries", "ignored", "skipped", "summaries", "open_runs"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Replayer:
+    """Every run seen so far, and what each line of the log makes replay write."""
+
+    def __init__(self, progress_every: int | None = None) -> None:
+        self.runs: dict[str, RunState] = {}
+        self.progress_every = progress_every
+        self.stats = ReplayStats()
+
+    def feed(self, number: int, line: bytes) -> Sequence[Output]:
+        """What line `number` of a file makes replay write."""
+        if not line or line.isspace():
+            return ()
+        return self.apply(number, line.rstrip(b"\r\n"))
+
+    def apply(
+        self, number: int, value: bytes, where: str | None = None, *, key: bytes | None = None, keyed: bool = False
+    ) -> Sequence[Output]:
+        """What one message makes replay write; `where` names it in a rejection (by
+        default "line `number`"). A keyed message (from the events topic) takes the worker's
+        key check, and its `number` is its offset, the position the worker gives it."""
+        stepped = step(value, self._run, position=number if keyed else None, keyed=keyed, key=key)
+        if stepped.rejected is not None:
+            self.stats.skipped += 1
+            where = where or f"line {number}"
+            return [(number, STDERR, f"{where}: {stepped.rejected.code}: {stepped.rejected.detail}\n".encode())]
+        run = stepped.run
+        if stepped.outcome is not Outcome.APPLIED or run is None:
+            self.stats.redeliveries += stepped.outcome is Outcome.REDELIVERY
+            self.stats.ignored += stepped.outcome is Outcome.IGNORED
+            return ()
+        self.stats.applied += 1
+        if stepped.summary is None and not self.progress_every:
+            return ()
+        outputs = []
+        if self.progress_every and (run.closed or run.event_count % self.progress_every == 0):
+            outputs.append((number, STDOUT, encode_payload(progress(run, run.event_count)) + b"\n"))
+        if stepped.summary is not None:
+            self.stats.summaries += 1
+            outputs.append((number, STDOUT, stepped.summary + b"\n"))
+        return outputs
+
+    def _run(self, run_id: str) -> RunState:
+        run = self.runs.get(run_id)
+        if run is None:
+            run = self.runs[run_id] = RunState(run_id)
+        return run
+
+    def finish(self) -> ReplayStats:
+        # A run whose only events failed (and were rolled back) has nothing applied: not a run.
+        self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed and run.event_count)
+        return self.stats
