@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from events.codec import MAX_EVENT_BYTES, DecodeError, decode, decode_in_python, encode
-from events.compiled import NATIVE
 from events.models import RunClosed, ScoreEmitted
+from tests.native import native
 
 SCORE = {
     "schema_version": 1,
@@ -159,9 +159,7 @@ def outcome(decoder: Callable[[bytes | str], object], message: bytes | str) -> o
 def test_the_compiled_decoder_hands_what_it_does_not_take_to_the_python_decode(message: bytes | str) -> None:
     """`decode` is events/native's `Decoder` where built, and decodes or refuses every
     message as `decode_in_python` does."""
-    if NATIVE is None:
-        pytest.fail("events/native is not built: run `make install` (it needs Rust's cargo)")
-    assert isinstance(decode, NATIVE.Decoder)
+    assert isinstance(decode, native().Decoder)
     assert outcome(decode, message) == outcome(decode_in_python, message)
 
 

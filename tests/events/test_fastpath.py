@@ -24,6 +24,7 @@ from events.codec import DecodeError, decode, encode, validate
 from events.compiled import Recognise
 from events.models import RunClosed, ScoreMeasured, TrialFinished
 from events.synthetic import interleave, synthetic_run
+from tests.native import native
 
 
 @pytest.fixture(scope="module", params=["python", "compiled"])
@@ -33,11 +34,8 @@ def recognise(request: pytest.FixtureRequest) -> Recognise:
 
 def built() -> Recognise:
     """The compiled recogniser (the cases only it takes, run.started, call it directly)."""
-    if compiled.COMPILED is None:
-        pytest.fail(
-            f"the compiled recogniser is not built, or {compiled.PURE_SETTING}=1 is set: run `make install`"
-            " (it needs Rust's cargo) and run the tests without that setting"
-        )
+    native()  # fails the test where the module is not built
+    assert compiled.COMPILED is not None  # made whenever the module is there
     return compiled.COMPILED
 
 

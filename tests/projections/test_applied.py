@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.builders import score
-from events.compiled import NATIVE
 from projections.applied import AppliedEvents, Keys, KeySet, digest_of_id, fingerprint, holds
 from projections.run import Outcome, RunState, apply, rederive
+from tests.native import native
 
 HI = 0x1234_5678_9ABC_DEF1
 
@@ -96,9 +96,7 @@ def test_a_fingerprint_is_the_ids_128_bit_blake2b(event_id: str) -> None:
 
 
 def test_the_fingerprint_is_computed_in_compiled_code_where_it_is_built() -> None:
-    if NATIVE is None:
-        pytest.fail("events/native is not built: run `make install` (it needs Rust's cargo)")
-    assert fingerprint is NATIVE.event_fingerprint
+    assert fingerprint is native().event_fingerprint
     with pytest.raises(UnicodeEncodeError):
         fingerprint("\ud800")  # not UTF-8: refused as the reference refuses it
     with pytest.raises(UnicodeEncodeError):
@@ -106,9 +104,7 @@ def test_the_fingerprint_is_computed_in_compiled_code_where_it_is_built() -> Non
 
 
 def native_keys() -> type:
-    if NATIVE is None:
-        pytest.fail("events/native is not built: run `make install` (it needs Rust's cargo)")
-    table: type = NATIVE.KeyTable
+    table: type = native().KeyTable
     return table
 
 

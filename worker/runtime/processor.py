@@ -28,10 +28,10 @@ Progress is coalesced per run: at most one event per window. A progress event co
 O(tasks of its run) (its pass@k equals the summary's exactly: 0.5-0.7 us a task, 11-13 us
 for a run of one or two tasks, compiled), so the window grows with the work waiting:
 `progress_interval` while the runs with unpublished changes have up to `PROGRESS_TASKS`
-tasks in all, proportionally longer above. One big run gets
-live progress; ten of them share the same budget, and progress takes a bounded share of
-the worker however many runs are open. At close, and after, a run's progress is
-published with each batch whatever the window.
+tasks in all, proportionally longer above. One big run gets live progress; ten of them
+share the same budget, and progress takes a bounded share of the worker however many runs
+are open. At close, and after, a run's progress is published with each batch whatever the
+window.
 """
 
 from __future__ import annotations
