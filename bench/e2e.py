@@ -6,7 +6,9 @@ starts a local broker (free ports, temporary state). Prints, from one run:
    three reads), and the rate of a faust agent that does nothing with it
    (`bench.faust_ceiling`: faust's own cost);
 2. sustained events/s through one worker: publishing the same log until the last run's
-   summary is out, and the ratio to the ceiling;
+   summary is out, and the ratio to the ceiling; and the worker's CPU per event meanwhile
+   (steadier than the rate on a shared machine, where the broker and the publisher take
+   their share of the cores);
 3. latency from publish to the first progress event that reflects it, p50 and p99, for
    a run published at a steady 1,000 and 10,000 events/s (`--rates ""`: none).
 
@@ -28,8 +30,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
+import psutil
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES
@@ -160,15 +164,20 @@ def main() -> None:
         print(f"faust agent doing nothing: {noop:>10,.0f} events/s  faust/ceiling = {noop / top:.2f}")
         if args.against:
             before = worker_rate(bootstrap, Path(scratch) / "before", lines, runs, args.against)
-            print(f"worker of {args.against}: {before:>10,.0f} events/s  worker/ceiling = {before / top:.3f}")
+            print(f"worker of {args.against}: {before}  worker/ceiling = {before.rate / top:.3f}")
         settings = isolated_settings(bootstrap)
         worker = start_worker(settings, Path(scratch) / "worker", sys.executable)
         try:
-            rate = sustained_after_warming(settings, lines, runs)
+            now = sustained_after_warming(settings, worker, lines, runs)
+            rate = now.rate
             print(
-                f"through broker and worker: {rate:>10,.0f} events/s  worker/ceiling = {rate / top:.3f}, "
-                f"worker/faust = {rate / noop:.2f}"
+                f"through broker and worker: {now}  worker/ceiling = {rate / top:.3f}, worker/faust = {rate / noop:.2f}"
             )
+            if args.against:
+                print(
+                    f"  this checkout / the other: rate {rate / before.rate:.2f}, "
+                    f"CPU per event {now.cpu / before.cpu:.2f}"
+                )
             print(
                 f"  (targets: >= 20,000 events/s, >= 0.05 of the ceiling, >= 2x the no-op agent: "
                 f"{'met' if rate >= 20_000 and rate >= 0.05 * top and rate >= 2 * noop else 'MISSED'})"
@@ -191,18 +200,33 @@ def start_worker(settings: Settings, data_dir: Path, python: str) -> WorkerProce
     return WorkerProcess(settings, data_dir, env={"PYTHONSAFEPATH": "1"}, python=python)
 
 
-def sustained_after_warming(settings: Settings, lines: list[bytes], runs: int) -> float:
-    """The worker's events/s on `lines`, after one tiny run has warmed it up."""
+def sustained_after_warming(settings: Settings, worker: WorkerProcess, lines: list[bytes], runs: int) -> Sustained:
+    """The worker's events/s on `lines`, after one tiny run has warmed it up, and the CPU
+    it used for them."""
     asyncio.run(sustained(settings, [orjson.dumps(e) for e in synthetic_run("warm", tasks=1, attempts=1)], {b"warm"}))
-    return asyncio.run(sustained(settings, lines, {f"e2e-{i}".encode() for i in range(runs)}))
+    process = psutil.Process(worker.process.pid)
+    before = sum(process.cpu_times()[:2])
+    rate = asyncio.run(sustained(settings, lines, {f"e2e-{i}".encode() for i in range(runs)}))
+    return Sustained(rate, (sum(process.cpu_times()[:2]) - before) / len(lines))
 
 
-def worker_rate(bootstrap: str, data_dir: Path, lines: list[bytes], runs: int, python: str) -> float:
-    """Events/s of the worker `python` runs, on its own topics."""
+class Sustained(NamedTuple):
+    rate: float
+    """Events/s, from the first publish to the last run's summary."""
+    cpu: float
+    """The worker's CPU seconds (user and system) per event over that time: on a shared
+    machine, steadier than the rate, which the broker and the publisher share the cores for."""
+
+    def __str__(self) -> str:
+        return f"{self.rate:>10,.0f} events/s  worker CPU {self.cpu * 1e6:5.1f} us/event"
+
+
+def worker_rate(bootstrap: str, data_dir: Path, lines: list[bytes], runs: int, python: str) -> Sustained:
+    """Events/s of the worker `python` runs, on its own topics, and its CPU per event."""
     settings = isolated_settings(bootstrap)
     worker = start_worker(settings, data_dir, python)
     try:
-        return sustained_after_warming(settings, lines, runs)
+        return sustained_after_warming(settings, worker, lines, runs)
     finally:
         worker.stop()
 

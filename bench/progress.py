@@ -1,6 +1,13 @@
-"""The worker's CPU share spent on progress, with ten 5,000-task runs open at once.
+"""The cost of a progress event, and the worker's CPU share spent on progress with ten
+5,000-task runs open at once.
 
-Run: `python -m bench.progress` (EVALSTREAM_BOOTSTRAP if set, else a broker of its own).
+Run: `python -m bench.progress` (EVALSTREAM_BOOTSTRAP if set, else a broker of its own;
+`--costs` for the first part alone, which needs none).
+First, in process: the mean cost of one progress event of a run of 1 to 1,000 tasks (five
+trials each), made after every event or after every few (as the worker's coalescing window
+has them), and what the fixed part of a run's event is worth in tasks of a big run (the
+worker's progress budget counts it so: `worker.runtime.processor.PROGRESS_RUN_TASKS`).
+Then, through a broker:
 A progress event costs O(tasks of its run), so ten big open runs could take the worker
 over; the coalescing window grows with the tasks waiting for progress
 (`worker.runtime.processor`). The same paced load (ten open runs of 5,000 tasks, trials
@@ -23,8 +30,10 @@ import orjson
 import psutil
 from aiokafka import AIOKafkaProducer
 
-from events.codec import MAX_EVENT_BYTES
+from events.codec import MAX_EVENT_BYTES, decode
 from events.synthetic import interleave, synthetic_run
+from projections.progress import progress
+from projections.run import RunState, apply
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.local.records import read_topic
@@ -38,6 +47,43 @@ def open_runs(tag: str) -> list[tuple[bytes, bytes]]:
     sources = [synthetic_run(f"{tag}-{i}", tasks=TASKS, attempts=2, seed=i) for i in range(RUNS)]
     events = [event for event in interleave(sources, seed=1) if event["type"] != "run.closed"]
     return [(event["run_id"].encode(), orjson.dumps(event)) for event in events]
+
+
+COSTS = ((1, 1, 400), (2, 1, 400), (1_000, 1, 1), (2, 8, 400), (10, 8, 80), (100, 40, 8), (1_000, 400, 2))
+"""(tasks of each run, events between two progress events, runs) measured."""
+
+
+def progress_cost(tasks: int, every: int, runs: int) -> float:
+    """Mean seconds of one progress event of runs of `tasks` tasks, one made after every
+    `every` events applied."""
+    spent, made = 0.0, 0
+    for index in range(runs):
+        made_run = synthetic_run(f"r{index}", tasks=tasks, attempts=5, seed=index)
+        events = [decode(orjson.dumps(event)) for event in made_run]
+        run = RunState(f"r{index}")
+        for count, event in enumerate(events, start=1):
+            apply(run, event)
+            if count % every == 0:
+                began = time.perf_counter()
+                progress(run, run.event_count)
+                spent += time.perf_counter() - began
+                made += 1
+    return spent / made
+
+
+def print_costs() -> None:
+    print("one progress event, runs of five trials a task:")
+    costs = {}
+    for tasks, every, runs in COSTS:
+        costs[tasks, every] = cost = progress_cost(tasks, every, runs)
+        each = f"{cost * 1e6:8.1f} us  ({cost / tasks * 1e6:6.2f} us a task)"
+        print(f"  {tasks:>5,} tasks, after every {every:>3} events: {each}")
+    for small, big in (((2, 1), (1_000, 1)), ((2, 8), (1_000, 400))):
+        per_task = costs[big] / big[0]
+        print(
+            f"  the fixed part: a run of 2 tasks after {small[1]} event(s) costs what"
+            f" {(costs[small] - 2 * per_task) / per_task:.0f} more tasks of a 1,000-task run after {big[1]} do"
+        )
 
 
 async def paced(settings: Settings, messages: list[tuple[bytes, bytes]], rate: float) -> None:
@@ -78,7 +124,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=5_000.0, help="events/s over all runs")
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--costs", action="store_true", help="the in-process costs alone (no broker)")
     args = parser.parse_args()
+    print_costs()
+    if args.costs:
+        return
     with (
         tempfile.TemporaryDirectory() as scratch,
         cluster(os.environ.get("EVALSTREAM_BOOTSTRAP"), Path(scratch) / "broker") as bootstrap,

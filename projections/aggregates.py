@@ -51,7 +51,8 @@ def compensated_sum(values: Iterable[float]) -> float:
     the low-order bits each addition lost (Neumaier), added to the sum once, at the end.
     0.0 for no values (where `sum` gives the int 0, which compares equal).
     """
-    return finished_sum(*running_sum(values, 0.0, 0.0))
+    total, compensation = running_sum(values, 0.0, 0.0)
+    return finished_sum(total, compensation)
 
 
 def running_sum(values: Iterable[float], total: float, compensation: float) -> tuple[float, float]:
@@ -136,8 +137,15 @@ class Center:
 
 def center(values: Iterable[float], total: int) -> Center:
     """`range_aggregate`'s count, nan_count, sum and mean of `values` among `total`."""
-    finite = list(filter(math.isfinite, values))  # a C-level loop: it runs once per value
+    finite = finite_values(values)
     return centered(finite, compensated_sum(finite), total)
+
+
+def finite_values(values: Iterable[float]) -> list[float]:
+    """The finite ones of `values`, in their order. Written as a loop the compiled fold makes
+    C of (`isinf` and `isnan` are C there): `filter(math.isfinite, ...)` would call a Python
+    builtin for each value, and cost ~2k instructions a call before the first."""
+    return [value for value in values if not (math.isinf(value) or math.isnan(value))]
 
 
 def centered(finite: list[float], summed: float, total: int) -> Center:
@@ -251,7 +259,7 @@ class Growing:
     def extend(self, values: list[float]) -> None:
         """The values that come after those given so far."""
         self.taken += len(values)
-        new = list(filter(math.isfinite, values))
+        new = finite_values(values)
         if not new:
             return
         self.finite += new

@@ -73,6 +73,21 @@ def _with_slot(width: int, at: int) -> struct.Struct:
     return struct.Struct("=iBq" + (f"{before}x" if before else "") + "Bd" + (f"{after}x" if after else ""))
 
 
+@lru_cache(maxsize=64)
+def _little(width: int) -> struct.Struct:
+    """`record_layout(width)` in little-endian order, the stored one."""
+    return struct.Struct("<iBq" + "Bd" * width)
+
+
+_LITTLE_SPILLED: Final = struct.Struct("<iIBd")
+
+
+def reordered(data: bytes, source: struct.Struct, target: struct.Struct) -> bytes:
+    """Records of layout `source` written with layout `target` (the same fields in another
+    byte order)."""
+    return b"".join(target.pack(*fields) for fields in source.iter_unpack(data))
+
+
 def record_size(width: int) -> int:
     """`record_layout(width).size`, without the cache lookup (rows are counted often)."""
     return ROW.size + SLOT.size * width
@@ -192,6 +207,31 @@ class MetricColumns:
             rows, carried_kinds, carried_values = zip(*cells, strict=True) if cells else ((), (), ())
             outputs[name] = (array("i", rows), bytes(carried_kinds), array("d", carried_values))
         return (array("i", fields[0]), bytes(fields[1]), array("q", fields[2])), outputs
+
+    def records_bytes(self) -> tuple[bytes, bytes | None]:
+        """The records, and the spilled cells (None: none), as bytes in little-endian order:
+        what the store writes (`of_bytes` takes them back), one copy each on a little-endian
+        machine where the fields are each a column to gather."""
+        records, spilled = bytes(self.packed), None if self.spilled is None else bytes(self.spilled)
+        if sys.byteorder == "big":
+            records = reordered(records, record_layout(self.width), _little(self.width))
+            spilled = None if spilled is None else reordered(spilled, SPILLED, _LITTLE_SPILLED)
+        return records, spilled
+
+    @classmethod
+    def of_bytes(cls, names: tuple[str, ...], records: bytes, spilled: bytes | None) -> MetricColumns:
+        """The columns `records_bytes` gave, with their output `names`; ValueError if the
+        bytes cannot be such records."""
+        width = min(len(names), DENSE)
+        if len(records) % record_size(width) or (spilled is not None) != (len(names) > DENSE):
+            raise ValueError(f"{len(records)} bytes are not records of {width} slots")
+        if spilled is not None and len(spilled) % SPILLED.size:
+            raise ValueError(f"{len(spilled)} bytes are not spilled cells")
+        if sys.byteorder == "big":
+            records = reordered(records, _little(width), record_layout(width))
+            spilled = None if spilled is None else reordered(spilled, _LITTLE_SPILLED, SPILLED)
+        interned = shared(tuple(sys.intern(name) for name in names))
+        return cls(bytearray(records), interned, None if spilled is None else bytearray(spilled))
 
     def slot_of(self, name: str) -> int:
         """The index of output `name` among `names`, a new one if no score has brought it

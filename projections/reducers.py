@@ -5,11 +5,10 @@ aggregates, signals in declaration order. A declaration holds its views' reducer
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from events.models import ViewSpec
-from projections.aggregates import compensated_sum
+from projections.aggregates import compensated_sum, finite_values
 
 Reduce = Callable[[list[float]], float | None]
 """A view's reducer over one trial's signal values, in declaration order (all present);
@@ -49,5 +48,5 @@ def _first(values: list[float]) -> float:
 
 
 def _finite_mean(values: list[float]) -> float | None:
-    finite = list(filter(math.isfinite, values))
+    finite = finite_values(values)
     return compensated_sum(finite) / len(finite) if finite else None

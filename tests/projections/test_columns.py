@@ -6,7 +6,9 @@ the model gives, bit for bit."""
 from __future__ import annotations
 
 import struct
+import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,8 +19,11 @@ from projections.columns import (
     NON_SEMANTIC,
     NUMERIC,
     OK,
+    SPILLED,
     TRIAL_FAILED,
     MetricColumns,
+    record_layout,
+    reordered,
 )
 
 Cell = tuple[int, float]
@@ -81,6 +86,8 @@ def check(columns: MetricColumns, model: list[Row]) -> None:
     heads, stored = columns.stored()
     restored = MetricColumns.of(*heads, stored)
     assert (restored.packed, restored.names) == (columns.packed, columns.names)
+    again = MetricColumns.of_bytes(columns.names, *columns.records_bytes())
+    assert (again.packed, again.names, again.spilled) == (columns.packed, columns.names, columns.spilled)
 
 
 @given(rows, st.data())
@@ -102,3 +109,40 @@ def test_a_score_with_ever_new_output_names_keeps_its_records_narrow() -> None:
     columns = packed(model)
     check(columns, model)
     assert len(columns.packed) == len(model) * (13 + 9 * DENSE)  # slots for the first names only
+
+
+@given(rows)
+def test_records_written_on_a_big_endian_machine_are_the_little_endian_bytes_read_back(
+    drawn: list[tuple[int, int, dict[str, Cell]]],
+) -> None:
+    """What the store holds is little-endian whatever the machine: a big-endian one turns
+    each field around on the way out and back in."""
+    model = [
+        (trial, status, seq, outputs if status == OK else {}) for seq, (trial, status, outputs) in enumerate(drawn)
+    ]
+    columns = packed(model)
+    width = columns.width
+    big = MetricColumns(
+        bytearray(reordered(bytes(columns.packed), record_layout(width), struct.Struct(">iBq" + "Bd" * width))),
+        columns.names,
+        None
+        if columns.spilled is None
+        else bytearray(reordered(bytes(columns.spilled), SPILLED, struct.Struct(">iIBd"))),
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "byteorder", "big")
+        patch.setattr("projections.columns.record_layout", lambda width: struct.Struct(">iBq" + "Bd" * width))
+        patch.setattr("projections.columns.SPILLED", struct.Struct(">iIBd"))
+        stored = big.records_bytes()
+        back = MetricColumns.of_bytes(columns.names, *stored)
+    assert stored == columns.records_bytes()  # this machine's (little-endian) bytes
+    assert (back.packed, back.spilled) == (big.packed, big.spilled)
+
+
+def test_bytes_that_are_not_whole_records_are_refused() -> None:
+    columns = packed([(0, OK, 0, {"score": (NUMERIC, 1.0)})])
+    records, _ = columns.records_bytes()
+    with pytest.raises(ValueError, match="are not records of 1 slots"):
+        MetricColumns.of_bytes(columns.names, records[:-1], None)
+    with pytest.raises(ValueError, match="are not records"):
+        MetricColumns.of_bytes((*columns.names, *NAMES[1 : DENSE + 1]), records, None)  # spilled cells missing

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import base64
+from typing import Any
+
+import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from events.codec import encode_payload
 from events.models import InputEvent
+from projections.columns import DENSE, NUMERIC, OK, MetricColumns
 from projections.progress import progress
 from projections.run import RunState, apply
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 from projections.summary import summary
-from tests.builders import fold
+from projections.task import TaskState
+from tests.builders import fold, scored_run
 from tests.strategies import run_logs
 
 
@@ -32,3 +39,51 @@ def test_a_restored_run_continues_exactly_like_the_original(log: list[InputEvent
         assert apply(restored, event).outcome == apply(original, event).outcome  # redeliveries included
     assert encode_payload(summary(restored)) == encode_payload(summary(original))
     assert progress(restored, 2) == progress(original, 2)
+
+
+def version_3(task: TaskState) -> bytes:
+    """The task as version 3's code wrote it: each metric's fields an array of their own."""
+
+    def text(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    def metric(columns: MetricColumns) -> dict[str, Any]:
+        (trials, statuses, seqs), outputs = columns.stored()
+        return {
+            "trials": text(trials.tobytes()),
+            "statuses": text(statuses),
+            "seqs": text(seqs.tobytes()),
+            "outputs": {
+                name: {"rows": text(rows.tobytes()), "kinds": text(kinds), "values": text(values.tobytes())}
+                for name, (rows, kinds, values) in outputs.items()
+            },
+        }
+
+    stored = orjson.loads(task_to_bytes(task))
+    stored["v"] = 3
+    stored["metrics"] = {name: metric(columns) for name, columns in task.metrics.items()}
+    return orjson.dumps(stored)
+
+
+@given(run_logs())
+def test_a_task_version_3_wrote_reads_as_the_task_it_was(log: list[InputEvent]) -> None:
+    run = fold(log)
+    wide = MetricColumns()  # more output names than a record has slots for
+    for row in range(DENSE + 3):
+        wide.append(0, OK, 10_000 + row, {wide.slot_of(f"out-{row % (DENSE + 2)}"): (NUMERIC, row / 7)})
+    tasks = [*run.tasks.values(), TaskState("wide", metrics={"many": wide}, trial_ids=["trial"])]
+    for task in tasks:
+        read = task_from_bytes(task.task_id, version_3(task))
+        assert task_to_bytes(read) == task_to_bytes(task)
+        for name, columns in task.metrics.items():
+            assert (read.metrics[name].packed, read.metrics[name].spilled) == (columns.packed, columns.spilled)
+
+
+def test_a_damaged_task_record_is_refused_with_the_fix() -> None:
+    run = fold(scored_run("run", {"t1": [1.0, 0.0]}))
+    task = next(task for task in run.tasks.values() if task.metrics)
+    stored = orjson.loads(task_to_bytes(task))
+    metric = next(iter(stored["metrics"]))
+    stored["metrics"][metric]["records"] = base64.b64encode(b"\x00" * 5).decode()
+    with pytest.raises(ValueError, match=f"metric '{metric}' is damaged .*; wipe the store and replay the topic"):
+        task_from_bytes(task.task_id, orjson.dumps(stored))

@@ -22,7 +22,7 @@ from tests.builders import fold
 from tests.worker.engine_harness import Store
 from worker.commands.replay import replay
 from worker.runtime.keys import checkpoint_key
-from worker.runtime.processor import PROGRESS_TASKS, Admission, Processor, Record
+from worker.runtime.processor import PROGRESS_RUN_TASKS, PROGRESS_TASKS, Admission, Processor, Record
 
 
 def records(events: Sequence[InputEvent], first: int = 0) -> list[Record]:
@@ -210,26 +210,36 @@ def test_a_pinned_run_stays_until_its_progress_is_out() -> None:
 
 
 def test_progress_windows_grow_with_the_tasks_waiting_so_progress_work_is_bounded() -> None:
-    """One run of PROGRESS_TASKS tasks gets progress every interval; ten of them share that
-    budget: each gets progress ten times less often."""
+    """One run whose tasks and fixed part make PROGRESS_TASKS gets progress every interval;
+    ten of them share that budget: each gets progress ten times less often."""
+    assert progress_per_run(1, PROGRESS_TASKS - PROGRESS_RUN_TASKS) == 16  # every 0.25 s
+    assert progress_per_run(10, PROGRESS_TASKS - PROGRESS_RUN_TASKS) == 1  # every 2.5 s
 
-    def progress_per_run(runs: int) -> int:
-        processor = Processor(progress_interval=0.25)
-        tasks = [builders.task_spec(f"t{i}") for i in range(PROGRESS_TASKS)]
-        published = 0
-        offsets = itertools.count()
+
+def test_a_runs_fixed_part_counts_in_the_progress_budget() -> None:
+    """Runs of one task cost their fixed part more than their task: as many as the budget
+    holds with it get progress every interval; twice as many, every other."""
+    fit = PROGRESS_TASKS // (1 + PROGRESS_RUN_TASKS)
+    assert progress_per_run(fit, 1) == 16
+    assert progress_per_run(2 * fit, 1) == 8
+
+
+def progress_per_run(runs: int, tasks_each: int) -> int:
+    """Progress events each of `runs` open runs of `tasks_each` tasks gets over 4 s, with a
+    trial of each run every 0.125 s and a progress interval of 0.25 s."""
+    processor = Processor(progress_interval=0.25)
+    tasks = [builders.task_spec(f"t{i}") for i in range(tasks_each)]
+    published = 0
+    offsets = itertools.count()
+    for run in range(runs):
+        processor.handle(0, records([builders.started(f"big-{run}", tasks)], next(offsets)), 0.0)
+    for step in range(1, 33):
+        now = step * 0.125
         for run in range(runs):
-            processor.handle(0, records([builders.started(f"big-{run}", tasks)], next(offsets)), 0.0)
-        for step in range(1, 33):  # 4 s: a trial of each run every 0.125 s
-            now = step * 0.125
-            for run in range(runs):
-                trial = records([builders.trial(f"t{step}", f"t{step}-1", run_id=f"big-{run}")], next(offsets))
-                published += sum(item.stream == "progress" for item in processor.handle(0, trial, now))
-            published += len(processor.progress_due(now))
-        return published // runs
-
-    assert progress_per_run(1) == 16  # every 0.25 s
-    assert progress_per_run(10) == 1  # every 2.5 s
+            trial = records([builders.trial("t0", f"t{step}-1", run_id=f"big-{run}")], next(offsets))
+            published += sum(item.stream == "progress" for item in processor.handle(0, trial, now))
+        published += len(processor.progress_due(now))
+    return published // runs
 
 
 def test_counts_say_what_became_of_every_record() -> None:

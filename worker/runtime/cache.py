@@ -35,7 +35,8 @@ class CachedRun:
     progress_pending: bool = False
     """Changes not yet in a published progress event."""
     progress_tasks: int = 0
-    """Its tasks when it joined the runs with unpublished progress (the processor's budget)."""
+    """Its tasks when it joined the runs with unpublished progress, plus the fixed part of a
+    progress event (the processor's budget counts both)."""
     progress_at: float = -math.inf
     """When its last progress event was published (the worker's monotonic clock)."""
     closed: bool = False

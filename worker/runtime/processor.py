@@ -24,14 +24,14 @@ restored from its archive (or retired while cached) writes every part back at it
 change, tasks first and the header last, so that until the header is back the marker
 still names the whole run; once that is durable it is retired again.
 
-Progress is coalesced per run: at most one event per window. A progress event costs
-O(tasks of its run) (its pass@k equals the summary's exactly: 0.5-0.7 us a task, 11-13 us
-for a run of one or two tasks, compiled), so the window grows with the work waiting:
-`progress_interval` while the runs with unpublished changes have up to `PROGRESS_TASKS`
-tasks in all, proportionally longer above. One big run gets live progress; ten of them
-share the same budget, and progress takes a bounded share of the worker however many runs
-are open. At close, and after, a run's progress is published with each batch whatever the
-window.
+Progress is coalesced per run: at most one event per window. A progress event costs a
+fixed part and O(tasks of its run) (its pass@k equals the summary's exactly), so the window
+grows with the work waiting: `progress_interval` while the runs with unpublished changes
+have up to `PROGRESS_TASKS` tasks in all, each run's fixed part counted as
+`PROGRESS_RUN_TASKS` tasks, proportionally longer above. One big run gets live progress; ten
+of them share the same budget, so do thousands of small ones, and progress takes a bounded
+share of the worker however many runs are open. At close, and after, a run's progress is
+published with each batch whatever the window.
 """
 
 from __future__ import annotations
@@ -83,8 +83,12 @@ RETIRE_BYTES = 4 * 2**20
 and held compressed until acknowledged, so a burst of closes, or the closed runs of a store
 an older version wrote, retire over several checkpoints."""
 PROGRESS_TASKS = 5000
-"""Tasks of progress computed per `progress_interval` at most (~3 ms of work per 0.2 s on big
-runs; on runs of two tasks a run's fixed part weighs most, ~30 ms)."""
+"""Tasks of progress computed per `progress_interval` at most, a run's fixed part counted as
+`PROGRESS_RUN_TASKS` more (~3 ms of work per 0.2 s, however big the runs)."""
+PROGRESS_RUN_TASKS = 16
+"""The fixed part of a run's progress event (its statistics' columns, its verdicts, its
+encoding), in tasks: what a run of one or two tasks costs is what 10 to 20 more tasks of a big
+run cost (`python -m bench.progress --costs`)."""
 
 
 class Record(NamedTuple):
@@ -313,9 +317,16 @@ class Processor:
         out: list[Publish] = []
         touched: dict[str, CachedRun] = {}
         counts = self.counts
+        changed, changed_runs = state.changed, state.changed_runs
+        held: dict[str, CachedRun] = {}
 
         def lookup(run_id: str) -> RunState:
-            return self._cached(partition, run_id).run
+            # A run is looked up in the cache (which makes it the most recently used) once a
+            # batch: `held` has it for the batch's later events.
+            entry = held.get(run_id)
+            if entry is None:
+                entry = held[run_id] = self._cached(partition, run_id)
+            return entry.run
 
         for offset, key, value in records:
             admission = self.admit(partition, offset)
@@ -332,38 +343,44 @@ class Processor:
                 )
             state.next_offset = offset + 1
             state.handled += 1
-            source = Source(self.topic, partition, offset)
             try:
                 stepped = step(value, lookup, position=offset, keyed=True, key=key)
             except Exception as error:  # outside the step's rollback (restoring the run failed): nothing applied
                 if self.refused is not None or isinstance(error, ArchiveNeeded | ArchiveMismatch):
                     raise  # not the event's fault: the store is newer, or the batch was not prepared
-                out.append(self._dead_letter(key, value, Rejected("internal-error", repr(error)), source, error))
+                rejected = Rejected("internal-error", repr(error))
+                out.append(self._dead_letter(key, value, rejected, Source(self.topic, partition, offset), error))
                 continue
             if stepped.rejected is not None:
+                source = Source(self.topic, partition, offset)
                 out.append(self._dead_letter(key, value, stepped.rejected, source, stepped.failure))
                 continue
-            if not stepped.applied or stepped.run is None:
+            run = stepped.run
+            if stepped.outcome is not Outcome.APPLIED or run is None:
                 if stepped.outcome is Outcome.REDELIVERY:
                     counts.redelivered += 1
                 else:
                     counts.ignored += 1
                 continue
             counts.applied += 1
-            run = stepped.run
-            entry = touched.get(run.run_id) or self._cached(partition, run.run_id)
-            touched[run.run_id] = entry
-            state.changed[run.run_id, stepped.task_id] = None
-            if run.run_id not in state.changed_runs:
-                state.changed_runs[run.run_id] = entry
+            run_id = run.run_id
+            entry = touched[run_id] = held[run_id]
+            changed[run_id, stepped.task_id] = None
+            if run_id not in changed_runs:
+                changed_runs[run_id] = entry
                 entry.unwritten += 1
             if stepped.summary is not None:
-                out.append(Publish("summary", key, stepped.summary, source=source))
-        for entry in touched.values():
+                out.append(Publish("summary", key, stepped.summary, source=Source(self.topic, partition, offset)))
+        return out + self._changed(touched.values(), now)
+
+    def _changed(self, entries: Iterable[CachedRun], now: float) -> list[Publish]:
+        """File runs a batch changed, make their progress pending, and publish those due."""
+        out = []
+        for entry in entries:
             self.cache.refile(entry)
             if not entry.progress_pending:
                 entry.progress_pending = True
-                entry.progress_tasks = len(entry.run.tasks)
+                entry.progress_tasks = len(entry.run.tasks) + PROGRESS_RUN_TASKS
                 self._pending_tasks += entry.progress_tasks
                 self._progress_pending[entry.run.run_id] = entry
             if entry.run.closed or now - entry.progress_at >= self._window():
@@ -371,12 +388,11 @@ class Processor:
         return out
 
     def progress_due(self, now: float) -> list[tuple[int, Publish]]:
-        """(partition, progress event) of each run with unpublished changes whose window is over."""
-        return [
-            (entry.partition, self._progress(entry, now))
-            for entry in list(self._progress_pending.values())
-            if now - entry.progress_at >= self._window()
-        ]
+        """(partition, progress event) of each run with unpublished changes whose window is
+        over (the window as it is when called: each run published shortens it)."""
+        since = now - self._window()
+        due = [entry for entry in self._progress_pending.values() if entry.progress_at <= since]
+        return [(entry.partition, self._progress(entry, now)) for entry in due]
 
     def checkpoint_due(self, partition: int) -> bool:
         state = self.partitions.get(partition)
