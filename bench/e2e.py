@@ -36,8 +36,9 @@ import orjson
 import psutil
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from bench.processor import backlog
 from events.codec import MAX_EVENT_BYTES
-from events.synthetic import interleave, synthetic_run
+from events.synthetic import synthetic_run
 from worker.commands.clients import publish
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, isolated_settings
@@ -153,9 +154,7 @@ def main() -> None:
         cluster(os.environ.get("EVALSTREAM_BOOTSTRAP"), Path(scratch) / "broker") as bootstrap,
     ):
         runs = args.runs
-        tasks = max(1, args.events // (runs * 5 * 5))
-        sources = [synthetic_run(f"e2e-{i}", tasks=tasks, attempts=5, seed=1) for i in range(runs)]
-        lines = [orjson.dumps(event) for event in interleave(sources, seed=1)]
+        lines = backlog(args.events, runs)
         raw = isolated_settings(bootstrap)
         asyncio.run(ensure_topics(raw))
         top = asyncio.run(ceiling(raw, lines))

@@ -223,8 +223,10 @@ class MetricColumns:
         """The columns `records_bytes` gave, with their output `names`; ValueError if the
         bytes cannot be such records."""
         width = min(len(names), DENSE)
-        if len(records) % record_size(width) or (spilled is not None) != (len(names) > DENSE):
+        if len(records) % record_size(width):
             raise ValueError(f"{len(records)} bytes are not records of {width} slots")
+        if (spilled is not None) != (len(names) > DENSE):
+            raise ValueError(f"spilled cells are {'absent' if spilled is None else 'there'} for {len(names)} names")
         if spilled is not None and len(spilled) % SPILLED.size:
             raise ValueError(f"{len(spilled)} bytes are not spilled cells")
         if sys.byteorder == "big":

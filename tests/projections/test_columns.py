@@ -144,5 +144,8 @@ def test_bytes_that_are_not_whole_records_are_refused() -> None:
     records, _ = columns.records_bytes()
     with pytest.raises(ValueError, match="are not records of 1 slots"):
         MetricColumns.of_bytes(columns.names, records[:-1], None)
-    with pytest.raises(ValueError, match="are not records"):
-        MetricColumns.of_bytes((*columns.names, *NAMES[1 : DENSE + 1]), records, None)  # spilled cells missing
+    wide = (*columns.names, *NAMES[1 : DENSE + 1])
+    with pytest.raises(ValueError, match="are not records of 8 slots"):
+        MetricColumns.of_bytes(wide, records, b"")
+    with pytest.raises(ValueError, match=f"spilled cells are absent for {DENSE + 1} names"):
+        MetricColumns.of_bytes(wide, records * record_layout(DENSE).size, None)

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from events.synthetic import synthetic_run
-from projections.footprint import footprint
+from projections.footprint import footprint, footprints
 from projections.progress import progress
 from projections.run import RunState
 from projections.step import step
@@ -57,3 +57,9 @@ def test_a_runs_footprint_is_never_below_its_measured_memory(
     assert run.closed is close
     assert (run.summary_cache is not None) is summarized
     assert measured <= footprint(run) <= 3 * measured
+
+
+def test_the_footprint_of_runs_is_the_sum_of_theirs() -> None:
+    runs = [folded(2, 5, close=True, summarized=True), folded(40, 5, close=False, summarized=False), RunState("new")]
+    assert footprints(runs) == sum(footprint(run) for run in runs)
+    assert footprints([]) == 0

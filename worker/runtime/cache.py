@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from projections.footprint import footprint
+from projections.footprint import footprint, footprints
 from projections.run import RunState
 
 
@@ -100,7 +100,7 @@ class RunCache:
         """Drop unpinned runs, least recently used first, closed before open, down to
         `capacity` runs and `budget` bytes; returns their ids. Footprints are taken afresh
         (runs grow between two calls): O(runs held), once a checkpoint."""
-        count, total = len(self), sum(footprint(entry.run) for entry in self)
+        count, total = len(self), footprints([entry.run for entry in (*self._open.values(), *self._closed.values())])
         gone: list[str] = []
         for held in (self._closed, self._open):
             victims = []
