@@ -121,17 +121,25 @@ def main() -> None:
     parser.add_argument("--against", metavar="PYTHON", help="another checkout's interpreter, run first")
     parser.add_argument("--figure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    figures = [str(value) for value in (args.events, args.runs, args.batch, args.rate)]
     if args.figure:
         print(measure(args.events, args.runs, args.batch, args.rate))
         return
     print(f"{args.events:,} events over {args.runs:,} runs, batches of {args.batch}, at {args.rate:,.0f} events/s:")
+    given = [
+        "--events",
+        str(args.events),
+        "--runs",
+        str(args.runs),
+        "--batch",
+        str(args.batch),
+        "--rate",
+        str(args.rate),
+    ]
     for python in [*([args.against] if args.against else []), sys.executable]:
         # This file, by its path, with the code of that interpreter's checkout (PYTHONSAFEPATH:
         # not this directory's), which may not have it.
-        command = [python, __file__, "--figure", *("--events", figures[0], "--runs", figures[1])]
-        command += ["--batch", figures[2], "--rate", figures[3]]
         environment = {**os.environ, "PYTHONSAFEPATH": "1"}
+        command = [python, __file__, "--figure", *given]
         result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
         print(f"  {python}: {result.stdout.strip() or result.stderr.strip().splitlines()[-1]}")
 

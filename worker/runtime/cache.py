@@ -100,7 +100,7 @@ class RunCache:
         """Drop unpinned runs, least recently used first, closed before open, down to
         `capacity` runs and `budget` bytes; returns their ids. Footprints are taken afresh
         (runs grow between two calls): O(runs held), once a checkpoint."""
-        count, total = len(self), footprints([entry.run for entry in (*self._open.values(), *self._closed.values())])
+        count, total = len(self), footprints([entry.run for entry in self])
         gone: list[str] = []
         for held in (self._closed, self._open):
             victims = []

@@ -389,7 +389,7 @@ class Processor:
 
     def progress_due(self, now: float) -> list[tuple[int, Publish]]:
         """(partition, progress event) of each run with unpublished changes whose window is
-        over (the window as it is when called: each run published shortens it)."""
+        over: the window as it stands when called (the runs published shorten it for the next call)."""
         since = now - self._window()
         due = [entry for entry in self._progress_pending.values() if entry.progress_at <= since]
         return [(entry.partition, self._progress(entry, now)) for entry in due]
