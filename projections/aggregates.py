@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, final
 
+from events.compiled import NATIVE
 from events.nonfinite import wire_float
 
 PERCENTILES: Final = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
@@ -44,6 +45,18 @@ def wire_number(value: float | None) -> float | str | None:
     return value if value is None or finite(value) else wire_float(value)
 
 
+_NATIVE_FROM: Final = 16
+"""A list of floats this long or longer is summed by `events/native`'s loops (`sums.rs`) where
+that is built: the same operations in the same order, so the same bits, without a float
+object read or made a value (~270 instructions a value in the compiled fold, a few there);
+a shorter one here, where the call would cost more than the loop. A list holding anything
+but floats is summed here too (the module answers None). The loops below are the reference
+(tests/projections/test_sums.py holds the module to them)."""
+_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.running_sum
+_FINITE_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.finite_running_sum
+_SQUARES_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.squares_running_sum
+
+
 def compensated_sum(values: Iterable[float]) -> float:
     """The sum of floats exactly as CPython 3.12's built-in `sum(values)` computes it.
 
@@ -59,6 +72,10 @@ def running_sum(values: Iterable[float], total: float, compensation: float) -> t
     """`compensated_sum`'s running sum and compensation after adding `values` to `total` and
     `compensation`: a sum resumed from where an earlier call left it is the sum of all the
     values at once, to the bit (`finished_sum` gives it)."""
+    if _RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _NATIVE_FROM:
+        summed: tuple[float, float] | None = _RUNNING_SUM(values, total, compensation)
+        if summed is not None:
+            return summed
     # `sum` starts from the int 0 and takes the first float x as `0 + x`, uncompensated.
     # Starting from 0.0 and compensating x too gives the same result: for a finite x that
     # step adds 0.0 to the compensation, and after a non-finite x the sum stays non-finite,
@@ -137,8 +154,19 @@ class Center:
 
 def center(values: Iterable[float], total: int) -> Center:
     """`range_aggregate`'s count, nan_count, sum and mean of `values` among `total`."""
+    finite, running, compensation = finite_running_sum(values, 0.0, 0.0)
+    return centered(finite, finished_sum(running, compensation), total)
+
+
+def finite_running_sum(values: Iterable[float], total: float, compensation: float) -> tuple[list[float], float, float]:
+    """`finite_values(values)`, and the `running_sum` of those from `total` and `compensation`."""
+    if _FINITE_RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _NATIVE_FROM:
+        summed: tuple[list[float], float, float] | None = _FINITE_RUNNING_SUM(values, total, compensation)
+        if summed is not None:
+            return summed
     finite = finite_values(values)
-    return centered(finite, compensated_sum(finite), total)
+    total, compensation = running_sum(finite, total, compensation)
+    return finite, total, compensation
 
 
 def finite_values(values: Iterable[float]) -> list[float]:
@@ -161,13 +189,23 @@ def spread(middle: Center, mean: float) -> Spread:
     """The population and sample variance (None below two values) of `middle`'s finite
     values around their `mean`: the compensated sum of the squared deviations over count
     (sample: count - 1)."""
-    try:
-        deviations = [math.pow(value - mean, 2.0) for value in middle.finite]  # `square`, inlined
-    except OverflowError:  # one square past the largest double: each made so by `square`
-        deviations = [square(value - mean) for value in middle.finite]
-    squares = compensated_sum(deviations)
+    squares = squares_sum(middle.finite, mean)
     count = middle.count
     return Spread(squares / count, squares / (count - 1) if count > 1 else None)
+
+
+def squares_sum(values: list[float], mean: float) -> float:
+    """The compensated sum of the squared deviations of `values` from `mean`."""
+    if _SQUARES_RUNNING_SUM is not None and len(values) >= _NATIVE_FROM:
+        summed: tuple[float, float] | None = _SQUARES_RUNNING_SUM(values, mean)
+        if summed is not None:
+            total, compensation = summed
+            return finished_sum(total, compensation)
+    try:
+        deviations = [math.pow(value - mean, 2.0) for value in values]  # `square`, inlined
+    except OverflowError:  # one square past the largest double: each made so by `square`
+        deviations = [square(value - mean) for value in values]
+    return compensated_sum(deviations)
 
 
 @final
@@ -259,11 +297,11 @@ class Growing:
     def extend(self, values: list[float]) -> None:
         """The values that come after those given so far."""
         self.taken += len(values)
-        new = finite_values(values)
+        new, total, compensation = finite_running_sum(values, self.total, self.compensation)
         if not new:
             return
         self.finite += new
-        self.total, self.compensation = running_sum(new, self.total, self.compensation)
+        self.total, self.compensation = total, compensation
         if len(new) > _INSERTED or not self.ordered:
             self.ordered = sorted(self.finite)
             return
