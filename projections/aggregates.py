@@ -45,13 +45,18 @@ def wire_number(value: float | None) -> float | str | None:
     return value if value is None or finite(value) else wire_float(value)
 
 
-_NATIVE_FROM: Final = 16
+_SUMMED_FROM: Final = 10
 """A list of floats this long or longer is summed by `events/native`'s loops (`sums.rs`) where
 that is built: the same operations in the same order, so the same bits, without a float
-object read or made a value (~270 instructions a value in the compiled fold, a few there);
-a shorter one here, where the call would cost more than the loop. A list holding anything
-but floats is summed here too (the module answers None). The loops below are the reference
-(tests/projections/test_sums.py holds the module to them)."""
+object read (or made, for a square) a value. A shorter one is summed here, where the call
+costs more than the loop: callgrind counts ~360 + 80 instructions a value for `running_sum`
+here, ~890 + 26 there. The loops below are the reference (tests/projections/test_sums.py
+holds the module to them); a list holding anything but floats is summed here (the module
+answers None)."""
+_FILTERED_FROM: Final = 2
+"""The same for `finite_running_sum` and `squares_sum`, which make a float object a value
+here: `center_and_spread` costs ~2,050 + 655 instructions a value here, ~2,660 + 214 there
+(of which 145 are the C library's `pow`)."""
 _RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.running_sum
 _FINITE_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.finite_running_sum
 _SQUARES_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.squares_running_sum
@@ -72,7 +77,7 @@ def running_sum(values: Iterable[float], total: float, compensation: float) -> t
     """`compensated_sum`'s running sum and compensation after adding `values` to `total` and
     `compensation`: a sum resumed from where an earlier call left it is the sum of all the
     values at once, to the bit (`finished_sum` gives it)."""
-    if _RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _NATIVE_FROM:
+    if _RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _SUMMED_FROM:
         summed: tuple[float, float] | None = _RUNNING_SUM(values, total, compensation)
         if summed is not None:
             return summed
@@ -160,7 +165,7 @@ def center(values: Iterable[float], total: int) -> Center:
 
 def finite_running_sum(values: Iterable[float], total: float, compensation: float) -> tuple[list[float], float, float]:
     """`finite_values(values)`, and the `running_sum` of those from `total` and `compensation`."""
-    if _FINITE_RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _NATIVE_FROM:
+    if _FINITE_RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _FILTERED_FROM:
         summed: tuple[list[float], float, float] | None = _FINITE_RUNNING_SUM(values, total, compensation)
         if summed is not None:
             return summed
@@ -196,7 +201,7 @@ def spread(middle: Center, mean: float) -> Spread:
 
 def squares_sum(values: list[float], mean: float) -> float:
     """The compensated sum of the squared deviations of `values` from `mean`."""
-    if _SQUARES_RUNNING_SUM is not None and len(values) >= _NATIVE_FROM:
+    if _SQUARES_RUNNING_SUM is not None and len(values) >= _FILTERED_FROM:
         summed: tuple[float, float] | None = _SQUARES_RUNNING_SUM(values, mean)
         if summed is not None:
             total, compensation = summed

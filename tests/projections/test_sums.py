@@ -27,9 +27,8 @@ from tests.projections.reference import bits
 
 SPECIAL = st.sampled_from([1e16, -1e16, 1e308, -1e308, 1.0, -0.0, 0.0, 5e-324, math.inf, -math.inf, math.nan])
 FLOATS = st.floats() | SPECIAL
-LONG = st.lists(FLOATS, min_size=aggregates._NATIVE_FROM, max_size=120)
-"""Lists the module sums (where built), over the whole double range."""
 ANY_LENGTH = st.lists(FLOATS, max_size=120)
+"""Lists over the whole double range, of lengths the fold sums here and in the module."""
 
 
 @contextmanager
@@ -121,7 +120,7 @@ def test_a_square_is_pow_not_a_product(value: float) -> None:
     "odd", [1, True, 2**80, type("Sub", (float,), {})(1.5)], ids=["int", "bool", "big int", "float subclass"]
 )
 def test_a_list_holding_anything_but_floats_is_summed_in_python(odd: object) -> None:
-    values: list[Any] = [0.5] * aggregates._NATIVE_FROM + [odd]
+    values: list[Any] = [0.5] * aggregates._SUMMED_FROM + [odd]
     assert native().running_sum(values, 0.0, 0.0) is None
     assert native().finite_running_sum(values, 0.0, 0.0) is None
     assert native().squares_running_sum(values, 0.0) is None
@@ -132,7 +131,7 @@ def test_a_list_holding_anything_but_floats_is_summed_in_python(odd: object) -> 
     )
 
 
-@given(LONG, st.integers(0, 5))
+@given(ANY_LENGTH, st.integers(0, 5))
 def test_a_range_aggregate_is_the_same_with_the_module(values: list[float], missing: int) -> None:
     total = len(values) + missing
     with python_loops():
@@ -149,7 +148,7 @@ def test_a_range_aggregate_is_the_same_with_the_module(values: list[float], miss
         assert same((got_spreads.variance, got_spreads.sample_variance), (spreads.variance, spreads.sample_variance))
 
 
-@given(st.lists(LONG, max_size=4))
+@given(st.lists(ANY_LENGTH, max_size=4))
 def test_a_growing_aggregate_is_the_same_with_the_module(batches: list[list[float]]) -> None:
     def grown() -> Any:
         growing = aggregates.Growing()

@@ -12,42 +12,48 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyFloat, PyList};
 
 extern "C" {
     fn pow(x: f64, y: f64) -> f64;
 }
 
-/// Each item's double, or None where one is not exactly a float.
-fn doubles(values: &Bound<'_, PyList>) -> Option<Vec<f64>> {
-    let mut read = Vec::with_capacity(values.len());
+/// Calls `step` with each item's double, in order; false, stopping there, at an item that is
+/// not exactly a float.
+fn each_double(values: &Bound<'_, PyList>, mut step: impl FnMut(f64)) -> bool {
+    let list = values.as_ptr();
     for at in 0..values.len() {
         // SAFETY: `at` is within the list, which no Python code runs to change while the GIL
-        // is held here; the item is borrowed, not kept.
+        // is held here (`step` is Rust arithmetic); the item is borrowed, not kept.
         unsafe {
-            let item = ffi::PyList_GET_ITEM(values.as_ptr(), at as ffi::Py_ssize_t);
+            let item = ffi::PyList_GET_ITEM(list, at as ffi::Py_ssize_t);
             if ffi::PyFloat_CheckExact(item) == 0 {
-                return None;
+                return false;
             }
-            read.push(ffi::PyFloat_AS_DOUBLE(item));
+            step(ffi::PyFloat_AS_DOUBLE(item));
         }
     }
-    Some(read)
+    true
 }
 
-/// `running_sum`'s step for each of `values`, from `total` and `compensation`.
-fn running(values: impl Iterator<Item = f64>, mut total: f64, mut compensation: f64) -> (f64, f64) {
-    for value in values {
+/// A running sum: `running_sum`'s total and compensation, one value at a time.
+struct Running {
+    total: f64,
+    compensation: f64,
+}
+
+impl Running {
+    fn add(&mut self, value: f64) {
+        let total = self.total;
         let step = total + value;
         // `abs` as the Python loop spells it: the same branches for every double, NaN included.
         if (if total >= 0.0 { total } else { -total }) >= (if value >= 0.0 { value } else { -value }) {
-            compensation += (total - step) + value;
+            self.compensation += (total - step) + value;
         } else {
-            compensation += (value - step) + total;
+            self.compensation += (value - step) + total;
         }
-        total = step;
+        self.total = step;
     }
-    (total, compensation)
 }
 
 fn finite(value: f64) -> bool {
@@ -57,7 +63,8 @@ fn finite(value: f64) -> bool {
 /// `projections.aggregates.running_sum(values, total, compensation)`.
 #[pyfunction]
 pub fn running_sum(values: &Bound<'_, PyList>, total: f64, compensation: f64) -> Option<(f64, f64)> {
-    Some(running(doubles(values)?.into_iter(), total, compensation))
+    let mut sum = Running { total, compensation };
+    each_double(values, |value| sum.add(value)).then_some((sum.total, sum.compensation))
 }
 
 /// `finite_values(values)` and the running sum of those from `total` and `compensation`.
@@ -67,18 +74,29 @@ pub fn finite_running_sum<'py>(
     total: f64,
     compensation: f64,
 ) -> PyResult<Option<(Bound<'py, PyList>, f64, f64)>> {
-    let Some(read) = doubles(values) else {
+    let mut sum = Running { total, compensation };
+    let mut all_finite = true;
+    let read = each_double(values, |value| {
+        if finite(value) {
+            sum.add(value)
+        } else {
+            all_finite = false;
+        }
+    });
+    if !read {
         return Ok(None);
-    };
-    let kept: Vec<usize> = (0..read.len()).filter(|&at| finite(read[at])).collect();
-    let (total, compensation) = running(kept.iter().map(|&at| read[at]), total, compensation);
-    let listed = if kept.len() == read.len() {
+    }
+    let listed = if all_finite {
         // The same items in the same order: a new list, since the caller's grows on.
-        values.get_slice(0, read.len())
+        values.get_slice(0, values.len())
     } else {
-        PyList::new(values.py(), kept.iter().map(|&at| values.get_item(at).expect("an index within the list")))?
+        let kept: Vec<Bound<'py, PyAny>> = values
+            .iter()
+            .filter(|item| item.downcast_exact::<PyFloat>().is_ok_and(|float| finite(float.value())))
+            .collect();
+        PyList::new(values.py(), kept)?
     };
-    Ok(Some((listed, total, compensation)))
+    Ok(Some((listed, sum.total, sum.compensation)))
 }
 
 /// The running sum, from zero, of `pow(value - mean, 2.0)` for each of `values`: the
@@ -89,7 +107,7 @@ pub fn squares_running_sum(values: &Bound<'_, PyList>, mean: f64) -> Option<(f64
     // Through `black_box`, the exponent is not a constant the optimiser would turn
     // `pow(x, 2.0)` into `x * x` for: the two differ in the last bit of some values.
     let two = std::hint::black_box(2.0);
-    let read = doubles(values)?;
+    let mut sum = Running { total: 0.0, compensation: 0.0 };
     // SAFETY: `pow` is the C library's, pure, defined for every pair of doubles.
-    Some(running(read.into_iter().map(|value| unsafe { pow(value - mean, two) }), 0.0, 0.0))
+    each_double(values, |value| sum.add(unsafe { pow(value - mean, two) })).then_some((sum.total, sum.compensation))
 }
