@@ -11,7 +11,8 @@ is its reference. `EVALSTREAM_PURE=1` leaves it out, as it leaves the compiled f
 build older than its sources is left out with a warning. The same module holds
 `events.codec.decode`'s `Decoder`, the fold's event-id fingerprint
 (`projections.applied.fingerprint`), the table it indexes them by (`KeyTable`) and the range
-aggregate's loops over a list of floats (`projections.aggregates`).
+aggregate's loops over a list of floats (`projections.aggregates`) and section 8's columns
+(`projections.statistics.by_k`).
 """
 
 from __future__ import annotations

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
+from events.compiled import NATIVE
 from projections.aggregates import Center, Spread, aggregate_of, center_and_spread
 from projections.attempts import key_tallies
 from projections.contributions import Column, KeyFigures, cache_of, fragment
@@ -39,6 +40,11 @@ Statistics = dict[str, dict[str, Any]]
 
 Estimator = Callable[[int, int], tuple[float, ...]]
 """A task's per-k figures for k = 1..n from its (n, c)."""
+
+_TRANSPOSED: Final[Any] = None if NATIVE is None else NATIVE.transposed
+"""`events/native`'s `by_k` transposition where built: the same float objects in the same
+columns, moved by reference, where the compiled fold reads each figure out of its tuple and
+makes a new float of it (tests/projections/test_transpose.py holds it to the Python below)."""
 
 
 def statistics(run: RunState) -> Statistics:
@@ -117,6 +123,10 @@ def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:
     figures = [estimator(n, c) for n, c in measured]
     if not figures:
         return []
+    if _TRANSPOSED is not None:
+        columns: list[list[float]] | None = _TRANSPOSED(figures)
+        if columns is not None:
+            return columns
     # Up to the smallest n every task has a figure: those columns are the figures transposed
     # (a C-level loop; most runs give every task the same n). Past it, a task has n
     # figures, one per k = 1..n: column k - 1 takes those with more than k - 1.
