@@ -6,9 +6,8 @@
 //! library's `pow`, the function `math.pow` calls.
 //!
 //! In the compiled fold each value of those loops is a boxed float read back, a new one made
-//! for each square and each finite value listed again: ~270 instructions a value for the
-//! center and ~280 for the spread of a 5,000-task column. Here they are a load and a few
-//! adds. A list holding anything but exact floats is left to the Python loops (None).
+//! for each square and each finite value listed again: ~655 instructions a value for a center
+//! and spread. Here ~214, of which 145 are `pow`. A list holding anything but exact floats is left to the Python loops (None).
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -56,10 +55,6 @@ impl Running {
     }
 }
 
-fn finite(value: f64) -> bool {
-    !(value.is_infinite() || value.is_nan())
-}
-
 /// `projections.aggregates.running_sum(values, total, compensation)`.
 #[pyfunction]
 pub fn running_sum(values: &Bound<'_, PyList>, total: f64, compensation: f64) -> Option<(f64, f64)> {
@@ -77,7 +72,7 @@ pub fn finite_running_sum<'py>(
     let mut sum = Running { total, compensation };
     let mut all_finite = true;
     let read = each_double(values, |value| {
-        if finite(value) {
+        if value.is_finite() {
             sum.add(value)
         } else {
             all_finite = false;
@@ -92,7 +87,7 @@ pub fn finite_running_sum<'py>(
     } else {
         let kept: Vec<Bound<'py, PyAny>> = values
             .iter()
-            .filter(|item| item.downcast_exact::<PyFloat>().is_ok_and(|float| finite(float.value())))
+            .filter(|item| item.downcast_exact::<PyFloat>().is_ok_and(|float| float.value().is_finite()))
             .collect();
         PyList::new(values.py(), kept)?
     };
