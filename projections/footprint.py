@@ -37,13 +37,17 @@ def footprint(run: RunState) -> int:
     held = RUN_BYTES + TASK_BYTES * tasks + EVENT_BYTES * run.event_count + run.applied.table_bytes
     if run.declarations is not None:
         held += len(run.declarations.started)
+    return held + cache_footprint(run)
+
+
+def cache_footprint(run: RunState) -> int:
+    """The part of `footprint(run)` that is its summary cache (0: none)."""
     cache = run.summary_cache
-    if cache is not None:
-        held += FIGURES_BYTES + FIGURES_TASK_BYTES * tasks
-        if cache.tasks:
-            held += (
-                SUMMARY_BYTES + CONTRIBUTION_TASK_BYTES * len(cache.tasks) + CONTRIBUTION_EVENT_BYTES * run.event_count
-            )
+    if cache is None:
+        return 0
+    held = FIGURES_BYTES + FIGURES_TASK_BYTES * len(run.tasks)
+    if cache.tasks:
+        held += SUMMARY_BYTES + CONTRIBUTION_TASK_BYTES * len(cache.tasks) + CONTRIBUTION_EVENT_BYTES * run.event_count
     return held
 
 

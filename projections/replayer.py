@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from events.codec import encode_payload
+from projections.closed_caches import CLOSED_CACHES_BYTES, ClosedCaches
 from projections.progress import progress
 from projections.run import Outcome, RunState
 from projections.step import step
@@ -35,10 +36,12 @@ class ReplayStats:
 class Replayer:
     """Every run seen so far, and what each line of the log makes replay write."""
 
-    def __init__(self, progress_every: int | None = None) -> None:
+    def __init__(self, progress_every: int | None = None, closed_caches_bytes: int = CLOSED_CACHES_BYTES) -> None:
+        """`closed_caches_bytes`: the budget of the closed runs' summary caches (`ClosedCaches`)."""
         self.runs: dict[str, RunState] = {}
         self.progress_every = progress_every
         self.stats = ReplayStats()
+        self.closed_caches = ClosedCaches(closed_caches_bytes)
 
     def feed(self, number: int, line: bytes) -> Sequence[Output]:
         """What line `number` of a file makes replay write."""
@@ -63,6 +66,7 @@ class Replayer:
             self.stats.ignored += stepped.outcome is Outcome.IGNORED
             return ()
         self.stats.applied += 1
+        self.closed_caches.revised(run)
         if stepped.summary is None and not self.progress_every:
             return ()
         outputs = []

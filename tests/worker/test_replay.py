@@ -13,6 +13,7 @@ import pytest
 from events.codec import encode
 from events.outputs import RunProgress, RunSummary
 from events.synthetic import interleave, synthetic_run
+from projections.closed_caches import CLOSED_CACHES_BYTES
 from tests import builders
 from tests.projections.examples import EXAMPLE_LOG, EXPECTED
 from worker.commands.replay import replay, route_key
@@ -115,6 +116,17 @@ def test_an_unreadable_input_exits_2_with_a_reason(tmp_path: Path) -> None:
     assert b"cannot read" in done.stderr
 
 
+def test_a_budget_of_closed_caches_changes_no_byte_of_the_output(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.jsonl", EXAMPLE_LOG.read_bytes().splitlines())
+    default, dropping = run_replay(str(log)), run_replay("--closed-caches-mb", "0", str(log))
+    assert dropping.returncode == 0, dropping.stderr
+    assert dropping.stdout == default.stdout
+    assert b"summaries" in dropping.stderr
+    refused = run_replay("--closed-caches-mb", "-1", str(log))
+    assert refused.returncode == 2
+    assert b"--closed-caches-mb: invalid natural value" in refused.stderr
+
+
 @pytest.mark.parametrize("flag", ["--help"])
 def test_the_cli_documents_itself(flag: str) -> None:
     done = run_replay(flag)
@@ -138,15 +150,15 @@ def test_route_key_finds_the_top_level_run_id(line: bytes, key: bytes) -> None:
     assert route_key(line) == key
 
 
-def test_sharded_replay_writes_the_same_bytes_as_one_process(tmp_path: Path) -> None:
+def test_sharded_replay_and_any_budget_of_closed_caches_write_the_same_bytes_as_one_process(tmp_path: Path) -> None:
     sources = [synthetic_run(f"run-{i}", tasks=6, attempts=3, seed=3) for i in range(5)]
     lines = [orjson.dumps(event) for event in interleave(sources, seed=3)]
     lines[40:40] = [b"garbage", lines[10], b""]  # an invalid line, a redelivery, a blank line
     lines += EXAMPLE_LOG.read_bytes().splitlines()
     results = []
-    for jobs in (1, 2, 3):
+    for jobs, budget in ((1, CLOSED_CACHES_BYTES), (2, CLOSED_CACHES_BYTES), (3, CLOSED_CACHES_BYTES), (1, 0), (2, 0)):
         out, err = io.BytesIO(), io.StringIO()
-        stats = replay(iter(lines), out, err, progress_every=7, jobs=jobs)
+        stats = replay(iter(lines), out, err, progress_every=7, jobs=jobs, closed_caches_bytes=budget)
         results.append((out.getvalue(), err.getvalue(), stats))
     assert results[0][0].count(b'"run.summary"') == 5 + 20  # 5 synthetic runs, 20 example revisions
     assert results[0][1].startswith("line 41: not-json")

@@ -22,6 +22,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from events.clients.security import SecurityError
 from events.importers.source import SourceError
 from events.schema import write_schemas
+from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.replayer import ReplayStats
 from worker.commands import redact
 from worker.commands.digest import digest
@@ -56,7 +57,14 @@ def _replay(args: argparse.Namespace) -> int:
     quiet_collector()  # as in the worker: the runs' state has no cycles for full collections to find
     with opened(args.path, EVENT_LOG) as stream:
         try:
-            stats = replay(stream, sys.stdout.buffer, sys.stderr, progress_every=progress_every, jobs=args.jobs)
+            stats = replay(
+                stream,
+                sys.stdout.buffer,
+                sys.stderr,
+                progress_every=progress_every,
+                jobs=args.jobs,
+                closed_caches_bytes=args.closed_caches_mb * 2**20,
+            )
         except OSError as error:
             raise CommandError(f"reading {args.path} failed: {error}") from None
     _replayed(stats, "lines")
@@ -68,7 +76,14 @@ def _replay_topic(args: argparse.Namespace, progress_every: int | None) -> int:
 
     settings = _settings(args)
     stats = asyncio.run(
-        replay_topic(settings, sys.stdout.buffer, sys.stderr, run_id=args.run, progress_every=progress_every)
+        replay_topic(
+            settings,
+            sys.stdout.buffer,
+            sys.stderr,
+            run_id=args.run,
+            progress_every=progress_every,
+            closed_caches_bytes=args.closed_caches_mb * 2**20,
+        )
     )
     _replayed(stats, f"records of {settings.events_topic}")
     return 0
@@ -276,6 +291,13 @@ def positive(text: str) -> int:
     return value
 
 
+def natural(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
 def _connection_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--bootstrap",
@@ -337,6 +359,15 @@ def _replay_parser(commands: Commands) -> None:
         metavar="N",
         help="fold the runs in N processes (default 1; worth it for logs of many runs, as a run cannot be "
         "split); the output is the same for any N",
+    )
+    command.add_argument(
+        "--closed-caches-mb",
+        type=natural,
+        default=CLOSED_CACHES_BYTES // 2**20,
+        metavar="N",
+        help="most memory, in MiB by its estimate, of the summary caches kept for closed runs, per process "
+        f"(default {CLOSED_CACHES_BYTES // 2**20}); past it the least recently revised run's is dropped, and its "
+        "next late event recomputes its summary in full: less memory, slower late revisions, the same output",
     )
     _connection_flags(command)
 

@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaProducer
 from events.clients.kafka import TopicMissing, running
 from events.clients.subscriber import AsyncProgressSubscriber, AsyncSummarySubscriber
 from events.codec import MAX_EVENT_BYTES
+from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.replayer import Replayer, ReplayStats
 from worker.commands.replay import route_key, write
 from worker.settings import Settings
@@ -88,7 +89,13 @@ async def read_summaries(settings: Settings, out: BinaryIO, *, follow: bool, run
 
 
 async def replay_topic(
-    settings: Settings, out: BinaryIO, err: TextIO, *, run_id: str | None, progress_every: int | None
+    settings: Settings,
+    out: BinaryIO,
+    err: TextIO,
+    *,
+    run_id: str | None,
+    progress_every: int | None,
+    closed_caches_bytes: int = CLOSED_CACHES_BYTES,
 ) -> ReplayStats:
     """`evalstream replay --from-topic`: fold the events topic as it stands when reading
     begins, the way the worker does (each partition in offset order, every message keyed,
@@ -102,7 +109,7 @@ async def replay_topic(
     consumer = await topic_reader(settings, settings.events_topic, wait=0)
     if consumer is None:
         raise TopicMissing(settings.events_topic)
-    replayer = Replayer(progress_every)
+    replayer = Replayer(progress_every, closed_caches_bytes)
     wanted = None if run_id is None else run_id.encode()
     try:
         partitions = sorted(consumer.assignment(), key=lambda tp: tp.partition)

@@ -26,6 +26,7 @@ from typing import BinaryIO, TextIO
 
 import orjson
 
+from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.replayer import STDOUT, Output, Replayer, ReplayStats
 
 Chunk = tuple[list[int], list[bytes]]
@@ -41,14 +42,17 @@ def replay(
     *,
     progress_every: int | None = None,
     jobs: int = 1,
+    closed_caches_bytes: int = CLOSED_CACHES_BYTES,
 ) -> ReplayStats:
     """Fold `lines` (one event each) and write summaries (and progress, when
-    `progress_every` is set: every that many applied events of a run, and at close)."""
+    `progress_every` is set: every that many applied events of a run, and at close).
+    `closed_caches_bytes`: each process's budget for closed runs' summary caches
+    (`projections.closed_caches`)."""
     stats = ReplayStats()
     if jobs > 1:
-        write(_sharded(_counted(lines, stats), jobs, progress_every, stats), out, err)
+        write(_sharded(_counted(lines, stats), jobs, progress_every, closed_caches_bytes, stats), out, err)
         return stats
-    replayer = Replayer(progress_every)
+    replayer = Replayer(progress_every, closed_caches_bytes)
     for stats.lines, line in enumerate(lines, 1):
         if outputs := replayer.feed(stats.lines, line):
             write(outputs, out, err)
@@ -90,8 +94,10 @@ def route_key(line: bytes) -> bytes:
     return run_id.encode() if isinstance(run_id, str) else b""
 
 
-def _shard_main(inbox: Queue[Chunk | None], outbox: Connection, progress_every: int | None) -> None:
-    replayer = Replayer(progress_every)
+def _shard_main(
+    inbox: Queue[Chunk | None], outbox: Connection, progress_every: int | None, closed_caches_bytes: int
+) -> None:
+    replayer = Replayer(progress_every, closed_caches_bytes)
     while (chunk := inbox.get()) is not None:
         numbers, lines = chunk
         outbox.send_bytes(
@@ -101,7 +107,11 @@ def _shard_main(inbox: Queue[Chunk | None], outbox: Connection, progress_every: 
 
 
 def _sharded(
-    numbered: Iterator[tuple[int, bytes]], jobs: int, progress_every: int | None, stats: ReplayStats
+    numbered: Iterator[tuple[int, bytes]],
+    jobs: int,
+    progress_every: int | None,
+    closed_caches_bytes: int,
+    stats: ReplayStats,
 ) -> Iterator[Output]:
     """Outputs in line order, the runs folded in `jobs` processes (a run stays in one)."""
     # Chunks go out through queues (a feeder thread writes them), results come back through
@@ -114,7 +124,9 @@ def _sharded(
     for _ in range(jobs):
         inbox: Queue[Chunk | None] = context.Queue()
         parent, child = context.Pipe(duplex=False)
-        process = context.Process(target=_shard_main, args=(inbox, child, progress_every), daemon=True)
+        process = context.Process(
+            target=_shard_main, args=(inbox, child, progress_every, closed_caches_bytes), daemon=True
+        )
         process.start()
         child.close()
         inboxes.append(inbox)
