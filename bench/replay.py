@@ -6,7 +6,9 @@ ratios against baselines measured in the same run:
    `orjson.loads` rate of the same file (the ceiling), on a log of a few big runs and on
    one of many small runs whose last trial lands after the close (a summary at the close
    and one revision per late event, as a busy topic of short evals has them);
-2. resident memory per stored attempt of a fully applied log, on both logs;
+2. resident memory per stored attempt of a fully applied log, on both logs; and the peak
+   of a whole replay of the small runs (state and summary caches), with the closed runs'
+   caches bounded (the default budget) against unbounded;
 3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
 4. the naive alternative (rebuild the summary from all stored scores after every event)
    against incremental apply, on a log small enough to finish;
@@ -21,6 +23,7 @@ import gc
 import io
 import multiprocessing
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -38,6 +41,8 @@ from events.codec import decode
 from events.compiled import PURE_SETTING
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
+from projections.closed_caches import CLOSED_CACHES_BYTES
+from projections.replayer import Replayer
 from projections.run import RunState, apply
 from projections.savepoint import Savepoint
 from projections.step import step
@@ -153,6 +158,20 @@ def rss_growth_applying(path: Path) -> tuple[int, int]:
         apply(run, event)
     gc.collect()
     return process.memory_info().rss - before, sum(attempts_in(run) for run in runs.values())
+
+
+def rss_peak_replaying(path: Path, closed_caches_bytes: int) -> tuple[int, int]:
+    """(peak RSS growth, attempts stored) of a replay of the whole log, summaries built as
+    `evalstream replay` builds them, in a process of its own (`_fresh`)."""
+    quiet_collector()
+    gc.collect()
+    before = psutil.Process().memory_info().rss
+    replayer = Replayer(closed_caches_bytes=closed_caches_bytes)
+    with path.open("rb") as stream:
+        for number, line in enumerate(stream, 1):
+            replayer.feed(number, line)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return peak - before, sum(attempts_in(run) for run in replayer.runs.values())
 
 
 def attempts_in(run: RunState) -> int:
@@ -298,6 +317,13 @@ def main() -> None:
         print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
         grown, attempts = _fresh(rss_growth_applying, small)
         print(f"memory, the small runs: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts")
+        bounded, _ = _fresh(rss_peak_replaying, small, CLOSED_CACHES_BYTES)
+        unbounded, _ = _fresh(rss_peak_replaying, small, 2**62)
+        print(
+            f"replay's peak, the small runs: {bounded / attempts:.0f} B RSS per stored attempt with the closed runs' "
+            f"summary caches within {CLOSED_CACHES_BYTES >> 20} MiB, {unbounded / attempts:.0f} unbounded "
+            f"(bounded/unbounded = {bounded / unbounded:.2f})"
+        )
     print(
         f"memory: {marginal_memory(args.seed):.0f} B RSS per attempt added to existing tasks (per-task cost excluded)"
     )
