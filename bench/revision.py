@@ -30,6 +30,7 @@ from events.models import InputEvent
 from events.synthetic import synthetic_run
 from projections import summary as summaries
 from projections.run import RunState, apply
+from projections.trials import count
 from worker.runtime.collector import quiet_collector
 
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
@@ -83,7 +84,7 @@ def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]
         "best": min(costs),
         "bytes": len(encoded),
         "first_bytes": len(first),
-        "attempts": sum(len(task.trial_ids) for task in run.tasks.values()),
+        "attempts": sum(count(task.trials) for task in run.tasks.values()),
     }
 
 

@@ -11,8 +11,8 @@ is its reference. `EVALSTREAM_PURE=1` leaves it out, as it leaves the compiled f
 build older than its sources is left out with a warning. The same module holds
 `events.codec.decode`'s `Decoder`, the fold's event-id fingerprint
 (`projections.applied.fingerprint`), the table it indexes them by (`KeyTable`), the range
-aggregate's loops over a list of floats (`projections.aggregates`) and section 8's columns
-(`projections.statistics.by_k`).
+aggregate's loops over a list of floats (`projections.aggregates`), section 8's columns
+(`projections.statistics.by_k`) and a trial id's search among a task's (`projections.trials`).
 """
 
 from __future__ import annotations

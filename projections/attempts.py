@@ -10,6 +10,7 @@ from projections.declarations import Key, key_name
 from projections.passk import Tally
 from projections.run import RunState
 from projections.task import TaskState
+from projections.trials import listed
 
 AttemptList = list[tuple[str, float | None, int]]
 """[(trial_id, value, run sequence number of the score that made the attempt)], in log order."""
@@ -36,13 +37,17 @@ def key_tallies(run: RunState, keys: Iterable[Key] | None = None) -> Iterator[tu
         yield key_name(key), measured, len(tallies) - len(measured)
 
 
-def task_attempts(task: TaskState, read: Mapping[str, MetricRecords] | None = None) -> dict[str, AttemptList]:
+def task_attempts(
+    task: TaskState, read: Mapping[str, MetricRecords] | None = None, trial_ids: list[str] | None = None
+) -> dict[str, AttemptList]:
     """The task's attempt list of each of its keys, by key name; `read`: the task's
-    records (`TaskState.read`), when the caller has them."""
+    records (`TaskState.read`), `trial_ids`: its trial ids (`projections.trials.listed`),
+    when the caller has them."""
     if read is None:
         read = task.read()
+    if trial_ids is None:
+        trial_ids = listed(task.trials)
     lists: dict[str, AttemptList] = {}
-    trial_ids = task.trial_ids
     for metric, output in sorted(task.kept_keys(), key=key_name):
         records = read.get(metric)
         lists[key_name((metric, output))] = (

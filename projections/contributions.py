@@ -37,6 +37,7 @@ from projections.harbor import value_label
 from projections.passk import Tally
 from projections.run import RunState
 from projections.task import TaskState
+from projections.trials import listed
 from projections.verdicts import verdict_of
 from projections.views import view_values
 
@@ -330,7 +331,8 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         # rows, trials and keys, all the contribution is made of.
         return
     read = task.read()
-    lists = task_attempts(task, read)
+    trial_ids = listed(task.trials)
+    lists = task_attempts(task, read, trial_ids)
     taken_attempts = _take_rewards(landed, lists, old.taken_attempts if old else {})
     taken_numeric = _take_numeric(landed, task, read, old.taken_numeric if old else {})
     harbor: dict[str, Tally] = {}
@@ -364,10 +366,10 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         for metric, records in read.items()
     }
     # A task's trials and graded trials only grow, as its rows do.
-    if len(task.trial_ids) < (old.taken_trials if old else 0):
+    if len(trial_ids) < (old.taken_trials if old else 0):
         raise _Shrunk
-    cache.trials.update(task.trial_ids[old.taken_trials if old else 0 :])
-    cache.graded.update(task.graded_trials(read))
+    cache.trials.update(trial_ids[old.taken_trials if old else 0 :])
+    cache.graded.update(task.graded_trials(read, trial_ids))
     _move_coverage(cache, old.coverage if old else {}, -1)
     _move_coverage(cache, coverage, 1)
     for metric, columns in task.metrics.items():
@@ -390,7 +392,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
         coverage=coverage,
         taken_attempts=taken_attempts,
         taken_numeric=taken_numeric,
-        taken_trials=len(task.trial_ids),
+        taken_trials=len(trial_ids),
         rows=rows,
     )
 

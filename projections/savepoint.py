@@ -76,7 +76,7 @@ class Savepoint:
         self._failed: int = task.trials_failed
         self._first_at: float | None = task.first_at
         self._last_at: float | None = task.last_at
-        self._trials: int = len(task.trial_ids)
+        self._trials: str = task.trials
         self._events: int = len(task.events)
         self._positions: int = len(task.trial_positions)
         self._failures: int = -1 if failed is None else len(failed)
@@ -106,7 +106,7 @@ class Savepoint:
         task.trials_failed = self._failed
         task.first_at = self._first_at
         task.last_at = self._last_at
-        del task.trial_ids[self._trials :]
+        task.trials = self._trials
         del task.events[self._events :]
         del task.trial_positions[self._positions :]
         if self._failures < 0:

@@ -62,6 +62,7 @@ from projections.columns import MetricColumns
 from projections.declarations import Declarations
 from projections.run import RunState, rederive
 from projections.task import TaskState
+from projections.trials import joined, listed
 
 VERSION: Final = 4
 """The version this code writes."""
@@ -116,7 +117,7 @@ def task_to_bytes(task: TaskState) -> bytes:
         {
             "v": VERSION,
             **{name: getattr(task, name) for name in _TASK_FIELDS},
-            "trials": task.trial_ids,
+            "trials": listed(task.trials),
             "metrics": {metric: _metric_part(columns) for metric, columns in task.metrics.items()},
             "failed": task.failed_trials,
             "events": _pack(task.events),
@@ -165,11 +166,11 @@ def task_from_bytes(task_id: str, data: bytes) -> TaskState:
 
 def _task_of(task_id: str, parsed: Any) -> TaskState:
     stored = _checked(parsed, f"task {task_id!r}")
-    trials = [sys.intern(trial) for trial in stored["trials"]]
+    trials = joined(stored["trials"])
     return TaskState(
         task_id,
         **{name: stored[name] for name in _TASK_FIELDS},
-        trial_ids=trials,
+        trials=trials,
         metrics={
             sys.intern(metric): _columns_of(part, f"task {task_id!r}, metric {metric!r}")
             for metric, part in stored["metrics"].items()

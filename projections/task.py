@@ -27,6 +27,7 @@ from projections.columns import (
 from projections.declarations import ATTEMPT_KINDS, Declarations, Key
 from projections.passk import KeyTally, Tally, passes
 from projections.sharing import shared
+from projections.trials import NONE, appended, count, index_of, listed
 
 ONE_OUTPUT: Final = record_layout(1)
 
@@ -40,7 +41,9 @@ class TaskState:
     """The log position (`run.apply`) of the task's first score (orders undeclared tasks); -1: none yet."""
     touched: bool
     """Some trial or score event named this task (a declared untouched task is pending)."""
-    trial_ids: list[str]
+    trials: str
+    """The task's trial ids, in the order its scores first named them, as one string
+    (`projections.trials`: an object per id cost ~20 bytes a stored attempt)."""
     metrics: dict[str, MetricColumns]
     keys: tuple[Key, ...]
     """The task's keys, in the order it got them: one tuple shared by the tasks whose keys
@@ -68,7 +71,7 @@ class TaskState:
         *,
         first_score: int = -1,
         touched: bool = False,
-        trial_ids: list[str] | None = None,
+        trials: str = NONE,
         metrics: dict[str, MetricColumns] | None = None,
         keys: tuple[Key, ...] = (),
         counts: list[int] | None = None,
@@ -84,7 +87,7 @@ class TaskState:
         self.task_id = task_id
         self.first_score = first_score
         self.touched = touched
-        self.trial_ids = [] if trial_ids is None else trial_ids
+        self.trials = trials
         self.metrics = {} if metrics is None else metrics
         self.keys = keys
         self.counts = [] if counts is None else counts
@@ -103,14 +106,13 @@ class TaskState:
         except when an undeclared output gets its key (O(rows of that metric), once per key)."""
         if self.first_score < 0:
             self.first_score = seq
-        # A task has a few trials: its list searched in C costs about what a dict lookup
+        # A task has a few trials: its ids searched in C cost about what a dict lookup
         # does, where an index dict would cost ~360 bytes a task.
-        trial_ids, trial_id = self.trial_ids, event.trial_id
-        if trial_id in trial_ids:
-            trial = trial_ids.index(trial_id)
-        else:
-            trial = len(trial_ids)
-            trial_ids.append(trial_id)
+        trials, trial_id = self.trials, event.trial_id
+        trial = index_of(trials, trial_id)
+        if trial < 0:
+            trial = count(trials)
+            self.trials = appended(trials, trial_id)
         metric = event.metric_type
         columns = self.metrics.get(metric)
         if columns is None:
@@ -171,10 +173,12 @@ class TaskState:
         """Per metric, its records unpacked (`MetricColumns.read`)."""
         return {metric: columns.read() for metric, columns in self.metrics.items()}
 
-    def graded_trials(self, read: Mapping[str, MetricRecords]) -> set[str]:
+    def graded_trials(self, read: Mapping[str, MetricRecords], trial_ids: list[str] | None = None) -> set[str]:
         """The trial ids with at least one completed or partial score, of any metric;
-        `read`: the task's records (`read`)."""
-        trial_ids = self.trial_ids
+        `read`: the task's records (`read`); `trial_ids`: `listed(self.trials)`, when the
+        caller has it."""
+        if trial_ids is None:
+            trial_ids = listed(self.trials)
         return {trial_ids[trial] for records in read.values() for trial in records.latest_ok_rows()}
 
     def tally(self, key: Key) -> Tally | None:

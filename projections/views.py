@@ -6,6 +6,7 @@ from __future__ import annotations
 from projections.columns import MetricRecords
 from projections.declarations import Key, TaskDeclaration
 from projections.task import TaskState
+from projections.trials import count
 
 
 def view_values(
@@ -17,7 +18,7 @@ def view_values(
 ) -> None:
     """Add this task's trials to the per-view totals and value lists; `read`: the task's
     records (`TaskState.read`)."""
-    trials = len(task.trial_ids)
+    trials = count(task.trials)
     if not trials:
         return
     signals = _SignalValues(read)

@@ -19,6 +19,7 @@ from projections.passk import estimates, hat_estimates
 from projections.run import RunState
 from projections.statistics import _clip, by_k
 from projections.t975 import t975
+from projections.trials import listed
 from projections.verdicts import verdict_of
 from projections.views import view_values
 
@@ -51,7 +52,7 @@ def summary(run: RunState) -> dict[str, Any]:
                 for task_id, lists in attempts.items()
             },
             "task_count": len(run.declarations.tasks) if run.declarations else len(attempts),
-            "trial_count": len({trial_id for task in run.tasks.values() for trial_id in task.trial_ids}),
+            "trial_count": len({trial_id for task in run.tasks.values() for trial_id in listed(task.trials)}),
             "score_count": run.score_count,
         },
         "harbor": harbor_stats(run, attempts),

@@ -18,6 +18,7 @@ from projections.run import RunState, apply
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 from projections.summary import summary
 from projections.task import TaskState
+from projections.trials import joined
 from tests.builders import fold, scored_run
 from tests.strategies import run_logs
 
@@ -71,7 +72,7 @@ def test_a_task_version_3_wrote_reads_as_the_task_it_was(log: list[InputEvent]) 
     wide = MetricColumns()  # more output names than a record has slots for
     for row in range(DENSE + 3):
         wide.append(0, OK, 10_000 + row, {wide.slot_of(f"out-{row % (DENSE + 2)}"): (NUMERIC, row / 7)})
-    tasks = [*run.tasks.values(), TaskState("wide", metrics={"many": wide}, trial_ids=["trial"])]
+    tasks = [*run.tasks.values(), TaskState("wide", metrics={"many": wide}, trials=joined(["trial"]))]
     for task in tasks:
         read = task_from_bytes(task.task_id, version_3(task))
         assert task_to_bytes(read) == task_to_bytes(task)

@@ -35,6 +35,7 @@ from projections.live_gate import LiveGate, Look, live_gate
 from projections.run import RunState
 from projections.sequence import REGRESSION
 from projections.step import step
+from projections.trials import count
 from worker.commands.gate import FAILED, PASSED, Options, load_summaries
 from worker.failure import ENVIRONMENT, CommandError, topic_missing
 from worker.settings import Settings
@@ -129,7 +130,7 @@ class Trials:
     def update(self, task_id: str | None) -> None:
         task = self.run.tasks.get(task_id) if task_id is not None else None
         if task is not None:
-            now = max(task.trials_completed + task.trials_failed, len(task.trial_ids))
+            now = max(task.trials_completed + task.trials_failed, count(task.trials))
             self.total += now - self.per_task.get(task.task_id, 0)
             self.per_task[task.task_id] = now
 

@@ -1,0 +1,91 @@
+"""A task's trial ids held as one string (`projections.trials`): the same ids, order and
+indexes as a list of them, whatever characters the ids hold (NUL and SOH included), with
+`events/native`'s search and with the Python one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from projections import trials
+from projections.attempts import task_attempts
+from projections.run import RunState, apply
+from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from projections.trials import NONE, appended, count, index_of, joined, listed
+from tests.builders import score, trial
+from tests.native import native
+
+# Ids made mostly of the characters the held form escapes, so that they meet each other.
+ids = st.lists(st.sampled_from(["\0", "\1", "\2", "a", "\1\1", "\1\2", "é", "\U0001f600"]), min_size=1).map(
+    "".join
+) | st.text(min_size=1)
+
+
+@contextmanager
+def python_search() -> Iterator[None]:
+    """`index_of` searching in Python (the reference), the module left out."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trials, "_TRIAL_INDEX", None)
+        yield
+
+
+def test_the_module_is_built_and_used() -> None:
+    assert trials._TRIAL_INDEX is native().trial_index
+
+
+@given(st.lists(ids, unique=True))
+def test_the_held_form_gives_back_the_ids_their_count_and_indexes(trial_ids: list[str]) -> None:
+    held = NONE
+    for trial_id in trial_ids:
+        assert index_of(held, trial_id) == -1
+        held = appended(held, trial_id)
+    assert held == joined(trial_ids)
+    assert listed(held) == trial_ids
+    assert count(held) == len(trial_ids)
+    for at, trial_id in enumerate(trial_ids):
+        assert index_of(held, trial_id) == at
+
+
+@given(st.lists(ids, unique=True), ids)
+def test_an_id_not_held_is_not_found_even_as_part_of_others(trial_ids: list[str], other: str) -> None:
+    held = joined(trial_ids)
+    expected = trial_ids.index(other) if other in trial_ids else -1
+    assert index_of(held, other) == expected
+    with python_search():
+        assert index_of(held, other) == expected
+
+
+@given(st.lists(st.text(alphabet="ab\0\1\xe9", min_size=1, max_size=3), unique=True, max_size=6), st.data())
+def test_the_module_finds_what_the_python_search_finds(trial_ids: list[str], data: st.DataObject) -> None:
+    held = joined(trial_ids)
+    other = data.draw(st.sampled_from([*trial_ids, "a"]) | st.text(alphabet="ab\0\1\xe9\u0100", min_size=1, max_size=3))
+    found = index_of(held, other)
+    with python_search():
+        assert index_of(held, other) == found
+
+
+def test_no_trial() -> None:
+    assert listed(NONE) == []
+    assert count(NONE) == 0
+    assert index_of(NONE, "a") == -1
+
+
+def test_a_task_keeps_ids_with_nul_and_soh_apart_through_its_scores_and_its_store() -> None:
+    trial_ids = ["a\0b", "a", "b", "\1", "a\1\2", "\0"]
+    run = RunState("run")
+    for at, trial_id in enumerate(trial_ids):
+        apply(run, score("t", trial_id, "reward", {"score": float(at % 2)}))
+    apply(run, score("t", "a", "reward", {"score": 1.0}))  # the same trial again: its index
+    apply(run, trial("t", "\1", "failed"))
+    task = run.tasks["t"]
+    assert listed(task.trials) == trial_ids
+    expected = [*[(trial_id, float(at % 2)) for at, trial_id in enumerate(trial_ids)], ("a", 1.0)]
+    attempts = task_attempts(task)["reward.score"]
+    assert [(trial_id, value) for trial_id, value, _ in attempts] == expected
+    stored = restore("run", header_to_bytes(run), [task_from_bytes("t", task_to_bytes(task))]).tasks["t"]
+    assert stored.trials == task.trials
+    assert task_attempts(stored)["reward.score"] == attempts
