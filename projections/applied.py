@@ -4,17 +4,18 @@ Redelivery detection needs every applied event id for the life of the run. A Pyt
 of strings costs ~110 bytes an id. Instead each applied event's 128-bit BLAKE2b fingerprint,
 (hi, lo), is kept with the task (or run header) whose state the event changed, which is what
 gets persisted (`TaskState.events`, `RunState.run_events`); this table only indexes them: an
-open-addressing array of keys taken from the fingerprints' `hi` halves (`_key`: 62 of its bits
-with the lowest set, so never 0, which marks an empty slot) at a load of at most 3/4, ~11 bytes an event
-once a run.started has sized it. Its size is any number (slots by `hi` modulo the size), not
+open-addressing array of 4-byte keys taken from the fingerprints' `hi` halves (`_key`: its top
+31 bits with the lowest set, so never 0, which marks an empty slot) at a load of at most 3/4,
+~5.5 bytes an event once a run.started has sized it (8-byte keys were a tenth of the memory
+of a run of 10 tasks x 5 trials). Its size is any number (slots by key modulo the size), not
 a power of two, which would leave a sized table anywhere between 3/8 and 3/4 full.
 
 A slot holding the same key is only a candidate: the whole (hi, lo) pair is then looked for
 among the kept fingerprints, those of the event's own part first (where a redelivery's is),
 then the whole run's. So two distinct ids are taken for one only if all 128 bits collide,
-about 1 in 10**26 for a run of a million events; ids that share only a key (1 in 2**61 a pair)
-cost one search of the run. A key is below 2**62 so that the compiled fold (mypyc) keeps it
-as a machine integer: a full 64-bit `hi` would be a Python integer object in every step.
+about 1 in 10**26 for a run of a million events. Ids that share only a key (1 in 2**30 a
+pair) cost one search of the run: a new event meets such a key once in ~300 million events
+(3.4 probes an event), a search of a million-event run compares 16 MB in C.
 
 The table is `events/native`'s `KeyTable` where that is built, else `Keys`, the same table in
 Python and the reference it is tested against: in the compiled fold each of `Keys`' probes
@@ -36,6 +37,8 @@ _PAIR: Final = struct.Struct("<QQ")
 _BLAKE2B_128: Final = blake2b(digest_size=16)
 """Copied for each id: a copy costs less than a constructor's keyword argument."""
 _MIN_SLOTS: Final = 8
+_SLOT_BYTES: Final = 4
+"""A key, 31 bits (`array("I")`: 4 bytes wherever CPython runs on a 32- or 64-bit C int)."""
 
 
 def digest_of_id(event_id: str) -> tuple[int, int]:
@@ -54,7 +57,7 @@ AVX2 where the CPU has it, chosen at run time; 2.1k without)."""
 
 
 def _key(hi: int) -> int:
-    return (hi >> 2) | 1
+    return (hi >> 33) | 1
 
 
 def holds(pairs: array[int], hi: int, lo: int) -> bool:
@@ -99,7 +102,7 @@ class Keys:
         """An empty table with room for `capacity` at a load of 3/4: linear probing's inserts
         then average ~2.5 probes over the table's filling, 8.5 at its fullest."""
         self.width = max(_MIN_SLOTS, capacity * 4 // 3 + 1)
-        self._slots = array("Q", bytes(8 * self.width))
+        self._slots = array("I", bytes(_SLOT_BYTES * self.width))
         self._limit = self.width * 3 // 4
 
     def __len__(self) -> int:
@@ -154,7 +157,7 @@ class Keys:
                 while table[at]:
                     at = at + 1 if at + 1 < width else 0
                 table[at] = key
-        self._slots = array("Q", table)
+        self._slots = array("I", table)
 
 
 _KEYS: Final[Callable[[int], KeySet]] = Keys if NATIVE is None else NATIVE.KeyTable
@@ -195,7 +198,7 @@ class AppliedEvents:
     @property
     def table_bytes(self) -> int:
         """The memory of the table: a run.started reserves it for the whole plan."""
-        return 8 * self._keys.width
+        return _SLOT_BYTES * self._keys.width
 
     def reserve(self, capacity: int) -> None:
         """Make room for `capacity` ids without growing again (a run.started knows its size)."""

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.builders import score
-from projections.applied import AppliedEvents, Keys, KeySet, digest_of_id, fingerprint, holds
+from projections.applied import AppliedEvents, Keys, KeySet, _key, digest_of_id, fingerprint, holds
 from projections.run import Outcome, RunState, apply, rederive
 from tests.native import native
 
@@ -137,7 +137,7 @@ def test_the_python_key_table_is_a_set_of_keys_with_puts_counted(operations: lis
     has it; the table holds what it was given at a load of at most 3/4."""
     table, placed = Keys(4), []
     for name, hi in operations:
-        key = (hi >> 2) | 1
+        key = _key(hi)
         if name == "add":
             new = key not in placed
             assert table.add(hi) is new

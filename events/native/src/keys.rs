@@ -14,7 +14,7 @@ const MIN_SLOTS: usize = 8;
 
 #[pyclass(module = "events._native")]
 pub struct KeyTable {
-    slots: Vec<u64>,
+    slots: Vec<u32>,
     size: usize,
     limit: usize,
 }
@@ -30,8 +30,8 @@ impl KeyTable {
         KeyTable { slots: vec![0; width], size: 0, limit: width * 3 / 4 }
     }
 
-    fn home(&self, key: u64) -> usize {
-        (key % self.slots.len() as u64) as usize
+    fn home(&self, key: u32) -> usize {
+        key as usize % self.slots.len()
     }
 
     fn next(&self, at: usize) -> usize {
@@ -43,7 +43,7 @@ impl KeyTable {
     }
 
     /// The free slot `key` probes to, and whether a slot on the way holds it.
-    fn free(&self, key: u64) -> (usize, bool) {
+    fn free(&self, key: u32) -> (usize, bool) {
         let mut at = self.home(key);
         let mut seen = false;
         while self.slots[at] != 0 {
@@ -53,7 +53,7 @@ impl KeyTable {
         (at, seen)
     }
 
-    fn place(&mut self, at: usize, key: u64) {
+    fn place(&mut self, at: usize, key: u32) {
         self.slots[at] = key;
         self.size += 1;
         if self.size > self.limit {
@@ -74,9 +74,9 @@ impl KeyTable {
     }
 }
 
-/// `projections.applied._key`: 62 of `hi`'s bits with the lowest set, never 0 (an empty slot).
-fn key(hi: u64) -> u64 {
-    (hi >> 2) | 1
+/// `projections.applied._key`: `hi`'s top 31 bits with the lowest set, never 0 (an empty slot).
+fn key(hi: u64) -> u32 {
+    (hi >> 33) as u32 | 1
 }
 
 #[pymethods]
@@ -113,7 +113,7 @@ impl KeyTable {
         self.grow(capacity);
     }
 
-    /// The slots, each 8 bytes.
+    /// The slots, each 4 bytes.
     #[getter]
     fn width(&self) -> usize {
         self.slots.len()
