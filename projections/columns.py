@@ -7,12 +7,15 @@ metric's scores have brought (the first `DENSE` of them): the value's kind and i
 value, or `ABSENT` where the score did not carry that output. Everything the summary needs
 is derived from these records.
 
-The records are packed in one `bytearray` per metric: a task has a handful of scores, and
+The records are packed in one `bytes` object per metric: a task has a handful of scores, and
 an object per field or per output (an array or a bytearray, a list of them) cost more in
 headers and growth than its data. A metric's scores nearly always carry the same outputs,
 so a record is 22 bytes for one output and no slot is wasted; a new output name widens
-the records once. Fields are read back with `struct.iter_unpack`, in C, over a copy
-(`_frozen`), through a layout that skips what the reader does not need.
+the records once. The bytes are immutable: a score makes them anew (O(rows of the metric),
+as finding its trial among the task's is O(trials)), where a `bytearray` was two blocks, its
+object and its buffer (~32 bytes more a metric), and had to be copied to be read safely.
+Fields are read back with `struct.iter_unpack`, in C, through a layout that skips what the
+reader does not need.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -103,13 +105,6 @@ def classify(value: object) -> tuple[int, float]:
     return NON_SEMANTIC, 0.0
 
 
-def _frozen(packed: bytearray) -> bytes:
-    """A copy to iterate: an iterator over the bytearray itself holds a buffer export, and
-    while one lives (a generator left suspended, a traceback's frames) the records cannot
-    grow or be truncated (BufferError)."""
-    return bytes(packed)
-
-
 @final
 class OutputColumn:
     """One output of a metric: the rows that carry it (a view: taken again after a change).
@@ -134,19 +129,17 @@ class OutputColumn:
 class MetricColumns:
     # Its __init__ is written out: a dataclass's generated one runs as Python even in the
     # compiled fold (mypyc compiles the methods of the class body only).
-    packed: bytearray
+    packed: bytes
     """One packed record (`record_layout(width)`) per score, in log order."""
     names: tuple[str, ...]
     """The output names, in the order the scores brought them: one tuple shared by the
     metrics whose names are alike (a dict of outputs per metric cost ~180 bytes)."""
-    spilled: bytearray | None
+    spilled: bytes | None
     """The cells (`SPILLED`: row, name's index, kind, value), rows ascending, of the names
     past the first `DENSE`, which have no slot in the records (None: no such name)."""
 
-    def __init__(
-        self, packed: bytearray | None = None, names: tuple[str, ...] = (), spilled: bytearray | None = None
-    ) -> None:
-        self.packed = bytearray() if packed is None else packed
+    def __init__(self, packed: bytes = b"", names: tuple[str, ...] = (), spilled: bytes | None = None) -> None:
+        self.packed = packed
         self.names = names
         self.spilled = spilled
 
@@ -170,7 +163,7 @@ class MetricColumns:
         layout = record_layout(width)
         packed = b"".join(layout.pack(*head, *rest) for *head, rest in zip(trials, statuses, seqs, slots, strict=True))
         names = shared(tuple(sys.intern(name) for name in outputs))
-        return cls(bytearray(packed), names, _spilled(sorted(spilled)) if len(names) > DENSE else None)
+        return cls(packed, names, _spilled(sorted(spilled)) if len(names) > DENSE else None)
 
     def __len__(self) -> int:
         return len(self.packed) // record_size(self.width)
@@ -181,7 +174,7 @@ class MetricColumns:
             layout = _with_slot(self.width, at)
             return [
                 (row, kind, value)
-                for row, (_, _, _, kind, value) in enumerate(layout.iter_unpack(_frozen(self.packed)))
+                for row, (_, _, _, kind, value) in enumerate(layout.iter_unpack(self.packed))
                 if kind != ABSENT
             ]
         return [(row, kind, value) for row, name, kind, value in _spilled_cells(self.spilled) if name == at]
@@ -196,7 +189,7 @@ class MetricColumns:
         rows that carry it: the arrays the store writes (`of` takes them back)."""
         if not self.packed:
             return (array("i"), b"", array("q")), {}
-        fields = list(zip(*record_layout(self.width).iter_unpack(_frozen(self.packed)), strict=True))
+        fields = list(zip(*record_layout(self.width).iter_unpack(self.packed), strict=True))
         outputs = {}
         for at, name in enumerate(self.names):
             if at < DENSE:
@@ -212,7 +205,7 @@ class MetricColumns:
         """The records, and the spilled cells (None: none), as bytes in little-endian order:
         what the store writes (`of_bytes` takes them back), one copy each on a little-endian
         machine where the fields are each a column to gather."""
-        records, spilled = bytes(self.packed), None if self.spilled is None else bytes(self.spilled)
+        records, spilled = self.packed, self.spilled
         if sys.byteorder == "big":
             records = reordered(records, record_layout(self.width), _little(self.width))
             spilled = None if spilled is None else reordered(spilled, SPILLED, _LITTLE_SPILLED)
@@ -233,7 +226,7 @@ class MetricColumns:
             records = reordered(records, _little(width), record_layout(width))
             spilled = None if spilled is None else reordered(spilled, _LITTLE_SPILLED, SPILLED)
         interned = shared(tuple(sys.intern(name) for name in names))
-        return cls(bytearray(records), interned, None if spilled is None else bytearray(spilled))
+        return cls(records, interned, spilled)
 
     def slot_of(self, name: str) -> int:
         """The index of output `name` among `names`, a new one if no score has brought it
@@ -244,26 +237,15 @@ class MetricColumns:
         at = len(names)
         named = shared((*names, sys.intern(name)))
         if at >= DENSE:
-            self.names, self.spilled = named, self.spilled if self.spilled is not None else bytearray()
+            self.names, self.spilled = named, self.spilled if self.spilled is not None else b""
             return at
         absent = SLOT.pack(ABSENT, 0.0)
         size = record_size(at)
         packed = self.packed
-        widened = bytearray(b"".join(packed[start : start + size] + absent for start in range(0, len(packed), size)))
+        widened = b"".join(packed[start : start + size] + absent for start in range(0, len(packed), size))
         # One statement: a step that fails part way leaves records and names agreeing.
         self.packed, self.names = widened, named
         return at
-
-    def truncate(self, rows: int) -> None:
-        """Keep the first `rows` rows, and the outputs they carried."""
-        (trials, statuses, seqs), outputs = self.stored()
-        kept = {}
-        for name, (cells, kinds, values) in outputs.items():
-            carried = bisect_left(cells, rows)  # an output's rows ascend
-            if carried:  # else brought by a row dropped now
-                kept[name] = (cells[:carried], kinds[:carried], values[:carried])
-        rebuilt = MetricColumns.of(trials[:rows], statuses[:rows], seqs[:rows], kept)
-        self.packed, self.names, self.spilled = rebuilt.packed, rebuilt.names, rebuilt.spilled
 
     def append(self, trial: int, status: int, seq: int, cells: Mapping[int, tuple[int, float]] | None = None) -> int:
         """Add a record; `cells`: (kind, value) of the outputs it carries, by their index
@@ -298,9 +280,7 @@ class MetricRecords:
 
     def __init__(self, columns: MetricColumns) -> None:
         self.columns: Final = columns
-        self.rows: Final[list[tuple[Any, ...]]] = list(
-            record_layout(columns.width).iter_unpack(_frozen(columns.packed))
-        )
+        self.rows: Final[list[tuple[Any, ...]]] = list(record_layout(columns.width).iter_unpack(columns.packed))
         self.latest: dict[int, int] | None = None
 
     def _slot(self, output: str) -> int:
@@ -377,9 +357,9 @@ class MetricRecords:
         return self.latest
 
 
-def _spilled(cells: list[tuple[int, int, int, float]]) -> bytearray:
-    return bytearray(b"".join(SPILLED.pack(*cell) for cell in cells))
+def _spilled(cells: list[tuple[int, int, int, float]]) -> bytes:
+    return b"".join(SPILLED.pack(*cell) for cell in cells)
 
 
-def _spilled_cells(spilled: bytearray | None) -> Iterator[tuple[int, int, int, float]]:
-    return SPILLED.iter_unpack(_frozen(spilled)) if spilled else iter(())
+def _spilled_cells(spilled: bytes | None) -> Iterator[tuple[int, int, int, float]]:
+    return SPILLED.iter_unpack(spilled) if spilled else iter(())

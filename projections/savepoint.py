@@ -18,6 +18,7 @@ from operator import attrgetter
 from typing import Any, Final, cast
 
 from events.models import InputEvent, ScoreEmitted, TrialFinished
+from projections.columns import MetricColumns
 from projections.run import RunState, rederive
 from projections.task import TaskState
 
@@ -37,6 +38,7 @@ class Savepoint:
     task's, as typed fields (in the compiled fold, machine values: no tuple, no boxed int)."""
 
     __slots__ = (
+        "_columns",
         "_completed",
         "_events",
         "_failed",
@@ -46,8 +48,10 @@ class Savepoint:
         "_header",
         "_last_at",
         "_metric",
+        "_names",
+        "_packed",
         "_positions",
-        "_rows",
+        "_spilled",
         "_task",
         "_tasks",
         "_touched",
@@ -81,7 +85,11 @@ class Savepoint:
         self._positions: int = len(task.trial_positions)
         self._failures: int = -1 if failed is None else len(failed)
         self._metric: str | None = metric
-        self._rows: int = -1 if columns is None else len(columns)
+        # A metric's records are immutable bytes: the objects themselves are what to put back.
+        self._columns: MetricColumns | None = columns
+        self._packed: bytes = b"" if columns is None else columns.packed
+        self._names: tuple[str, ...] = () if columns is None else columns.names
+        self._spilled: bytes | None = None if columns is None else columns.spilled
 
     def rollback(self, run: RunState) -> None:
         """Put `run` back as it was when the savepoint was taken, whatever part of the
@@ -115,7 +123,9 @@ class Savepoint:
             del task.failed_trials[self._failures :]
         if self._metric is None:
             return
-        if self._rows < 0:
+        columns = self._columns
+        if columns is None:
             task.metrics.pop(self._metric, None)
             return
-        task.metrics[self._metric].truncate(self._rows)
+        columns.packed, columns.names, columns.spilled = self._packed, self._names, self._spilled
+        task.metrics[self._metric] = columns

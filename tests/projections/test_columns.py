@@ -43,17 +43,6 @@ rows = st.lists(
 )
 
 
-def packed(model: list[Row]) -> MetricColumns:
-    """The records `TaskState.record_score` appends for these rows."""
-    columns = MetricColumns()
-    for trial, status, seq, outputs in model:
-        if status != OK:
-            columns.append(trial, status, seq)
-            continue
-        columns.append(trial, OK, seq, {columns.slot_of(name): cell for name, cell in outputs.items()})
-    return columns
-
-
 def bits(value: float | None) -> bytes | None:
     return None if value is None else struct.pack("<d", value)
 
@@ -90,17 +79,35 @@ def check(columns: MetricColumns, model: list[Row]) -> None:
     assert (again.packed, again.names, again.spilled) == (columns.packed, columns.names, columns.spilled)
 
 
+def add(columns: MetricColumns, model: list[Row]) -> MetricColumns:
+    """`columns` with the rows of `model` appended, as `TaskState.record_score` appends them."""
+    for trial, status, seq, outputs in model:
+        if status != OK:
+            columns.append(trial, status, seq)
+            continue
+        columns.append(trial, OK, seq, {columns.slot_of(name): cell for name, cell in outputs.items()})
+    return columns
+
+
+def packed(model: list[Row]) -> MetricColumns:
+    """The records `TaskState.record_score` appends for these rows."""
+    return add(MetricColumns(), model)
+
+
 @given(rows, st.data())
-def test_records_give_what_the_rows_say_after_any_truncation(
+def test_the_fields_taken_before_more_rows_are_the_records_of_the_rows_before(
     drawn: list[tuple[int, int, dict[str, Cell]]], data: st.DataObject
 ) -> None:
+    """What a savepoint keeps: appending (widening included) makes new objects and leaves
+    those taken before as they were."""
     model = [
         (trial, status, seq, outputs if status == OK else {}) for seq, (trial, status, outputs) in enumerate(drawn)
     ]
-    columns = packed(model)
-    check(columns, model)
-    kept = data.draw(st.integers(0, len(model)), label="rows kept")
-    columns.truncate(kept)
+    kept = data.draw(st.integers(0, len(model)), label="rows before")
+    columns = packed(model[:kept])
+    taken = (columns.packed, columns.names, columns.spilled)
+    check(add(columns, model[kept:]), model)
+    columns.packed, columns.names, columns.spilled = taken
     check(columns, model[:kept])
 
 
@@ -123,11 +130,9 @@ def test_records_written_on_a_big_endian_machine_are_the_little_endian_bytes_rea
     columns = packed(model)
     width = columns.width
     big = MetricColumns(
-        bytearray(reordered(bytes(columns.packed), record_layout(width), struct.Struct(">iBq" + "Bd" * width))),
+        reordered(columns.packed, record_layout(width), struct.Struct(">iBq" + "Bd" * width)),
         columns.names,
-        None
-        if columns.spilled is None
-        else bytearray(reordered(bytes(columns.spilled), SPILLED, struct.Struct(">iIBd"))),
+        None if columns.spilled is None else reordered(columns.spilled, SPILLED, struct.Struct(">iIBd")),
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sys, "byteorder", "big")
