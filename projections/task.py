@@ -102,8 +102,8 @@ class TaskState:
 
     def record_score(self, event: ScoreEmitted, seq: int, eligible: Mapping[Key, KeyTally]) -> None:
         """Append one score, updating this task's (n, c) per key and, for pass@k-eligible
-        keys, the run-wide tallies in `eligible`. O(trials of the task + outputs of the score),
-        except when an undeclared output gets its key (O(rows of that metric), once per key)."""
+        keys, the run-wide tallies in `eligible`. O(trials of the task + rows of the metric
+        (its records are made anew, in C) + outputs of the score)."""
         if self.first_score < 0:
             self.first_score = seq
         # A task has a few trials: its ids searched in C cost about what a dict lookup
