@@ -27,7 +27,7 @@ from projections.columns import (
 from projections.declarations import ATTEMPT_KINDS, Declarations, Key
 from projections.passk import KeyTally, Tally, passes
 from projections.sharing import shared
-from projections.trials import NONE, appended, count, index_of, listed
+from projections.trials import NONE, appended, listed, position
 
 ONE_OUTPUT: Final = record_layout(1)
 
@@ -109,9 +109,9 @@ class TaskState:
         # A task has a few trials: its ids searched in C cost about what a dict lookup
         # does, where an index dict would cost ~360 bytes a task.
         trials, trial_id = self.trials, event.trial_id
-        trial = index_of(trials, trial_id)
+        trial = position(trials, trial_id)
         if trial < 0:
-            trial = count(trials)
+            trial = -1 - trial
             self.trials = appended(trials, trial_id)
         metric = event.metric_type
         columns = self.metrics.get(metric)

@@ -54,14 +54,15 @@ def count(held: str) -> int:
     return held.count("\0") - 1
 
 
-def index_of(held: str, trial_id: str) -> int:
-    """The index of `trial_id`, or -1."""
+def position(held: str, trial_id: str) -> int:
+    """The index of `trial_id`; when it is not held, -1 minus the number of ids (so the
+    index it would take is `-1 - position`, without counting them again)."""
     if _TRIAL_INDEX is not None:
         found: int | None = _TRIAL_INDEX(held, trial_id)
         if found is not None:
             return found
     at = held.find(f"\0{_escaped(trial_id)}\0")
-    return -1 if at < 0 else held.count("\0", 0, at)
+    return -held.count("\0") if at < 0 else held.count("\0", 0, at)
 
 
 def appended(held: str, trial_id: str) -> str:

@@ -7,9 +7,10 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyStringData};
 
-/// The index of `trial_id` among the ids of `held`, -1 when it is not there; None for what
-/// the Python search handles: a string whose characters are not one byte each, an id
-/// holding a NUL or SOH (which the held string escapes).
+/// The index of `trial_id` among the ids of `held`; when it is not there, -1 minus the
+/// number of ids (the index it would take); None for what the Python search handles: a
+/// string whose characters are not one byte each, an id holding a NUL or SOH (which the held
+/// string escapes).
 #[pyfunction]
 pub fn trial_index(held: &Bound<'_, PyString>, trial_id: &Bound<'_, PyString>) -> Option<isize> {
     // SAFETY: both are str objects, immutable, borrowed for the length of this call; the
@@ -26,5 +27,12 @@ pub fn trial_index(held: &Bound<'_, PyString>, trial_id: &Bound<'_, PyString>) -
         return Some(-1);
     }
     let ids = held.strip_prefix(b"\0")?.strip_suffix(b"\0")?;
-    Some(ids.split(|&character| character == 0).position(|held_id| held_id == id).map_or(-1, |at| at as isize))
+    let mut count = 0;
+    for held_id in ids.split(|&character| character == 0) {
+        if held_id == id {
+            return Some(count);
+        }
+        count += 1;
+    }
+    Some(-1 - count)
 }
