@@ -3,7 +3,10 @@
 Redelivery detection needs every applied event id for the life of the run. A Python set
 of strings costs ~110 bytes an id. Instead each applied event's 128-bit BLAKE2b fingerprint,
 (hi, lo), is kept with the task (or run header) whose state the event changed, which is what
-gets persisted (`TaskState.events`, `RunState.run_events`); this table only indexes them: an
+gets persisted (`TaskState.events`, `RunState.run_events`): one `bytes` of `PAIR`s a part,
+made anew by each event (`with_pair`), where an `array` was two blocks, its object and its
+over-allocated buffer (~130 bytes more a task of 25 events, with its positions'). This
+table only indexes them: an
 open-addressing array of 4-byte keys taken from the fingerprints' `hi` halves (`_key`: its top
 31 bits with the lowest set, so never 0, which marks an empty slot) at a load of at most 3/4,
 ~5.5 bytes an event once a run.started has sized it (8-byte keys were a tenth of the memory
@@ -27,13 +30,16 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from hashlib import blake2b
 from typing import Final, Protocol
 
 from events.compiled import NATIVE
 
-_PAIR: Final = struct.Struct("<QQ")
+PAIR: Final = struct.Struct("<QQ")
+"""A kept fingerprint: (hi, lo), little-endian, as the store holds it."""
+NO_PAIRS: Final = b""
+"""The kept fingerprints of a part without events."""
 _BLAKE2B_128: Final = blake2b(digest_size=16)
 """Copied for each id: a copy costs less than a constructor's keyword argument."""
 _MIN_SLOTS: Final = 8
@@ -46,7 +52,7 @@ def digest_of_id(event_id: str) -> tuple[int, int]:
     rule, and `fingerprint` itself where `events/native` is not built."""
     hasher = _BLAKE2B_128.copy()
     hasher.update(event_id.encode())
-    hi, lo = _PAIR.unpack(hasher.digest())
+    hi, lo = PAIR.unpack(hasher.digest())
     return hi | 1, lo
 
 
@@ -60,13 +66,31 @@ def _key(hi: int) -> int:
     return (hi >> 33) | 1
 
 
-def holds(pairs: array[int], hi: int, lo: int) -> bool:
-    """Whether the (hi, lo) pairs of `pairs` include (hi, lo). O(len(pairs)), in C."""
-    data = pairs.tobytes()
-    needle = array("Q", (hi, lo)).tobytes()
-    at = data.find(needle)
-    while at >= 0 and at % len(needle):  # a match must start at a pair
-        at = data.find(needle, at + 1)
+def pairs_with(pairs: bytes, hi: int, lo: int) -> bytes:
+    """`pairs` and (hi, lo) after them. O(len(pairs)), a copy in C: a part's events are few."""
+    return pairs + PAIR.pack(hi, lo)
+
+
+with_pair: Final[Callable[[bytes, int, int], bytes]] = pairs_with if NATIVE is None else NATIVE.with_pair
+"""`pairs_with`, in compiled code where `events/native` is built: the pair written where it
+lands, ~400 instructions where packing it first took ~1,400."""
+
+
+def pair_count(pairs: bytes) -> int:
+    return len(pairs) // PAIR.size
+
+
+def his(pairs: bytes) -> Iterator[int]:
+    """The `hi` half of each kept pair, in order."""
+    return (hi for hi, _ in PAIR.iter_unpack(pairs))
+
+
+def holds(pairs: bytes, hi: int, lo: int) -> bool:
+    """Whether the kept `pairs` include (hi, lo). O(len(pairs)), in C."""
+    needle = PAIR.pack(hi, lo)
+    at = pairs.find(needle)
+    while at >= 0 and at % PAIR.size:  # a match must start at a pair
+        at = pairs.find(needle, at + 1)
     return at >= 0
 
 
@@ -174,13 +198,13 @@ class AppliedEvents:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def contains(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+    def contains(self, hi: int, lo: int, own: bytes, everything: Callable[[], Iterable[bytes]]) -> bool:
         """Whether the run has applied the event of fingerprint (hi, lo). `own`: the kept
         fingerprints of the part the event changes; `everything`: all the run's kept
         fingerprints, looked through only when `own` does not have a candidate's pair."""
         return self._keys.holds(hi) and _kept(hi, lo, own, everything)
 
-    def add(self, hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+    def add(self, hi: int, lo: int, own: bytes, everything: Callable[[], Iterable[bytes]]) -> bool:
         """Index the event of fingerprint (hi, lo), about to be applied (its pair is kept by
         the caller right after); False if the run has applied it (a redelivery)."""
         if self._keys.add(hi):
@@ -205,6 +229,6 @@ class AppliedEvents:
         self._keys.reserve(capacity)
 
 
-def _kept(hi: int, lo: int, own: array[int], everything: Callable[[], Iterable[array[int]]]) -> bool:
+def _kept(hi: int, lo: int, own: bytes, everything: Callable[[], Iterable[bytes]]) -> bool:
     """Whether the pair is kept: by the event's own part first, where a redelivery's is."""
     return holds(own, hi, lo) or any(holds(pairs, hi, lo) for pairs in everything())

@@ -325,7 +325,7 @@ def fragment(payload: Any) -> orjson.Fragment:
 def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict[str, Key], landed: _Landed) -> None:
     """Compute the task's contribution again; `eligible`: the run's pass@k keys by name."""
     old = cache.tasks.get(task.task_id)
-    rows = sum(len(columns) for columns in task.metrics.values())
+    rows = task.score_rows()
     if old is not None and old.rows == rows:
         # No score since (a trial.finished): rows only grow, so the same count is the same
         # rows, trials and keys, all the contribution is made of.
@@ -372,7 +372,7 @@ def _refresh(cache: SummaryCache, run: RunState, task: TaskState, eligible: dict
     cache.graded.update(task.graded_trials(read, trial_ids))
     _move_coverage(cache, old.coverage if old else {}, -1)
     _move_coverage(cache, coverage, 1)
-    for metric, columns in task.metrics.items():
+    for metric, columns in task.metrics():
         cache.outputs.setdefault(metric, set()).update(columns.names)
     cache.tasks[task.task_id] = TaskContribution(
         attempts=fragment(
@@ -452,7 +452,7 @@ def _take_numeric(
 ) -> dict[Key, int]:
     """Land the task's numeric values past those `taken` for the run's."""
     now: dict[Key, int] = {}
-    for metric, columns in task.metrics.items():
+    for metric, columns in task.metrics():
         for output in columns.names:
             key = (metric, output)
             numeric = read[metric].numeric(output)

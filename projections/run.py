@@ -12,14 +12,14 @@ derived state with them.
 from __future__ import annotations
 
 import enum
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, cast, final
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from events.timestamps import LAST_READ, epoch_seconds
-from projections.applied import AppliedEvents, fingerprint
+from projections import positions
+from projections.applied import NO_PAIRS, AppliedEvents, fingerprint, his, pair_count, with_pair
 from projections.declarations import Declarations, Key
 from projections.passk import KeyTally
 from projections.task import TaskState
@@ -53,8 +53,6 @@ class Applied:
 
 
 _REDELIVERY: Final = Applied(Outcome.REDELIVERY)
-_NO_EVENTS: Final[array[int]] = array("Q")
-"""The kept fingerprints of a task not seen yet (never written)."""
 _APPLIED: Final = Applied(Outcome.APPLIED)
 
 
@@ -81,10 +79,11 @@ class RunState:
     """Earliest and latest `occurred_at` (epoch seconds) of run.started / run.closed (a task
     keeps its own events'); `span` puts them together for progress's ETA."""
     applied: AppliedEvents = field(default_factory=AppliedEvents)
-    run_events: array[int] = field(default_factory=lambda: array("Q"))
-    """Fingerprints of the applied run.started / run.closed (a task keeps its own events')."""
-    run_positions: array[int] = field(default_factory=lambda: array("q"))
-    """Their log positions, one per event."""
+    run_events: bytes = NO_PAIRS
+    """Fingerprints of the applied run.started / run.closed (a task keeps its own events'),
+    `projections.applied.PAIR`s."""
+    run_positions: bytes = positions.NONE
+    """Their log positions, one per event (`projections.positions`)."""
     tasks: dict[str, TaskState] = field(default_factory=dict)
     passk: dict[Key, KeyTally] = field(default_factory=dict)
     """One tally per pass@k-eligible key."""
@@ -104,7 +103,7 @@ class RunState:
         lasts = [holder.last_at for holder in holders if holder.last_at is not None]
         return max(lasts) - min(firsts) if firsts else None
 
-    def fingerprints(self) -> Iterator[array[int]]:
+    def fingerprints(self) -> Iterator[bytes]:
         """The kept fingerprints of every applied event: the run header's, then each task's."""
         yield self.run_events
         for task in self.tasks.values():
@@ -124,10 +123,10 @@ class RunState:
         once for the position of the latest applied event (a run closed by its last event)."""
         if self.last_position is not None and position >= self.last_position:
             return 0
-        count = sum(1 for at in self.run_positions if at > position)
+        count = positions.count_after(self.run_positions, position)
         for task in self.tasks.values():
-            count += sum(1 for at in task.trial_positions if at > position)
-            rows = (row for columns in task.metrics.values() for row in columns.read().rows)
+            count += positions.count_after(task.trial_positions, position)
+            rows = (row for _, columns in task.metrics() for row in columns.read().rows)
             count += sum(1 for _, _, at, *_ in rows if at > position)
         return count
 
@@ -159,7 +158,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     if kind in {"score.emitted", "trial.finished"}:
         task_id = cast("ScoreEmitted | TrialFinished", event).task_id
         task = run.tasks.get(task_id)
-        own = _NO_EVENTS if task is None else task.events
+        own = NO_PAIRS if task is None else task.events
     else:
         own = run.run_events
     if not run.applied.add(hi, lo, own, run.fingerprints):
@@ -177,9 +176,8 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     if kind == "trial.finished":
         return _trial(run, _task(run, task_id), cast(TrialFinished, event), hi, lo, moment=moment, at=at)
     _saw(run, moment)
-    run.run_events.append(hi)
-    run.run_events.append(lo)
-    run.run_positions.append(at)
+    run.run_events = with_pair(run.run_events, hi, lo)
+    run.run_positions = positions.appended(run.run_positions, at)
     if isinstance(event, RunStarted):
         _start(run, event)
     elif isinstance(event, RunClosed):
@@ -208,20 +206,18 @@ def _task(run: RunState, task_id: str) -> TaskState:
     task = run.tasks.get(task_id)
     if task is None:
         task = run.tasks[task_id] = TaskState(task_id)
-    if not task.touched:
-        task.touched = True
-        if run.declarations and task_id in run.declarations.tasks:
-            for key in task.kept_keys():
-                if key in run.passk:
-                    run.passk[key].pending -= 1
+    # The event's fingerprint, kept next, touches it: a declared task is pending no more.
+    if not task.touched and run.declarations and task_id in run.declarations.tasks:
+        for key in task.kept_keys():
+            if key in run.passk:
+                run.passk[key].pending -= 1
     return task
 
 
 def _score(
     run: RunState, task: TaskState, event: ScoreEmitted, hi: int, lo: int, *, moment: float | None, at: int
 ) -> Applied:
-    task.events.append(hi)
-    task.events.append(lo)
+    task.events = with_pair(task.events, hi, lo)
     if moment is not None:
         _saw(task, moment)
     task.record_score(event, at, run.passk)
@@ -234,16 +230,13 @@ def _score(
 def _trial(
     run: RunState, task: TaskState, event: TrialFinished, hi: int, lo: int, *, moment: float | None, at: int
 ) -> Applied:
-    task.events.append(hi)
-    task.events.append(lo)
+    task.events = with_pair(task.events, hi, lo)
     if moment is not None:
         _saw(task, moment)
-    task.trial_positions.append(at)
+    task.trial_positions = positions.appended(task.trial_positions, at)
     if event.status == "completed":
-        task.trials_completed += 1
         run.trials_completed += 1
     else:
-        task.trials_failed += 1
         run.trials_failed += 1
         error_type = (event.error.type if event.error else None) or "UnknownError"
         if task.failed_trials is None:
@@ -293,11 +286,11 @@ def rederive(run: RunState) -> None:
     tasks = run.tasks.values()
     run.trials_completed = sum(task.trials_completed for task in tasks)
     run.trials_failed = sum(task.trials_failed for task in tasks)
-    run.score_count = sum(len(columns) for task in tasks for columns in task.metrics.values())
-    run.event_count = sum(len(pairs) // 2 for pairs in run.fingerprints())
+    run.score_count = sum(task.score_rows() for task in tasks)
+    run.event_count = sum(pair_count(pairs) for pairs in run.fingerprints())
     run.applied = AppliedEvents(run.event_count)
     for pairs in run.fingerprints():
-        for hi in pairs[::2]:
+        for hi in his(pairs):
             run.applied.insert(hi)
     rekey_run(run)
     run.last_position = None

@@ -58,8 +58,10 @@ import orjson
 
 from events.codec import decode
 from events.models import RunStarted
+from projections.applied import PAIR
 from projections.columns import MetricColumns
 from projections.declarations import Declarations
+from projections.positions import POSITION
 from projections.run import RunState, rederive
 from projections.task import TaskState
 from projections.trials import joined, listed
@@ -83,6 +85,9 @@ class NewerStore(ValueError):
 
 _HEADER_FIELDS: Final = ("started_event_id", "closed_reason", "closed_position", "first_at", "last_at")
 _TASK_FIELDS: Final = ("first_score", "touched", "trials_completed", "trials_failed", "first_at", "last_at")
+_TASK_DERIVED: Final = frozenset(("touched", "trials_completed", "trials_failed"))
+"""Stored, but not read back: a task derives them from its fingerprints, trial positions and
+failures."""
 
 
 def _text(data: bytes) -> str:
@@ -90,11 +95,15 @@ def _text(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).decode()
 
 
-def _pack(values: array[Any]) -> str:
-    if sys.byteorder == "big":
-        values = array(values.typecode, values)
-        values.byteswap()
-    return _text(values.tobytes())
+def _items(text: str, size: int, what: str) -> bytes:
+    """Stored items of `size` bytes each, little-endian, kept as the bytes they are."""
+    data = base64.b64decode(text)
+    if len(data) % size:
+        raise ValueError(
+            f"stored {what} are damaged ({len(data)} bytes, not whole items of {size}); "
+            "wipe the store and replay the topic"
+        )
+    return data
 
 
 def _unpack(typecode: str, text: str) -> array[Any]:
@@ -106,8 +115,8 @@ def _unpack(typecode: str, text: str) -> array[Any]:
 
 def header_to_bytes(run: RunState) -> bytes:
     header: dict[str, Any] = {"v": VERSION, **{name: getattr(run, name) for name in _HEADER_FIELDS}}
-    header["run_events"] = _pack(run.run_events)
-    header["run_positions"] = _pack(run.run_positions)
+    header["run_events"] = _text(run.run_events)
+    header["run_positions"] = _text(run.run_positions)
     header["started"] = run.declarations.started_wire().decode() if run.declarations is not None else None
     return orjson.dumps(header)
 
@@ -118,10 +127,10 @@ def task_to_bytes(task: TaskState) -> bytes:
             "v": VERSION,
             **{name: getattr(task, name) for name in _TASK_FIELDS},
             "trials": listed(task.trials),
-            "metrics": {metric: _metric_part(columns) for metric, columns in task.metrics.items()},
+            "metrics": {metric: _metric_part(columns) for metric, columns in task.metrics()},
             "failed": task.failed_trials,
-            "events": _pack(task.events),
-            "trial_positions": _pack(task.trial_positions),
+            "events": _text(task.events),
+            "trial_positions": _text(task.trial_positions),
         }
     )
 
@@ -169,15 +178,15 @@ def _task_of(task_id: str, parsed: Any) -> TaskState:
     trials = joined(stored["trials"])
     return TaskState(
         task_id,
-        **{name: stored[name] for name in _TASK_FIELDS},
+        **{name: stored[name] for name in _TASK_FIELDS if name not in _TASK_DERIVED},
         trials=trials,
         metrics={
-            sys.intern(metric): _columns_of(part, f"task {task_id!r}, metric {metric!r}")
+            metric: _columns_of(part, f"task {task_id!r}, metric {metric!r}")
             for metric, part in stored["metrics"].items()
         },
         failed_trials=[tuple(entry) for entry in stored["failed"]] if stored["failed"] else None,
-        events=_unpack("Q", stored["events"]),
-        trial_positions=_unpack("q", stored["trial_positions"]),
+        events=_items(stored["events"], PAIR.size, f"task {task_id!r} events"),
+        trial_positions=_items(stored["trial_positions"], POSITION.size, f"task {task_id!r} trial positions"),
     )
 
 
@@ -206,8 +215,8 @@ def _restored(run_id: str, parsed: Any, tasks: Iterable[TaskState]) -> RunState:
         stored = _checked(parsed, f"run {run_id!r} header")
         for name in _HEADER_FIELDS:
             setattr(run, name, stored[name])
-        run.run_events = _unpack("Q", stored["run_events"])
-        run.run_positions = _unpack("q", stored["run_positions"])
+        run.run_events = _items(stored["run_events"], PAIR.size, f"run {run_id!r} header events")
+        run.run_positions = _items(stored["run_positions"], POSITION.size, f"run {run_id!r} header positions")
         if stored["started"] is not None:
             wire = stored["started"].encode()
             started = decode(wire)

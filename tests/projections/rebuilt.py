@@ -71,7 +71,7 @@ def _metric_outputs(run: RunState) -> dict[str, set[str]]:
         for metric, declared in run.declarations.outputs.items():
             names.setdefault(metric, set()).update(declared)
     for task in run.tasks.values():
-        for metric, columns in task.metrics.items():
+        for metric, columns in task.metrics():
             names.setdefault(metric, set()).update(columns.outputs)
     return names
 
@@ -80,7 +80,7 @@ def metric_aggregates(run: RunState) -> list[Aggregate]:
     records = []
     tasks = summary_tasks(run)
     for metric, outputs in sorted(_metric_outputs(run).items()):
-        per_task = [task.metrics[metric] for task in tasks if metric in task.metrics]
+        per_task = [columns for task in tasks if (columns := task.metric(metric)) is not None]
         total = sum(len(columns) for columns in per_task)
         for output in sorted(outputs):
             numeric = chain.from_iterable(columns.read().numeric(output) for columns in per_task)
@@ -92,7 +92,7 @@ def metric_aggregates(run: RunState) -> list[Aggregate]:
 def metric_coverage(run: RunState) -> dict[str, dict[str, dict[str, int]]]:
     coverage: dict[str, dict[str, dict[str, int]]] = {}
     for metric, outputs in sorted(_metric_outputs(run).items()):
-        per_task = [task.metrics[metric] for task in run.tasks.values() if metric in task.metrics]
+        per_task = [columns for task in run.tasks.values() if (columns := task.metric(metric)) is not None]
         total = sum(len(columns) for columns in per_task)
         failed = sum(columns.read().failed() for columns in per_task)
         coverage[metric] = {}

@@ -4,7 +4,6 @@ whatever the index's `hi` halves share."""
 from __future__ import annotations
 
 import struct
-from array import array
 from hashlib import blake2b
 
 import pytest
@@ -12,26 +11,72 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.builders import score
-from projections.applied import AppliedEvents, Keys, KeySet, _key, digest_of_id, fingerprint, holds
+from projections.applied import (
+    PAIR,
+    AppliedEvents,
+    Keys,
+    KeySet,
+    _key,
+    digest_of_id,
+    fingerprint,
+    his,
+    holds,
+    pair_count,
+    pairs_with,
+    with_pair,
+)
 from projections.run import Outcome, RunState, apply, rederive
 from tests.native import native
 
 HI = 0x1234_5678_9ABC_DEF1
 
 
-def kept(*pairs: tuple[int, int]) -> array[int]:
-    return array("Q", [half for pair in pairs for half in pair])
+def kept(*pairs: tuple[int, int]) -> bytes:
+    return b"".join(PAIR.pack(hi, lo) for hi, lo in pairs)
+
+
+class Part:
+    """A part's kept fingerprints, as a task holds them: made anew by each event."""
+
+    def __init__(self) -> None:
+        self.pairs = kept()
+
+    def keep(self, hi: int, lo: int) -> None:
+        self.pairs = with_pair(self.pairs, hi, lo)
+
+    def add_to(self, index: AppliedEvents, hi: int, lo: int) -> bool:
+        return index.add(hi, lo, self.pairs, lambda: [self.pairs])
+
+    def contained(self, index: AppliedEvents, hi: int, lo: int) -> bool:
+        return index.contains(hi, lo, self.pairs, lambda: [self.pairs])
+
+
+def test_kept_pairs_are_little_endian_in_order() -> None:
+    pairs = with_pair(with_pair(kept(), HI, 2), 3, 2**64 - 1)
+    assert pairs == struct.pack("<QQQQ", HI, 2, 3, 2**64 - 1)
+    assert pair_count(pairs) == 2
+    assert list(his(pairs)) == [HI, 3]
+
+
+@given(
+    st.binary(max_size=64).map(lambda data: data[: len(data) // 16 * 16]),
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 2**64 - 1),
+)
+def test_the_compiled_append_of_a_pair_is_the_python_one(pairs: bytes, hi: int, lo: int) -> None:
+    assert with_pair is native().with_pair
+    assert with_pair(pairs, hi, lo) == pairs_with(pairs, hi, lo) == pairs + struct.pack("<QQ", hi, lo)
 
 
 def test_fingerprints_sharing_hi_are_distinct_events() -> None:
-    index, own = AppliedEvents(), kept()
-    assert index.add(HI, 1, own, lambda: [own])
-    own.extend((HI, 1))
-    assert index.add(HI, 2, own, lambda: [own])
-    own.extend((HI, 2))
-    assert not index.add(HI, 1, own, lambda: [own])
-    assert not index.add(HI, 2, own, lambda: [own])
-    assert index.add(HI, 3, own, lambda: [own])
+    index, own = AppliedEvents(), Part()
+    assert own.add_to(index, HI, 1)
+    own.keep(HI, 1)
+    assert own.add_to(index, HI, 2)
+    own.keep(HI, 2)
+    assert not own.add_to(index, HI, 1)
+    assert not own.add_to(index, HI, 2)
+    assert own.add_to(index, HI, 3)
 
 
 def test_a_pair_kept_by_another_part_of_the_run_is_found() -> None:
@@ -51,27 +96,27 @@ def test_a_pair_is_matched_only_at_a_pair_boundary() -> None:
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=60))
 def test_the_index_says_new_exactly_for_pairs_not_kept(pairs: list[tuple[int, int]]) -> None:
     """Few distinct `hi` halves, so nearly every probe meets candidates; growth included."""
-    index, own, seen = AppliedEvents(), kept(), set()
+    index, own, seen = AppliedEvents(), Part(), set()
     for small_hi, lo in pairs:
         hi = small_hi << 1 | 1
-        assert index.add(hi, lo, own, lambda: [own]) is ((hi, lo) not in seen)
+        assert own.add_to(index, hi, lo) is ((hi, lo) not in seen)
         if (hi, lo) not in seen:
-            own.extend((hi, lo))
+            own.keep(hi, lo)
             seen.add((hi, lo))
 
 
 @given(st.sets(st.integers(0, 2**63 - 1).map(lambda half: half << 1 | 1), min_size=1, max_size=300))
-def test_an_index_that_grew_still_finds_every_pair(his: set[int]) -> None:
+def test_an_index_that_grew_still_finds_every_pair(halves: set[int]) -> None:
     """Full-width (odd, as `fingerprint` makes them) `hi` halves through several growths of a
     table sized for 4: every kept pair is found after, and a pair not kept is not."""
-    index, own = AppliedEvents(), kept()
-    for hi in his:
-        assert index.add(hi, 0, own, lambda: [own])
-        own.extend((hi, 0))
-    assert len(index) == len(his)
-    for hi in his:
-        assert index.contains(hi, 0, own, lambda: [own])
-        assert not index.contains(hi, 1, own, lambda: [own])
+    index, own = AppliedEvents(), Part()
+    for hi in halves:
+        assert own.add_to(index, hi, 0)
+        own.keep(hi, 0)
+    assert len(index) == len(halves)
+    for hi in halves:
+        assert own.contained(index, hi, 0)
+        assert not own.contained(index, hi, 1)
 
 
 def test_a_redelivery_naming_another_task_is_found_and_a_rebuilt_index_agrees() -> None:

@@ -19,7 +19,7 @@ from projections.storage import header_to_bytes, restore, task_from_bytes, task_
 from projections.summary import summary
 from projections.task import TaskState
 from projections.trials import joined
-from tests.builders import fold, scored_run
+from tests.builders import fold, score, scored_run, trial
 from tests.strategies import run_logs
 
 
@@ -62,7 +62,7 @@ def version_3(task: TaskState) -> bytes:
 
     stored = orjson.loads(task_to_bytes(task))
     stored["v"] = 3
-    stored["metrics"] = {name: metric(columns) for name, columns in task.metrics.items()}
+    stored["metrics"] = {name: metric(columns) for name, columns in task.metrics()}
     return orjson.dumps(stored)
 
 
@@ -76,15 +76,48 @@ def test_a_task_version_3_wrote_reads_as_the_task_it_was(log: list[InputEvent]) 
     for task in tasks:
         read = task_from_bytes(task.task_id, version_3(task))
         assert task_to_bytes(read) == task_to_bytes(task)
-        for name, columns in task.metrics.items():
-            assert (read.metrics[name].packed, read.metrics[name].spilled) == (columns.packed, columns.spilled)
+        assert read.metric_names == task.metric_names
+        for name, columns in task.metrics():
+            stored = read.metric(name)
+            assert stored is not None
+            assert (stored.packed, stored.spilled) == (columns.packed, columns.spilled)
 
 
 def test_a_damaged_task_record_is_refused_with_the_fix() -> None:
     run = fold(scored_run("run", {"t1": [1.0, 0.0]}))
-    task = next(task for task in run.tasks.values() if task.metrics)
+    task = next(task for task in run.tasks.values() if task.metric_names)
     stored = orjson.loads(task_to_bytes(task))
     metric = next(iter(stored["metrics"]))
     stored["metrics"][metric]["records"] = base64.b64encode(b"\x00" * 5).decode()
     with pytest.raises(ValueError, match=f"metric '{metric}' is damaged .*; wipe the store and replay the topic"):
         task_from_bytes(task.task_id, orjson.dumps(stored))
+
+
+def tried(task_id: str, statuses: list[str]) -> TaskState:
+    """A task of one trial.finished per status, each trial scored unless it failed."""
+    events: list[InputEvent] = []
+    for number, status in enumerate(statuses):
+        events.append(trial(task_id, f"{task_id}-{number}", status, error_type="Crash" if status == "failed" else None))
+        if status == "completed":
+            events.append(score(task_id, f"{task_id}-{number}", "reward", {"score": 1.0}))
+    return fold(events).tasks[task_id]
+
+
+@pytest.mark.parametrize(("field", "size"), [("events", 16), ("trial_positions", 8)])
+def test_a_task_whose_kept_events_are_not_whole_is_refused_with_the_fix(field: str, size: int) -> None:
+    task = tried("t1", ["completed", "failed"])
+    stored = orjson.loads(task_to_bytes(task))
+    stored[field] = base64.b64encode(base64.b64decode(stored[field])[:-1]).decode()
+    with pytest.raises(ValueError, match=f"not whole items of {size}.*; wipe the store and replay the topic"):
+        task_from_bytes(task.task_id, orjson.dumps(stored))
+
+
+def test_a_task_record_keeps_its_counts_and_they_are_derived_when_read() -> None:
+    """The stored form still writes touched and the trial counts; read back, the task derives
+    them from what it keeps (fingerprints, trial positions, failures), so they agree."""
+    task = tried("t1", ["completed", "failed", "completed"])
+    stored = orjson.loads(task_to_bytes(task))
+    assert (stored["touched"], stored["trials_completed"], stored["trials_failed"]) == (True, 2, 1)
+    read = task_from_bytes("t1", task_to_bytes(task))
+    assert (read.touched, read.trials_completed, read.trials_failed) == (True, 2, 1)
+    assert not TaskState("declared").touched

@@ -18,12 +18,14 @@
 //!
 //! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
 //! `projections.applied.digest_of_id` (its reference) calls hashlib through four method calls;
-//! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by; `sums.rs` the
+//! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by, `pairs.rs` how a
+//! part keeps them; `sums.rs` the
 //! range aggregate's loops over a list of floats; `transpose.rs` section 8's columns;
 //! `trials.rs` a trial id's search among a task's (`projections.trials`).
 
 mod allocator;
 mod keys;
+mod pairs;
 mod sums;
 mod transpose;
 mod trials;
@@ -965,5 +967,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::squares_running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(transpose::transposed, module)?)?;
+    module.add_function(wrap_pyfunction!(pairs::with_pair, module)?)?;
     module.add_function(wrap_pyfunction!(trials::trial_index, module)?)
 }
