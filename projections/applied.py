@@ -6,19 +6,26 @@ of strings costs ~110 bytes an id. Instead each applied event's 128-bit BLAKE2b 
 gets persisted (`TaskState.events`, `RunState.run_events`): one `bytes` of `PAIR`s a part,
 made anew by each event (`with_pair`), where an `array` was two blocks, its object and its
 over-allocated buffer (~130 bytes more a task of 25 events, with its positions'). This
-table only indexes them: an
-open-addressing array of 4-byte keys taken from the fingerprints' `hi` halves (`_key`: its top
-31 bits with the lowest set, so never 0, which marks an empty slot) at a load of at most 3/4,
-~5.5 bytes an event once a run.started has sized it (8-byte keys were a tenth of the memory
-of a run of 10 tasks x 5 trials). Its size is any number (slots by key modulo the size), not
+table only indexes them: an open-addressing array of keys taken from the fingerprints' `hi`
+halves at a load of at most 3/4. Its size is any number (slots by key modulo the size), not
 a power of two, which would leave a sized table anywhere between 3/8 and 3/4 full.
 
 A slot holding the same key is only a candidate: the whole (hi, lo) pair is then looked for
 among the kept fingerprints, those of the event's own part first (where a redelivery's is),
 then the whole run's. So two distinct ids are taken for one only if all 128 bits collide,
-about 1 in 10**26 for a run of a million events. Ids that share only a key (1 in 2**30 a
-pair) cost one search of the run: a new event meets such a key once in ~300 million events
-(3.4 probes an event), a search of a million-event run compares 16 MB in C.
+about 1 in 10**26 for a run of a million events. A new event whose key only equals one held
+costs one search of the run, O(its events and tasks): 3.5 ms for a run of 200,000 events
+and 5,000 tasks.
+
+So the width of a key follows the run's size. Up to `NARROW_KEYS` keys, a key is 4 bytes,
+`hi`'s top 31 bits with the lowest set (never 0, which marks an empty slot): a new event
+meets an equal key with a chance of (keys held) / 2**31, at most 1 in 32,768, each meeting a
+search of at most 65,536 events, ~0.04 us an event averaged. That table is ~5.5 bytes an
+event once a run.started has sized it, where 8-byte keys were a tenth of the memory of a run
+of 10 tasks x 5 trials. Past `NARROW_KEYS` the table is built again with the whole `hi`, 8
+bytes (its lowest bit set, as `fingerprint` makes it anyway): with 4-byte keys a run of a
+million events met an equal key once in ~2,150 events (464 searches, each of a run then up
+to 16 MB and 25,000 tasks).
 
 The table is `events/native`'s `KeyTable` where that is built, else `Keys`, the same table in
 Python and the reference it is tested against: in the compiled fold each of `Keys`' probes
@@ -43,8 +50,9 @@ NO_PAIRS: Final = b""
 _BLAKE2B_128: Final = blake2b(digest_size=16)
 """Copied for each id: a copy costs less than a constructor's keyword argument."""
 _MIN_SLOTS: Final = 8
-_SLOT_BYTES: Final = 4
-"""A key, 31 bits (`array("I")`: 4 bytes wherever CPython runs on a 32- or 64-bit C int)."""
+NARROW_KEYS: Final = 1 << 16
+"""The most keys a table holds 4 bytes wide (`array("I")`: wherever CPython runs on a 32- or
+64-bit C int); past them, 8 (`array("Q")`)."""
 
 
 def digest_of_id(event_id: str) -> tuple[int, int]:
@@ -62,8 +70,8 @@ hashlib takes four, 1.3k instructions an event where they took 4.8k (BLAKE2b's r
 AVX2 where the CPU has it, chosen at run time; 2.1k without)."""
 
 
-def _key(hi: int) -> int:
-    return (hi >> 33) | 1
+def _key(hi: int, wide: bool) -> int:
+    return hi | 1 if wide else (hi >> 33) | 1
 
 
 def pairs_with(pairs: bytes, hi: int, lo: int) -> bytes:
@@ -108,25 +116,30 @@ class KeySet(Protocol):
     @property
     def width(self) -> int: ...
 
+    @property
+    def wide(self) -> bool: ...
+
     def __len__(self) -> int: ...
 
 
 class Keys:
     """The table of keys, in Python: an array of slots at a load of at most 3/4, linear
-    probing (the reference `events/native`'s `KeyTable` is tested against)."""
+    probing (the reference `events/native`'s `KeyTable` is tested against). `wide`: keys
+    are the whole `hi`, 8 bytes, else its top 31 bits, 4 bytes."""
 
-    __slots__ = ("_limit", "_size", "_slots", "width")
+    __slots__ = ("_limit", "_size", "_slots", "wide", "width")
     _slots: array[int]
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, wide: bool = False) -> None:
         self._size = 0
+        self.wide = wide
         self._allocate(capacity)
 
     def _allocate(self, capacity: int) -> None:
         """An empty table with room for `capacity` at a load of 3/4: linear probing's inserts
         then average ~2.5 probes over the table's filling, 8.5 at its fullest."""
         self.width = max(_MIN_SLOTS, capacity * 4 // 3 + 1)
-        self._slots = array("I", bytes(_SLOT_BYTES * self.width))
+        self._slots = array("Q" if self.wide else "I", bytes(8 if self.wide else 4) * self.width)
         self._limit = self.width * 3 // 4
 
     def __len__(self) -> int:
@@ -134,7 +147,7 @@ class Keys:
 
     def add(self, hi: int) -> bool:
         """Place `hi`'s key unless a slot holds it already: True when placed."""
-        key = _key(hi)
+        key = _key(hi, self.wide)
         at, seen = self._free(key)
         if not seen:
             self._place(at, key)
@@ -142,12 +155,12 @@ class Keys:
 
     def put(self, hi: int) -> None:
         """Place `hi`'s key, known to stand for a fingerprint not indexed yet, even if a slot holds it."""
-        key = _key(hi)
+        key = _key(hi, self.wide)
         self._place(self._free(key)[0], key)
 
     def holds(self, hi: int) -> bool:
         """Whether a slot holds `hi`'s key."""
-        return self._free(_key(hi))[1]
+        return self._free(_key(hi, self.wide))[1]
 
     def _free(self, key: int) -> tuple[int, bool]:
         """The free slot `key` probes to, and whether a slot on the way holds it."""
@@ -181,10 +194,10 @@ class Keys:
                 while table[at]:
                     at = at + 1 if at + 1 < width else 0
                 table[at] = key
-        self._slots = array("I", table)
+        self._slots = array(old.typecode, table)
 
 
-_KEYS: Final[Callable[[int], KeySet]] = Keys if NATIVE is None else NATIVE.KeyTable
+_KEYS: Final[Callable[[int, bool], KeySet]] = Keys if NATIVE is None else NATIVE.KeyTable
 
 
 class AppliedEvents:
@@ -193,7 +206,7 @@ class AppliedEvents:
     __slots__ = ("_keys",)
 
     def __init__(self, capacity: int = _MIN_SLOTS // 2) -> None:
-        self._keys = _KEYS(capacity)
+        self._keys = _KEYS(capacity, capacity > NARROW_KEYS)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -207,12 +220,23 @@ class AppliedEvents:
     def add(self, hi: int, lo: int, own: bytes, everything: Callable[[], Iterable[bytes]]) -> bool:
         """Index the event of fingerprint (hi, lo), about to be applied (its pair is kept by
         the caller right after); False if the run has applied it (a redelivery)."""
-        if self._keys.add(hi):
-            return True
-        if _kept(hi, lo, own, everything):
-            return False
-        self._keys.put(hi)  # only its key is shared
+        keys = self._keys
+        if not keys.add(hi):
+            if _kept(hi, lo, own, everything):
+                return False
+            keys.put(hi)  # only its key is shared
+        if len(keys) > NARROW_KEYS and not keys.wide:
+            self._widen(2 * len(keys), everything)
+            self._keys.put(hi)
         return True
+
+    def _widen(self, capacity: int, everything: Callable[[], Iterable[bytes]]) -> None:
+        """Index the kept fingerprints again with 8-byte keys, in a table with room for `capacity`."""
+        keys = _KEYS(capacity, True)
+        for pairs in everything():
+            for hi in his(pairs):
+                keys.put(hi)
+        self._keys = keys
 
     def insert(self, hi: int) -> None:
         """Index a fingerprint already kept and known to be distinct (a rebuild from the
@@ -222,11 +246,15 @@ class AppliedEvents:
     @property
     def table_bytes(self) -> int:
         """The memory of the table: a run.started reserves it for the whole plan."""
-        return _SLOT_BYTES * self._keys.width
+        return (8 if self._keys.wide else 4) * self._keys.width
 
-    def reserve(self, capacity: int) -> None:
-        """Make room for `capacity` ids without growing again (a run.started knows its size)."""
-        self._keys.reserve(capacity)
+    def reserve(self, capacity: int, everything: Callable[[], Iterable[bytes]]) -> None:
+        """Make room for `capacity` ids without growing again (a run.started knows its size);
+        `everything`: all the run's kept fingerprints, indexed again if the keys widen."""
+        if capacity > NARROW_KEYS and not self._keys.wide:
+            self._widen(capacity, everything)
+        else:
+            self._keys.reserve(capacity)
 
 
 def _kept(hi: int, lo: int, own: bytes, everything: Callable[[], Iterable[bytes]]) -> bool:

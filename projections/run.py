@@ -257,7 +257,7 @@ def _start(run: RunState, event: RunStarted) -> None:
     # run, 3% of its replay).
     per_trial = 1 + max((len({m for m, _ in task.kinds}) for task in declarations.tasks.values()), default=0)
     planned = len(declarations.tasks) * (event.attempts_per_task or 1) * per_trial + run.event_count + 1
-    run.applied.reserve(planned * 5 // 4)
+    run.applied.reserve(planned * 5 // 4, run.fingerprints)
     for task_id in declarations.tasks:
         if task_id not in run.tasks:
             run.tasks[task_id] = TaskState(task_id)

@@ -3,6 +3,7 @@ whatever the index's `hi` halves share."""
 
 from __future__ import annotations
 
+import random
 import struct
 from hashlib import blake2b
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from events.builders import score
 from projections.applied import (
+    NARROW_KEYS,
     PAIR,
     AppliedEvents,
     Keys,
@@ -169,20 +171,24 @@ def run_on(table: KeySet, operations: list[Operation]) -> list[object]:
     return said
 
 
-@given(st.integers(0, 100), OPERATIONS)
-def test_the_compiled_key_table_does_what_the_python_one_does(capacity: int, operations: list[Operation]) -> None:
+@given(st.integers(0, 100), st.booleans(), OPERATIONS)
+def test_the_compiled_key_table_does_what_the_python_one_does(
+    capacity: int, wide: bool, operations: list[Operation]
+) -> None:
     """Same answers, sizes and widths (so the same `table_bytes`) for any operations,
-    growth included."""
-    assert run_on(native_keys()(capacity), operations) == run_on(Keys(capacity), operations)
+    growth included, narrow or wide."""
+    native_table = native_keys()(capacity, wide)
+    assert native_table.wide is wide
+    assert run_on(native_table, operations) == run_on(Keys(capacity, wide), operations)
 
 
-@given(OPERATIONS)
-def test_the_python_key_table_is_a_set_of_keys_with_puts_counted(operations: list[Operation]) -> None:
+@given(st.booleans(), OPERATIONS)
+def test_the_python_key_table_is_a_set_of_keys_with_puts_counted(wide: bool, operations: list[Operation]) -> None:
     """`add` places a key not held, `put` places one anyway, `holds` says whether any slot
     has it; the table holds what it was given at a load of at most 3/4."""
-    table, placed = Keys(4), []
+    table, placed = Keys(4, wide), []
     for name, hi in operations:
-        key = _key(hi)
+        key = _key(hi, wide)
         if name == "add":
             new = key not in placed
             assert table.add(hi) is new
@@ -196,6 +202,44 @@ def test_the_python_key_table_is_a_set_of_keys_with_puts_counted(operations: lis
         else:
             table.reserve(hi)
         assert len(table) == len(placed) <= table.width * 3 // 4
+
+
+def test_a_narrow_key_is_the_top_31_bits_and_a_wide_one_the_whole_half() -> None:
+    assert _key(HI, False) == HI >> 33 | 1 < 2**31
+    assert _key(HI, True) == HI
+    assert _key(2, True) == 3  # never 0, an empty slot
+
+
+def test_past_the_narrow_keys_the_index_widens_and_still_finds_every_pair() -> None:
+    """A run that grows past `NARROW_KEYS` events gets 8-byte keys, built again from what
+    its parts keep (an event's part and the header here); every pair is still found, and
+    its new events are new."""
+    index, task, header = AppliedEvents(), Part(), Part()
+    everything = lambda: [header.pairs, task.pairs]  # noqa: E731
+    halves = random.Random(5).sample(range(1, 2**63), NARROW_KEYS + 10)
+    header.keep(halves[0] << 1 | 1, 0)
+    index.insert(halves[0] << 1 | 1)
+    for half in halves[1:]:
+        hi = half << 1 | 1
+        assert index.add(hi, 7, task.pairs, everything)
+        task.keep(hi, 7)
+    assert index._keys.wide
+    assert len(index) == len(halves)
+    assert index.table_bytes == 8 * index._keys.width
+    assert not index.add(halves[0] << 1 | 1, 0, task.pairs, everything)  # the header's
+    for half in halves[1 :: len(halves) // 50]:
+        assert not index.add(half << 1 | 1, 7, task.pairs, everything)
+    assert index.add(halves[1] << 1 | 1, 8, task.pairs, everything)
+
+
+def test_a_run_planned_past_the_narrow_keys_is_indexed_wide_from_its_start() -> None:
+    small, big = AppliedEvents(), AppliedEvents()
+    small.reserve(NARROW_KEYS, list)
+    big.reserve(NARROW_KEYS + 1, list)
+    assert (small._keys.wide, big._keys.wide) == (False, True)
+    assert (small.table_bytes, big.table_bytes) == (4 * small._keys.width, 8 * big._keys.width)
+    assert not AppliedEvents(NARROW_KEYS)._keys.wide
+    assert AppliedEvents(NARROW_KEYS + 1)._keys.wide
 
 
 def test_the_index_is_the_compiled_table_where_it_is_built() -> None:

@@ -1,8 +1,8 @@
 //! `KeyTable`: the table `projections.applied.AppliedEvents` indexes a run's applied
 //! fingerprints by, with the rules of `projections.applied.Keys` (its reference): an
-//! open-addressing table of the keys of the fingerprints' `hi` halves (`key`), slots by key
-//! modulo the width, linear probing, at a load of at most 3/4, the same width for the same
-//! capacities.
+//! open-addressing table of the keys of the fingerprints' `hi` halves (`Slot::of`), slots by
+//! key modulo the width, linear probing, at a load of at most 3/4, the same width for the
+//! same capacities; keys of 4 bytes, or of 8 for a wide table.
 //!
 //! In the compiled fold each probe of `Keys`' `array` made an integer object of the slot it
 //! read: ~500 instructions a probe, 3.4 probes an event on a 40k-trial run, and a growth
@@ -12,9 +12,37 @@ use pyo3::prelude::*;
 
 const MIN_SLOTS: usize = 8;
 
-#[pyclass(module = "events._native")]
-pub struct KeyTable {
-    slots: Vec<u32>,
+/// A slot's key: never 0, which marks an empty slot.
+trait Slot: Copy + PartialEq {
+    const EMPTY: Self;
+    fn of(hi: u64) -> Self;
+    fn home(self, width: usize) -> usize;
+}
+
+/// `projections.applied._key` of a narrow table: `hi`'s top 31 bits with the lowest set.
+impl Slot for u32 {
+    const EMPTY: u32 = 0;
+    fn of(hi: u64) -> u32 {
+        (hi >> 33) as u32 | 1
+    }
+    fn home(self, width: usize) -> usize {
+        self as usize % width
+    }
+}
+
+/// ... of a wide table: the whole `hi` with the lowest bit set (as fingerprints make it).
+impl Slot for u64 {
+    const EMPTY: u64 = 0;
+    fn of(hi: u64) -> u64 {
+        hi | 1
+    }
+    fn home(self, width: usize) -> usize {
+        (self % width as u64) as usize
+    }
+}
+
+struct Table<T> {
+    slots: Vec<T>,
     size: usize,
     limit: usize,
 }
@@ -24,14 +52,10 @@ fn width_for(capacity: usize) -> usize {
     MIN_SLOTS.max(capacity.saturating_mul(4) / 3 + 1)
 }
 
-impl KeyTable {
+impl<T: Slot> Table<T> {
     fn sized(capacity: usize) -> Self {
         let width = width_for(capacity);
-        KeyTable { slots: vec![0; width], size: 0, limit: width * 3 / 4 }
-    }
-
-    fn home(&self, key: u32) -> usize {
-        key as usize % self.slots.len()
+        Table { slots: vec![T::EMPTY; width], size: 0, limit: width * 3 / 4 }
     }
 
     fn next(&self, at: usize) -> usize {
@@ -43,17 +67,17 @@ impl KeyTable {
     }
 
     /// The free slot `key` probes to, and whether a slot on the way holds it.
-    fn free(&self, key: u32) -> (usize, bool) {
-        let mut at = self.home(key);
+    fn free(&self, key: T) -> (usize, bool) {
+        let mut at = key.home(self.slots.len());
         let mut seen = false;
-        while self.slots[at] != 0 {
+        while self.slots[at] != T::EMPTY {
             seen |= self.slots[at] == key;
             at = self.next(at);
         }
         (at, seen)
     }
 
-    fn place(&mut self, at: usize, key: u32) {
+    fn place(&mut self, at: usize, key: T) {
         self.slots[at] = key;
         self.size += 1;
         if self.size > self.limit {
@@ -65,30 +89,16 @@ impl KeyTable {
         if capacity <= self.limit {
             return;
         }
-        let old = std::mem::replace(self, KeyTable::sized(capacity));
-        for key in old.slots.into_iter().filter(|&key| key != 0) {
+        let old = std::mem::replace(self, Table::sized(capacity));
+        for key in old.slots.into_iter().filter(|&key| key != T::EMPTY) {
             let (at, _) = self.free(key);
             self.slots[at] = key;
         }
         self.size = old.size;
     }
-}
 
-/// `projections.applied._key`: `hi`'s top 31 bits with the lowest set, never 0 (an empty slot).
-fn key(hi: u64) -> u32 {
-    (hi >> 33) as u32 | 1
-}
-
-#[pymethods]
-impl KeyTable {
-    #[new]
-    fn new(capacity: usize) -> Self {
-        KeyTable::sized(capacity)
-    }
-
-    /// Place `hi`'s key unless a slot holds it already: True when placed.
     fn add(&mut self, hi: u64) -> bool {
-        let key = key(hi);
+        let key = T::of(hi);
         let (at, seen) = self.free(key);
         if !seen {
             self.place(at, key);
@@ -96,30 +106,79 @@ impl KeyTable {
         !seen
     }
 
-    /// Place `hi`'s key, known to stand for a fingerprint not indexed yet, even if a slot holds it.
     fn put(&mut self, hi: u64) {
-        let key = key(hi);
+        let key = T::of(hi);
         let (at, _) = self.free(key);
         self.place(at, key);
     }
 
+    fn holds(&self, hi: u64) -> bool {
+        self.free(T::of(hi)).1
+    }
+}
+
+enum Tables {
+    Narrow(Table<u32>),
+    Wide(Table<u64>),
+}
+
+/// The same call on whichever table it is.
+macro_rules! on_table {
+    ($tables:expr, $table:ident => $call:expr) => {
+        match $tables {
+            Tables::Narrow($table) => $call,
+            Tables::Wide($table) => $call,
+        }
+    };
+}
+
+#[pyclass(module = "events._native")]
+pub struct KeyTable {
+    table: Tables,
+}
+
+#[pymethods]
+impl KeyTable {
+    #[new]
+    #[pyo3(signature = (capacity, wide = false))]
+    fn new(capacity: usize, wide: bool) -> Self {
+        let table = if wide { Tables::Wide(Table::sized(capacity)) } else { Tables::Narrow(Table::sized(capacity)) };
+        KeyTable { table }
+    }
+
+    /// Place `hi`'s key unless a slot holds it already: True when placed.
+    fn add(&mut self, hi: u64) -> bool {
+        on_table!(&mut self.table, table => table.add(hi))
+    }
+
+    /// Place `hi`'s key, known to stand for a fingerprint not indexed yet, even if a slot holds it.
+    fn put(&mut self, hi: u64) {
+        on_table!(&mut self.table, table => table.put(hi))
+    }
+
     /// Whether a slot holds `hi`'s key.
     fn holds(&self, hi: u64) -> bool {
-        self.free(key(hi)).1
+        on_table!(&self.table, table => table.holds(hi))
     }
 
     /// Make room for `capacity` keys without growing again.
     fn reserve(&mut self, capacity: usize) {
-        self.grow(capacity);
+        on_table!(&mut self.table, table => table.grow(capacity))
     }
 
-    /// The slots, each 4 bytes.
+    /// The slots.
     #[getter]
     fn width(&self) -> usize {
-        self.slots.len()
+        on_table!(&self.table, table => table.slots.len())
+    }
+
+    /// Whether keys are the whole `hi` (8 bytes a slot), not its top 31 bits (4).
+    #[getter]
+    fn wide(&self) -> bool {
+        matches!(self.table, Tables::Wide(_))
     }
 
     fn __len__(&self) -> usize {
-        self.size
+        on_table!(&self.table, table => table.size)
     }
 }
