@@ -74,6 +74,10 @@ def _key(hi: int, wide: bool) -> int:
     return hi | 1 if wide else (hi >> 33) | 1
 
 
+def _slot_bytes(wide: bool) -> int:
+    return 8 if wide else 4
+
+
 def pairs_with(pairs: bytes, hi: int, lo: int) -> bytes:
     """`pairs` and (hi, lo) after them. O(len(pairs)), a copy in C: a part's events are few."""
     return pairs + PAIR.pack(hi, lo)
@@ -139,7 +143,7 @@ class Keys:
         """An empty table with room for `capacity` at a load of 3/4: linear probing's inserts
         then average ~2.5 probes over the table's filling, 8.5 at its fullest."""
         self.width = max(_MIN_SLOTS, capacity * 4 // 3 + 1)
-        self._slots = array("Q" if self.wide else "I", bytes(8 if self.wide else 4) * self.width)
+        self._slots = array("Q" if self.wide else "I", bytes(_slot_bytes(self.wide)) * self.width)
         self._limit = self.width * 3 // 4
 
     def __len__(self) -> int:
@@ -208,6 +212,14 @@ class AppliedEvents:
     def __init__(self, capacity: int = _MIN_SLOTS // 2) -> None:
         self._keys = _KEYS(capacity, capacity > NARROW_KEYS)
 
+    @classmethod
+    def of_kept(cls, everything: Callable[[], Iterable[bytes]], capacity: int) -> AppliedEvents:
+        """The index of a run's kept fingerprints (`everything`, which hold each applied event
+        once), with room for `capacity`: what a restore or an undo rebuilds."""
+        index = cls(capacity)
+        index._index_kept(everything)
+        return index
+
     def __len__(self) -> int:
         return len(self._keys)
 
@@ -232,21 +244,20 @@ class AppliedEvents:
 
     def _widen(self, capacity: int, everything: Callable[[], Iterable[bytes]]) -> None:
         """Index the kept fingerprints again with 8-byte keys, in a table with room for `capacity`."""
-        keys = _KEYS(capacity, True)
+        self._keys = _KEYS(capacity, True)
+        self._index_kept(everything)
+
+    def _index_kept(self, everything: Callable[[], Iterable[bytes]]) -> None:
+        """Place the key of every kept fingerprint: each stands for a distinct applied event."""
+        keys = self._keys
         for pairs in everything():
             for hi in his(pairs):
                 keys.put(hi)
-        self._keys = keys
-
-    def insert(self, hi: int) -> None:
-        """Index a fingerprint already kept and known to be distinct (a rebuild from the
-        kept fingerprints, which hold each applied event once)."""
-        self._keys.put(hi)
 
     @property
     def table_bytes(self) -> int:
         """The memory of the table: a run.started reserves it for the whole plan."""
-        return (8 if self._keys.wide else 4) * self._keys.width
+        return _slot_bytes(self._keys.wide) * self._keys.width
 
     def reserve(self, capacity: int, everything: Callable[[], Iterable[bytes]]) -> None:
         """Make room for `capacity` ids without growing again (a run.started knows its size);

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final, cast, final
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from events.timestamps import LAST_READ, epoch_seconds
 from projections import positions
-from projections.applied import NO_PAIRS, AppliedEvents, fingerprint, his, pair_count, with_pair
+from projections.applied import NO_PAIRS, AppliedEvents, fingerprint, pair_count, with_pair
 from projections.declarations import Declarations, Key
 from projections.passk import KeyTally
 from projections.task import TaskState
@@ -288,10 +288,7 @@ def rederive(run: RunState) -> None:
     run.trials_failed = sum(task.trials_failed for task in tasks)
     run.score_count = sum(task.score_rows() for task in tasks)
     run.event_count = sum(pair_count(pairs) for pairs in run.fingerprints())
-    run.applied = AppliedEvents(run.event_count)
-    for pairs in run.fingerprints():
-        for hi in his(pairs):
-            run.applied.insert(hi)
+    run.applied = AppliedEvents.of_kept(run.fingerprints, run.event_count)
     rekey_run(run)
     run.last_position = None
     run.after_close = run.applied_after(run.closed_position) if run.closed else 0

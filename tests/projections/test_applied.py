@@ -82,8 +82,8 @@ def test_fingerprints_sharing_hi_are_distinct_events() -> None:
 
 
 def test_a_pair_kept_by_another_part_of_the_run_is_found() -> None:
-    index, elsewhere = AppliedEvents(), kept((HI, 7))
-    index.insert(HI)
+    elsewhere = kept((HI, 7))
+    index = AppliedEvents.of_kept(lambda: [elsewhere], 1)
     assert index.contains(HI, 7, kept(), lambda: [kept(), elsewhere])
     assert not index.add(HI, 7, kept(), lambda: [kept(), elsewhere])
     assert not index.contains(HI, 8, kept(), lambda: [elsewhere])
@@ -214,11 +214,11 @@ def test_past_the_narrow_keys_the_index_widens_and_still_finds_every_pair() -> N
     """A run that grows past `NARROW_KEYS` events gets 8-byte keys, built again from what
     its parts keep (an event's part and the header here); every pair is still found, and
     its new events are new."""
-    index, task, header = AppliedEvents(), Part(), Part()
+    task, header = Part(), Part()
     everything = lambda: [header.pairs, task.pairs]  # noqa: E731
     halves = random.Random(5).sample(range(1, 2**63), NARROW_KEYS + 10)
     header.keep(halves[0] << 1 | 1, 0)
-    index.insert(halves[0] << 1 | 1)
+    index = AppliedEvents.of_kept(everything, 1)
     for half in halves[1:]:
         hi = half << 1 | 1
         assert index.add(hi, 7, task.pairs, everything)
