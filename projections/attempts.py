@@ -29,12 +29,28 @@ def summary_tasks(run: RunState) -> list[TaskState]:
 def key_tallies(run: RunState, keys: Iterable[Key] | None = None) -> Iterator[tuple[str, list[Tally], int]]:
     """(key name, (n, c) of each measured task in summary task order, unmeasured tasks)
     for every eligible key (or those of `keys`), by key name. O(tasks): the tallies are
-    kept as attempts land."""
-    tasks = summary_tasks(run)
-    for key in sorted(run.passk if keys is None else keys, key=key_name):
-        tallies = [tally for task in tasks if (tally := task.tally(key)) is not None]
-        measured = [tally for tally in tallies if tally[0]]
-        yield key_name(key), measured, len(tallies) - len(measured)
+    kept as attempts land, and one pass over the tasks gathers every key's."""
+    wanted = sorted(run.passk if keys is None else keys, key=key_name)
+    measured: dict[Key, list[Tally]] = {key: [] for key in wanted}
+    unmeasured = dict.fromkeys(wanted, 0)
+    # Tasks share their keys tuple (`sharing.shared`): which of its keys are wanted, and at
+    # which place of the task's counts, is found once per distinct tuple, where a search of
+    # each task's keys for each key compared the keys' strings task after task.
+    places: dict[int, list[tuple[int, Key]]] = {}
+    for task in summary_tasks(run):
+        task_keys = task.keys
+        wanted_at = places.get(id(task_keys))
+        if wanted_at is None:
+            wanted_at = places[id(task_keys)] = [(2 * at, key) for at, key in enumerate(task_keys) if key in measured]
+        counts = task.counts
+        for at, key in wanted_at:
+            n = counts[at]
+            if n:
+                measured[key].append((n, counts[at + 1]))
+            else:
+                unmeasured[key] += 1
+    for key in wanted:
+        yield key_name(key), measured[key], unmeasured[key]
 
 
 def task_attempts(

@@ -242,6 +242,9 @@ class SummaryCache:
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
     exceptions: tuple[int, dict[str, list[str]]] | None
     """(the run's failed trials then, Harbor's exception_stats gathered from them)."""
+    reward_lists: dict[tuple[str, str], tuple[InOrder, int, int, bytes]]
+    """(key name, value label) -> (its `rewards` list, the list's `rearranged` and length
+    then, its trial ids encoded): `harbor.encoded_ids`."""
 
     def __init__(self, dirty: set[str]) -> None:
         self.dirty = dirty
@@ -261,6 +264,7 @@ class SummaryCache:
         self.keys = {}
         self.harbor = {}
         self.exceptions = None
+        self.reward_lists = {}
 
 
 def cache_of(run: RunState) -> SummaryCache:

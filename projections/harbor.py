@@ -11,6 +11,8 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from events.nonfinite import wire_float
 from projections.aggregates import compensated_sum, finite
 from projections.passk import Tally
@@ -102,11 +104,10 @@ def exception_stats(run: RunState, cache: SummaryCache) -> dict[str, list[str]]:
     return gathered
 
 
-def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
+def reward_stats(cache: SummaryCache) -> dict[str, dict[str, orjson.Fragment]]:
     """Harbor's reward_stats: key -> value label -> trial ids, in the log order of the scores
     that made the attempts, keys and labels as they first appear in that order (the
-    attempts of one score by key name). The trial id lists are the cache's own, not copies:
-    a summary is encoded before the next event moves them."""
+    attempts of one score by key name). Each list encoded (`encoded_ids`)."""
 
     def first(labels: dict[str, InOrder]) -> int:
         return min(ordered.seqs[0] for ordered in labels.values())
@@ -114,11 +115,30 @@ def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str]]]:
     names = sorted(cache.rewards, key=lambda name: (first(cache.rewards[name]), name))
     return {
         name: {
-            label: ordered.items
+            label: encoded_ids(cache, name, label, ordered)
             for label, ordered in sorted(cache.rewards[name].items(), key=lambda item: item[1].seqs[0])
         }
         for name in names
     }
+
+
+def encoded_ids(cache: SummaryCache, name: str, label: str, ordered: InOrder) -> orjson.Fragment:
+    """The trial ids of `ordered` encoded as a JSON list, kept in `cache.reward_lists`: while
+    ids were only appended to the list since (`InOrder.rearranged` unmoved, as late attempts
+    land), the ids past those encoded are encoded and joined to the kept bytes, where
+    encoding the whole list again made a revision O(the run's attempts) in its largest part."""
+    items = ordered.items
+    known = cache.reward_lists.get((name, label))
+    if known is not None and known[0] is ordered and known[1] == ordered.rearranged and known[2] <= len(items):
+        _, _, count, encoded = known
+        if count == len(items):
+            return orjson.Fragment(encoded)
+        tail = memoryview(orjson.dumps(items[count:]))
+        encoded = b"".join((memoryview(encoded)[:-1], b",", tail[1:])) if count else bytes(tail)
+    else:
+        encoded = bytes(memoryview(orjson.dumps(items)))  # a copy: see `contributions.fragment`
+    cache.reward_lists[(name, label)] = (ordered, ordered.rearranged, len(items), encoded)
+    return orjson.Fragment(encoded)
 
 
 def _pass_at_k(tallies: list[Tally]) -> dict[str, float]:

@@ -8,12 +8,15 @@ from __future__ import annotations
 from contextlib import ExitStack
 from unittest.mock import patch
 
+import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
 import projections.step
 from events.codec import encode, encode_payload
 from events.models import InputEvent
+from projections.contributions import InOrder, SummaryCache
+from projections.harbor import encoded_ids
 from projections.progress import progress
 from projections.run import RunState, apply
 from projections.step import step
@@ -112,3 +115,18 @@ def test_a_view_value_that_turns_from_0_to_minus_0_moves_the_view_aggregate() ->
     assert after == rebuilt.summary(run)
     view_record = next(record for record in after["summary"]["scores"] if record["name"] == "view.v")
     assert str(view_record["min"]) == "-0.0"
+
+
+@given(st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=5, unique=True), max_size=8))
+def test_kept_reward_ids_encode_as_the_whole_list_after_appends_and_insertions(batches: list[list[int]]) -> None:
+    cache = SummaryCache(dirty=set())
+    ordered = InOrder()
+    seen: set[int] = set()
+    for batch in batches:
+        new = [(seq, f"trial-{seq}") for seq in batch if seq not in seen]
+        seen.update(batch)
+        if new:
+            ordered.add(new)
+        encoded = orjson.dumps(encoded_ids(cache, "r.s", "1.0", ordered))
+        assert encoded == orjson.dumps(ordered.items)
+        assert orjson.dumps(encoded_ids(cache, "r.s", "1.0", ordered)) == encoded
