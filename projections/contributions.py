@@ -33,7 +33,7 @@ from projections.aggregates import Center, Growing, Spread, wire_number
 from projections.attempts import AttemptList, task_attempts
 from projections.columns import MetricRecords
 from projections.declarations import Key, key_name
-from projections.harbor import value_label
+from projections.harbor import HarborLists, value_label
 from projections.passk import Tally
 from projections.run import RunState
 from projections.task import TaskState
@@ -242,6 +242,7 @@ class SummaryCache:
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
     exceptions: tuple[int, dict[str, list[str]]] | None
     """(the run's failed trials then, Harbor's exception_stats gathered from them)."""
+    harbor_lists: HarborLists | None
     reward_lists: dict[tuple[str, str], tuple[InOrder, int, int, bytes]]
     """(key name, value label) -> (its `rewards` list, the list's `rearranged` and length
     then, its trial ids encoded): `harbor.encoded_ids`."""
@@ -264,6 +265,7 @@ class SummaryCache:
         self.keys = {}
         self.harbor = {}
         self.exceptions = None
+        self.harbor_lists = None
         self.reward_lists = {}
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
+from bisect import bisect_left
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, final
 
 import orjson
 
@@ -61,23 +63,14 @@ def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCac
     """`tasks`: every task's contribution, in summary task order (the order Harbor adds its
     per-task pass@k in); `cache` holds the run's reward_stats lists, the pass@k last
     computed per key, and the exception_stats last gathered."""
-    binary: dict[str, list[Tally]] = {}
-    broken: set[str] = set()
-    for task in tasks:
-        if task.broken:
-            broken.update(task.broken)
-        for name, tally in task.harbor.items():
-            tallies = binary.get(name)
-            if tallies is None:
-                binary[name] = [tally]
-            else:
-                tallies.append(tally)
+    lists = binary_lists(cache, tasks)
     pass_at_k: dict[str, dict[str, float]] = {}
-    for name in sorted(binary.keys() - broken):
-        tallies = binary[name]
+    for name in sorted(lists.tallies.keys() - lists.broken.keys()):
+        tallies = lists.tallies[name]
         known = cache.harbor.get(name)
         if known is None or known[0] != tallies:
-            known = cache.harbor[name] = (tallies, _pass_at_k(tallies))
+            # A copy: the kept lists change in place (`binary_lists`).
+            known = cache.harbor[name] = (list(tallies), _pass_at_k(tallies))
         if known[1]:
             pass_at_k[name] = known[1]
     return {
@@ -87,6 +80,74 @@ def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCac
         "exception_stats": exception_stats(run, cache),
         "pass_at_k": pass_at_k,
     }
+
+
+@final
+class HarborLists:
+    """The Harbor pass@k tallies of a run's tasks, by key name, as gathered from the tasks'
+    contributions in summary task order (`harbor.binary_lists`). A plain class, made
+    natively by the compiled fold."""
+
+    __slots__ = ("at", "broken", "shares", "tallies")
+
+    def __init__(self, shares: list[TaskContribution]) -> None:
+        self.shares = shares
+        """The contributions they were gathered from, in summary task order."""
+        self.tallies: dict[str, list[Tally]] = {}
+        """Key name -> the (n, c) of the contributions that have the key, in that order."""
+        self.at: dict[str, array[int]] = {}
+        """Key name -> the places in `shares` of those contributions, ascending."""
+        self.broken: dict[str, int] = {}
+        """Key name -> the contributions where the key is broken (some value not 0 nor 1)."""
+
+
+def binary_lists(cache: SummaryCache, tasks: list[TaskContribution]) -> HarborLists:
+    """The Harbor tallies of `tasks` (every task's contribution, in summary task order), by
+    key name, kept in `cache.harbor_lists`: where the tasks are as many as when last
+    gathered, only the places whose contribution changed are moved (a revision after a late
+    attempt moves one); otherwise gathered anew."""
+    kept = cache.harbor_lists
+    if kept is None or len(kept.shares) != len(tasks):
+        kept = cache.harbor_lists = HarborLists(tasks)
+        for place, task in enumerate(tasks):
+            _place(kept, place, None, task)
+        return kept
+    before = kept.shares
+    for place, task in enumerate(tasks):
+        old = before[place]
+        if old is not task:
+            _place(kept, place, old, task)
+    kept.shares = tasks
+    return kept
+
+
+def _place(lists: HarborLists, place: int, old: TaskContribution | None, new: TaskContribution) -> None:
+    """Put contribution `new` at `place` in `lists`, where `old` was (None: none was)."""
+    had: dict[str, Tally] = old.harbor if old is not None else {}
+    for name in had.keys() | new.harbor.keys():
+        tally = new.harbor.get(name)
+        places = lists.at.get(name)
+        if places is None:
+            places = lists.at[name] = array("q")
+            lists.tallies[name] = []
+        tallies = lists.tallies[name]
+        at = bisect_left(places, place)
+        if name not in had:
+            assert tally is not None
+            places.insert(at, place)
+            tallies.insert(at, tally)
+        elif tally is not None:
+            tallies[at] = tally
+        else:
+            del places[at], tallies[at]
+            if not places:
+                del lists.at[name], lists.tallies[name]
+    for name in old.broken if old is not None else ():
+        lists.broken[name] -= 1
+        if not lists.broken[name]:
+            del lists.broken[name]
+    for name in new.broken:
+        lists.broken[name] = lists.broken.get(name, 0) + 1
 
 
 def exception_stats(run: RunState, cache: SummaryCache) -> dict[str, list[str]]:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 import projections.step
 from events.codec import encode, encode_payload
 from events.models import InputEvent
-from projections.contributions import InOrder, SummaryCache
-from projections.harbor import encoded_ids
+from projections.contributions import InOrder, SummaryCache, TaskContribution
+from projections.harbor import binary_lists, encoded_ids
 from projections.progress import progress
 from projections.run import RunState, apply
 from projections.step import step
@@ -130,3 +130,48 @@ def test_kept_reward_ids_encode_as_the_whole_list_after_appends_and_insertions(b
         encoded = orjson.dumps(encoded_ids(cache, "r.s", "1.0", ordered))
         assert encoded == orjson.dumps(ordered.items)
         assert orjson.dumps(encoded_ids(cache, "r.s", "1.0", ordered)) == encoded
+
+
+def share(harbor: dict[str, tuple[int, int]], broken: set[str]) -> TaskContribution:
+    """A task's contribution of which only the Harbor tallies and broken keys matter."""
+    return TaskContribution(
+        attempts=orjson.Fragment(b"{}"),
+        verdicts={},
+        harbor=harbor,
+        broken=frozenset(broken),
+        views={},
+        coverage={},
+        taken_attempts={},
+        taken_numeric={},
+        taken_trials=0,
+        rows=0,
+    )
+
+
+shares_of = st.builds(
+    share,
+    st.dictionaries(st.sampled_from(["a.x", "b.y", "c.z"]), st.tuples(st.integers(1, 9), st.integers(0, 9))),
+    st.sets(st.sampled_from(["a.x", "b.y"])),
+)
+
+
+@given(st.lists(shares_of, min_size=1, max_size=6), st.lists(st.tuples(st.integers(0, 5), shares_of), max_size=12))
+def test_kept_harbor_lists_equal_those_gathered_afresh_as_contributions_change(
+    tasks: list[TaskContribution], changes: list[tuple[int, TaskContribution]]
+) -> None:
+    cache = SummaryCache(dirty=set())
+    for place, new in [(0, tasks[0]), *changes]:
+        tasks = list(tasks)
+        if place < len(tasks):
+            tasks[place] = new
+        else:
+            tasks.append(new)  # a task more: gathered anew
+        kept = binary_lists(cache, tasks)
+        fresh = binary_lists(SummaryCache(dirty=set()), tasks)
+        assert kept.tallies == fresh.tallies
+        assert kept.broken == fresh.broken
+        assert kept.tallies == {
+            name: [task.harbor[name] for task in tasks if name in task.harbor]
+            for name in sorted({name for task in tasks for name in task.harbor})
+        }
+        assert set(kept.broken) == {name for task in tasks for name in task.broken}
