@@ -11,7 +11,7 @@ import math
 from array import array
 from bisect import bisect_left
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import orjson
 
@@ -110,7 +110,16 @@ def binary_lists(cache: SummaryCache, tasks: list[TaskContribution]) -> HarborLi
     if kept is None or len(kept.shares) != len(tasks):
         kept = cache.harbor_lists = HarborLists(tasks)
         for place, task in enumerate(tasks):
-            _place(kept, place, None, task)
+            for name, tally in task.harbor.items():
+                places = kept.at.get(name)
+                if places is None:
+                    kept.at[name] = array("q", [place])
+                    kept.tallies[name] = [tally]
+                else:
+                    places.append(place)
+                    kept.tallies[name].append(tally)
+            for name in task.broken:
+                kept.broken[name] = kept.broken.get(name, 0) + 1
         return kept
     before = kept.shares
     for place, task in enumerate(tasks):
@@ -165,7 +174,7 @@ def exception_stats(run: RunState, cache: SummaryCache) -> dict[str, list[str]]:
     return gathered
 
 
-def reward_stats(cache: SummaryCache) -> dict[str, dict[str, orjson.Fragment]]:
+def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str] | orjson.Fragment]]:
     """Harbor's reward_stats: key -> value label -> trial ids, in the log order of the scores
     that made the attempts, keys and labels as they first appear in that order (the
     attempts of one score by key name). Each list encoded (`encoded_ids`)."""
@@ -183,12 +192,20 @@ def reward_stats(cache: SummaryCache) -> dict[str, dict[str, orjson.Fragment]]:
     }
 
 
-def encoded_ids(cache: SummaryCache, name: str, label: str, ordered: InOrder) -> orjson.Fragment:
-    """The trial ids of `ordered` encoded as a JSON list, kept in `cache.reward_lists`: while
-    ids were only appended to the list since (`InOrder.rearranged` unmoved, as late attempts
-    land), the ids past those encoded are encoded and joined to the kept bytes, where
-    encoding the whole list again made a revision O(the run's attempts) in its largest part."""
+_KEPT_IDS: Final = 256
+"""The trial ids of a list from which its encoding is kept: a shorter list is encoded with
+the summary, for less than keeping its bytes costs (a small run's lists are all short)."""
+
+
+def encoded_ids(cache: SummaryCache, name: str, label: str, ordered: InOrder) -> list[str] | orjson.Fragment:
+    """The trial ids of `ordered` encoded as a JSON list (the list itself when short), kept
+    in `cache.reward_lists`: while ids were only appended to the list since
+    (`InOrder.rearranged` unmoved, as late attempts land), the ids past those encoded are
+    encoded and joined to the kept bytes, where encoding the whole list again made a
+    revision O(the run's attempts) in its largest part."""
     items = ordered.items
+    if len(items) < _KEPT_IDS:
+        return items
     known = cache.reward_lists.get((name, label))
     if known is not None and known[0] is ordered and known[1] == ordered.rearranged and known[2] <= len(items):
         _, _, count, encoded = known

@@ -117,12 +117,19 @@ def test_a_view_value_that_turns_from_0_to_minus_0_moves_the_view_aggregate() ->
     assert str(view_record["min"]) == "-0.0"
 
 
-@given(st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=5, unique=True), max_size=8))
-def test_kept_reward_ids_encode_as_the_whole_list_after_appends_and_insertions(batches: list[list[int]]) -> None:
+@given(
+    st.lists(st.tuples(st.lists(st.integers(0, 400), min_size=1, max_size=200, unique=True), st.booleans()), max_size=6)
+)
+def test_kept_reward_ids_encode_as_the_whole_list_after_appends_and_insertions(
+    batches: list[tuple[list[int], bool]],
+) -> None:
     cache = SummaryCache(dirty=set())
     ordered = InOrder()
     seen: set[int] = set()
-    for batch in batches:
+    # The first list long enough for its encoding to be kept, with gaps to insert into.
+    for drawn, after in [(list(range(0, 600, 2)), True), *batches]:
+        # `after`: all after those there, appended (as late attempts land); else anywhere.
+        batch = [seq + max(seen, default=0) + 1 for seq in drawn] if after else drawn
         new = [(seq, f"trial-{seq}") for seq in batch if seq not in seen]
         seen.update(batch)
         if new:
