@@ -178,17 +178,17 @@ def reward_stats(cache: SummaryCache) -> dict[str, dict[str, list[str] | orjson.
     """Harbor's reward_stats: key -> value label -> trial ids, in the log order of the scores
     that made the attempts, keys and labels as they first appear in that order (the
     attempts of one score by key name). Each list encoded (`encoded_ids`)."""
-
-    def first(labels: dict[str, InOrder]) -> int:
-        return min(ordered.seqs[0] for ordered in labels.values())
-
-    names = sorted(cache.rewards, key=lambda name: (first(cache.rewards[name]), name))
+    # Sorted as tuples, without a key function (a call per item): within a key, a score
+    # gives one label, so labels' first seqs differ; across keys, a score's outputs may
+    # share a first seq, and the key name breaks the tie. The tuples never compare further.
+    names = []
+    for name, labels in cache.rewards.items():
+        ordered_labels = sorted([(ordered.seqs[0], label, ordered) for label, ordered in labels.items()])
+        names.append((ordered_labels[0][0], name, ordered_labels))
+    names.sort()
     return {
-        name: {
-            label: encoded_ids(cache, name, label, ordered)
-            for label, ordered in sorted(cache.rewards[name].items(), key=lambda item: item[1].seqs[0])
-        }
-        for name in names
+        name: {label: encoded_ids(cache, name, label, ordered) for _, label, ordered in ordered_labels}
+        for _, name, ordered_labels in names
     }
 
 
