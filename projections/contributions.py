@@ -20,8 +20,9 @@ and against the summary built from scratch (tests/projections/test_incremental.p
 
 from __future__ import annotations
 
+import math
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
@@ -235,6 +236,9 @@ class SummaryCache:
     view_values: dict[str, list[list[float]]]
     """View name -> per declared task, in declaration order, the values it reduces to:
     concatenated, the view aggregate's values (a changed task replaces its own slot)."""
+    view_sorted: dict[str, list[float]]
+    """View name -> the finite values of its `view_values` in ascending order, kept as a
+    task's values change (`_place_views`) where none is -0.0; missing: sorted afresh."""
     declared_at: dict[str, int] | None
     """Declared task id -> its place in declaration order (made when first needed)."""
     keys: dict[str, KeyFigures]
@@ -261,6 +265,7 @@ class SummaryCache:
         self.view_records = None
         self.view_totals = {}
         self.view_values = {}
+        self.view_sorted = {}
         self.declared_at = None
         self.keys = {}
         self.harbor = {}
@@ -428,15 +433,41 @@ def _place_views(
     nothing: list[float] = []
     for name in old.keys() | new.keys():
         total, values = new.get(name, (0, nothing))
-        total += cache.view_totals.get(name, 0) - old.get(name, (0, nothing))[0]
+        before = old.get(name, (0, nothing))
+        total += cache.view_totals.get(name, 0) - before[0]
         slots = cache.view_values.get(name)
         if slots is None:
             slots = cache.view_values[name] = [nothing] * len(declared)
         slots[at] = values
+        ordered = cache.view_sorted.get(name)
+        if ordered is not None and not _moved_sorted(ordered, before[1], values):
+            del cache.view_sorted[name]
         if total:
             cache.view_totals[name] = total
         else:  # no declared task has the view any more
             del cache.view_totals[name], cache.view_values[name]
+            cache.view_sorted.pop(name, None)
+
+
+def _moved_sorted(ordered: list[float], old: list[float], new: list[float]) -> bool:
+    """Take the finite `old` values out of the ascending `ordered` and put the finite `new`
+    ones in; False (`ordered` then unusable) where some is -0.0. Without -0.0, values that
+    compare equal are the same float, so the list is the stable sort of the view's values
+    whichever of equals is taken out or put in first."""
+    if any(negative_zero(value) for value in old) or any(negative_zero(value) for value in new):
+        return False
+    for value in old:
+        if not (math.isinf(value) or math.isnan(value)):
+            del ordered[bisect_left(ordered, value)]
+    for value in new:
+        if not (math.isinf(value) or math.isnan(value)):
+            insort(ordered, value)
+    return True
+
+
+def negative_zero(value: float) -> bool:
+    """-0.0: the one finite float that compares equal to another (0.0) and differs from it."""
+    return value == 0.0 and math.copysign(1.0, value) < 0.0
 
 
 def _take_rewards(landed: _Landed, lists: dict[str, AttemptList], taken: dict[str, int]) -> dict[str, int]:

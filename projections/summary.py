@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from projections.aggregates import Aggregate, Growing, range_aggregate
+from projections.aggregates import Aggregate, Growing, aggregate_of, center_and_spread
 from projections.attempts import summary_tasks
-from projections.contributions import InOrder, MetricCoverage, SummaryCache, fragment, refreshed
+from projections.contributions import InOrder, MetricCoverage, SummaryCache, fragment, negative_zero, refreshed
 from projections.declarations import Key
 from projections.harbor import harbor_stats
 from projections.run import RunState
@@ -138,8 +138,15 @@ def view_aggregates(cache: SummaryCache) -> list[orjson.Fragment]:
 
 def _view_records(cache: SummaryCache) -> list[Aggregate]:
     """Each view's aggregate over its values, in declared task order (each task's slot in
-    `cache.view_values`, kept as tasks change), by view name."""
-    return [
-        range_aggregate(f"view.{name}", list(chain.from_iterable(cache.view_values[name])), total)
-        for name, total in sorted(cache.view_totals.items())
-    ]
+    `cache.view_values`, kept as tasks change), by view name; their percentiles from the
+    values kept in order (`cache.view_sorted`), sorted afresh where none are kept."""
+    records = []
+    for name, total in sorted(cache.view_totals.items()):
+        middle, spreads = center_and_spread(list(chain.from_iterable(cache.view_values[name])), total)
+        ordered = cache.view_sorted.get(name)
+        if ordered is None:
+            ordered = sorted(middle.finite)
+            if not any(negative_zero(value) for value in ordered):
+                cache.view_sorted[name] = ordered
+        records.append(aggregate_of(f"view.{name}", middle, spreads, ordered))
+    return records

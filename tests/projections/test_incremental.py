@@ -182,3 +182,21 @@ def test_kept_harbor_lists_equal_those_gathered_afresh_as_contributions_change(
             for name in sorted({name for task in tasks for name in task.harbor})
         }
         assert set(kept.broken) == {name for task in tasks for name in task.broken}
+
+
+view_values_drawn = st.sampled_from([0.0, -0.0, 1.0, -2.5, float("inf"), float("nan")]) | st.floats()
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), view_values_drawn), min_size=1, max_size=24))
+def test_a_view_aggregate_revised_as_task_values_change_equals_the_one_built_from_scratch(
+    scores: list[tuple[int, int, float]],
+) -> None:
+    """The view's values kept in order (`SummaryCache.view_sorted`) follow every task's values
+    as they change, through equal values, -0.0 (which `single` passes on as it is, where a
+    weighted sum gives 0.0) and non-finite ones."""
+    view = {"name": "v", "reducer": "single", "signals": [{"metric": "r", "output": "s"}]}
+    run = RunState("run")
+    apply(run, started(tasks=[task_spec(f"t{task}", {"r.s": "continuous"}, [view]) for task in range(3)]))
+    for task, trial, value in scores:
+        apply(run, score(f"t{task}", f"t{task}-{trial}", "r", {"s": value}))
+        assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
