@@ -31,7 +31,7 @@ from typing import Any, Final, TypeVar, final
 import orjson
 
 from projections.aggregates import Center, Growing, Spread, wire_number
-from projections.attempts import AttemptList, task_attempts
+from projections.attempts import AttemptList, TaskTallies, task_attempts
 from projections.columns import MetricRecords
 from projections.declarations import Key, key_name
 from projections.harbor import HarborLists, value_label
@@ -242,6 +242,8 @@ class SummaryCache:
     declared_at: dict[str, int] | None
     """Declared task id -> its place in declaration order (made when first needed)."""
     keys: dict[str, KeyFigures]
+    tallies: TaskTallies | None
+    """Every eligible key's tasks' (n, c), kept for `keys` (`attempts.task_tallies`)."""
     harbor: dict[str, tuple[list[Tally], dict[str, float]]]
     """Key name -> (the tallies Harbor's pass@k was computed from, that pass@k)."""
     exceptions: tuple[int, dict[str, list[str]]] | None
@@ -268,6 +270,7 @@ class SummaryCache:
         self.view_sorted = {}
         self.declared_at = None
         self.keys = {}
+        self.tallies = None
         self.harbor = {}
         self.exceptions = None
         self.harbor_lists = None

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from array import array
-from bisect import bisect_left
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -18,6 +16,7 @@ import orjson
 from events.nonfinite import wire_float
 from projections.aggregates import compensated_sum, finite
 from projections.passk import Tally
+from projections.placed import PlacedTallies
 from projections.run import RunState
 
 if TYPE_CHECKING:
@@ -65,8 +64,8 @@ def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCac
     computed per key, and the exception_stats last gathered."""
     lists = binary_lists(cache, tasks)
     pass_at_k: dict[str, dict[str, float]] = {}
-    for name in sorted(lists.tallies.keys() - lists.broken.keys()):
-        tallies = lists.tallies[name]
+    for name in sorted(lists.binary.tallies.keys() - lists.broken.keys()):
+        tallies = lists.binary.tallies[name]
         known = cache.harbor.get(name)
         if known is None or known[0] != tallies:
             # A copy: the kept lists change in place (`binary_lists`).
@@ -88,15 +87,13 @@ class HarborLists:
     contributions in summary task order (`harbor.binary_lists`). A plain class, made
     natively by the compiled fold."""
 
-    __slots__ = ("at", "broken", "shares", "tallies")
+    __slots__ = ("binary", "broken", "shares")
 
     def __init__(self, shares: list[TaskContribution]) -> None:
         self.shares = shares
         """The contributions they were gathered from, in summary task order."""
-        self.tallies: dict[str, list[Tally]] = {}
-        """Key name -> the (n, c) of the contributions that have the key, in that order."""
-        self.at: dict[str, array[int]] = {}
-        """Key name -> the places in `shares` of those contributions, ascending."""
+        self.binary = PlacedTallies()
+        """Key name -> the (n, c) of the contributions that have the key (places: in `shares`)."""
         self.broken: dict[str, int] = {}
         """Key name -> the contributions where the key is broken (some value not 0 nor 1)."""
 
@@ -111,13 +108,7 @@ def binary_lists(cache: SummaryCache, tasks: list[TaskContribution]) -> HarborLi
         kept = cache.harbor_lists = HarborLists(tasks)
         for place, task in enumerate(tasks):
             for name, tally in task.harbor.items():
-                places = kept.at.get(name)
-                if places is None:
-                    kept.at[name] = array("q", [place])
-                    kept.tallies[name] = [tally]
-                else:
-                    places.append(place)
-                    kept.tallies[name].append(tally)
+                kept.binary.append(name, place, tally)
             for name in task.broken:
                 kept.broken[name] = kept.broken.get(name, 0) + 1
         return kept
@@ -125,38 +116,16 @@ def binary_lists(cache: SummaryCache, tasks: list[TaskContribution]) -> HarborLi
     for place, task in enumerate(tasks):
         old = before[place]
         if old is not task:
-            _place(kept, place, old, task)
+            for name in old.harbor.keys() | task.harbor.keys():
+                kept.binary.put(name, place, name in old.harbor, task.harbor.get(name))
+            for name in old.broken:
+                kept.broken[name] -= 1
+                if not kept.broken[name]:
+                    del kept.broken[name]
+            for name in task.broken:
+                kept.broken[name] = kept.broken.get(name, 0) + 1
     kept.shares = tasks
     return kept
-
-
-def _place(lists: HarborLists, place: int, old: TaskContribution | None, new: TaskContribution) -> None:
-    """Put contribution `new` at `place` in `lists`, where `old` was (None: none was)."""
-    had: dict[str, Tally] = old.harbor if old is not None else {}
-    for name in had.keys() | new.harbor.keys():
-        tally = new.harbor.get(name)
-        places = lists.at.get(name)
-        if places is None:
-            places = lists.at[name] = array("q")
-            lists.tallies[name] = []
-        tallies = lists.tallies[name]
-        at = bisect_left(places, place)
-        if name not in had:
-            assert tally is not None
-            places.insert(at, place)
-            tallies.insert(at, tally)
-        elif tally is not None:
-            tallies[at] = tally
-        else:
-            del places[at], tallies[at]
-            if not places:
-                del lists.at[name], lists.tallies[name]
-    for name in old.broken if old is not None else ():
-        lists.broken[name] -= 1
-        if not lists.broken[name]:
-            del lists.broken[name]
-    for name in new.broken:
-        lists.broken[name] = lists.broken.get(name, 0) + 1
 
 
 def exception_stats(run: RunState, cache: SummaryCache) -> dict[str, list[str]]:

@@ -28,7 +28,7 @@ import orjson
 
 from events.compiled import NATIVE
 from projections.aggregates import Center, Spread, aggregate_of, center_and_spread
-from projections.attempts import key_tallies
+from projections.attempts import task_tallies
 from projections.contributions import Column, KeyFigures, cache_of, fragment
 from projections.declarations import key_name
 from projections.passk import Tally, estimates, hat_estimates
@@ -56,11 +56,17 @@ def key_figures(run: RunState) -> list[tuple[str, KeyFigures]]:
     """Every eligible key's pass@k and pass^k columns and section 8 entry, by key name: the
     (n, c) list taken again only for the keys some task's (n, c) moved in since the run's
     last call (`KeyTally.moves`), and the figures computed again only where it changed."""
-    cache = cache_of(run).keys
+    kept = cache_of(run)
+    cache = kept.keys
     names = {key_name(key): key for key in run.passk}
     moves = {name: run.passk[key].moves for name, key in names.items()}
-    moved = [names[name] for name, count in moves.items() if name not in cache or cache[name].moves != count]
-    for name, measured, unmeasured in key_tallies(run, moved) if moved else ():
+    moved = sorted(name for name, count in moves.items() if name not in cache or cache[name].moves != count)
+    tallies = kept.tallies = task_tallies(run, kept.tallies) if moved else kept.tallies
+    for name in moved:
+        assert tallies is not None
+        # A copy: the kept lists move in place, and the figures keep the list they came from.
+        measured = list(tallies.measured.tallies.get(name, ()))
+        unmeasured = tallies.unmeasured.get(name, 0)
         figures = cache.get(name)
         if figures is None or figures.unmeasured != unmeasured or figures.measured != measured:
             figures = _figures(name, measured, unmeasured, figures)

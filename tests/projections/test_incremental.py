@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import projections.step
 from events.codec import encode, encode_payload
 from events.models import InputEvent
+from projections.attempts import TaskTallies, task_tallies
 from projections.contributions import InOrder, SummaryCache, TaskContribution
 from projections.harbor import binary_lists, encoded_ids
 from projections.progress import progress
@@ -175,9 +176,9 @@ def test_kept_harbor_lists_equal_those_gathered_afresh_as_contributions_change(
             tasks.append(new)  # a task more: gathered anew
         kept = binary_lists(cache, tasks)
         fresh = binary_lists(SummaryCache(dirty=set()), tasks)
-        assert kept.tallies == fresh.tallies
+        assert kept.binary.tallies == fresh.binary.tallies
         assert kept.broken == fresh.broken
-        assert kept.tallies == {
+        assert kept.binary.tallies == {
             name: [task.harbor[name] for task in tasks if name in task.harbor]
             for name in sorted({name for task in tasks for name in task.harbor})
         }
@@ -200,3 +201,22 @@ def test_a_view_aggregate_revised_as_task_values_change_equals_the_one_built_fro
     for task, trial, value in scores:
         apply(run, score(f"t{task}", f"t{task}-{trial}", "r", {"s": value}))
         assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
+
+
+@given(run_logs(), st.data())
+def test_kept_task_tallies_equal_those_gathered_afresh_after_every_event(
+    log: list[InputEvent], data: st.DataObject
+) -> None:
+    run = RunState("run")
+    kept: TaskTallies | None = None
+    eligible = run.passk
+    for event in with_redeliveries(log, data):
+        apply(run, event)
+        if run.passk is not eligible:  # declarations decided the keys afresh
+            kept, eligible = None, run.passk
+        if data.draw(st.booleans(), label="take the tallies now"):
+            kept = task_tallies(run, kept)
+            fresh = task_tallies(run)
+            assert kept.measured.tallies == fresh.measured.tallies
+            assert kept.measured.places == fresh.measured.places
+            assert kept.unmeasured == fresh.unmeasured
