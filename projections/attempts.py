@@ -43,14 +43,27 @@ class TaskTallies:
     order, and its unmeasured tasks (n = 0), with the tasks' keys and counts they were taken
     from (`task_tallies`). A plain class, made natively by the compiled fold."""
 
-    __slots__ = ("counts", "keys", "measured", "tasks", "unmeasured")
+    __slots__ = ("counts", "keys", "measured", "names", "tasks", "unmeasured")
 
-    def __init__(self, tasks: list[TaskState]) -> None:
+    def __init__(self, tasks: list[TaskState], names: dict[Key, str]) -> None:
         self.tasks = tasks
         self.keys = [task.keys for task in tasks]
         self.counts = [task.counts for task in tasks]
+        self.names = names
+        """Eligible key -> its name."""
         self.measured = PlacedTallies()
         self.unmeasured: dict[str, int] = {}
+
+    def move(self, name: str, place: int, before: Tally | None, after: Tally | None) -> None:
+        """The key's (n, c) at `place` was `before` and is `after` (None: the task has no such key)."""
+        if before is not None and not before[0]:
+            self.unmeasured[name] -= 1
+            if not self.unmeasured[name]:
+                del self.unmeasured[name]
+        if after is not None and not after[0]:
+            self.unmeasured[name] = self.unmeasured.get(name, 0) + 1
+        measured = after if after is not None and after[0] else None
+        self.measured.put(name, place, before is not None and before[0] > 0, measured)
 
 
 def task_tallies(run: RunState, kept: TaskTallies | None = None) -> TaskTallies:
@@ -60,49 +73,48 @@ def task_tallies(run: RunState, kept: TaskTallies | None = None) -> TaskTallies:
     tasks are as many; else gathered anew. O(tasks) either way, but a place unchanged costs
     three comparisons of identity."""
     tasks = summary_tasks(run)
-    names = {key: key_name(key) for key in run.passk}
     # Tasks share their keys tuple (`sharing.shared`): which of its keys are eligible, and at
     # which place of the task's counts, is found once per distinct tuple (by identity: every
     # tuple asked for is held by a task or by `kept` meanwhile).
     eligible: dict[int, list[tuple[int, str]]] = {}
     if kept is None or len(kept.tasks) != len(tasks):
-        kept = TaskTallies(tasks)
+        kept = TaskTallies(tasks, {key: key_name(key) for key in run.passk})
         for place, task in enumerate(tasks):
-            for name, tally in _eligible(eligible, names, task.keys, task.counts):
-                if tally[0]:
-                    kept.measured.append(name, place, tally)
+            counts = task.counts
+            for at, name in _eligible(eligible, kept.names, task.keys):
+                n = counts[at]
+                if n:
+                    kept.measured.append(name, place, (n, counts[at + 1]))
                 else:
                     kept.unmeasured[name] = kept.unmeasured.get(name, 0) + 1
         return kept
     for place, task in enumerate(tasks):
         keys, counts = kept.keys[place], kept.counts[place]
-        if task is kept.tasks[place] and task.keys is keys and task.counts is counts:
+        now = task.counts
+        if task is kept.tasks[place] and task.keys is keys and now is counts:
             continue
-        old = dict(_eligible(eligible, names, keys, counts))
-        new = dict(_eligible(eligible, names, task.keys, task.counts))
-        for name in old.keys() | new.keys():
-            before, after = old.get(name), new.get(name)
-            if before is not None and not before[0]:
-                kept.unmeasured[name] -= 1
-                if not kept.unmeasured[name]:
-                    del kept.unmeasured[name]
-            if after is not None and not after[0]:
-                kept.unmeasured[name] = kept.unmeasured.get(name, 0) + 1
-            measured = after if after is not None and after[0] else None
-            kept.measured.put(name, place, before is not None and before[0] > 0, measured)
-        kept.keys[place], kept.counts[place] = task.keys, task.counts
+        if task.keys is keys:  # the usual move: an attempt more, on the keys it had
+            for at, name in _eligible(eligible, kept.names, keys):
+                if counts[at] != now[at] or counts[at + 1] != now[at + 1]:
+                    kept.move(name, place, (counts[at], counts[at + 1]), (now[at], now[at + 1]))
+        else:
+            old = {name: (counts[at], counts[at + 1]) for at, name in _eligible(eligible, kept.names, keys)}
+            new = {name: (now[at], now[at + 1]) for at, name in _eligible(eligible, kept.names, task.keys)}
+            for name in old.keys() | new.keys():
+                kept.move(name, place, old.get(name), new.get(name))
+        kept.keys[place], kept.counts[place] = task.keys, now
     kept.tasks = tasks
     return kept
 
 
 def _eligible(
-    eligible: dict[int, list[tuple[int, str]]], names: dict[Key, str], keys: tuple[Key, ...], counts: tuple[int, ...]
-) -> list[tuple[str, Tally]]:
-    """(key name, (n, c)) of the eligible ones of a task's `keys` (with their `counts`)."""
+    eligible: dict[int, list[tuple[int, str]]], names: dict[Key, str], keys: tuple[Key, ...]
+) -> list[tuple[int, str]]:
+    """(place in the task's counts, key name) of the eligible ones of a task's `keys`."""
     places = eligible.get(id(keys))
     if places is None:
         places = eligible[id(keys)] = [(2 * at, names[key]) for at, key in enumerate(keys) if key in names]
-    return [(name, (counts[at], counts[at + 1])) for at, name in places]
+    return places
 
 
 def task_attempts(

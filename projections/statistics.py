@@ -126,15 +126,7 @@ def pass_at_k_aggregates(name: str, figures: KeyFigures) -> list[orjson.Fragment
 def by_k(measured: list[Tally], estimator: Estimator) -> list[list[float]]:
     """For k = 1..the largest n, the figures of the tasks with n >= k, in the order of
     `measured` (summary task order: it orders the compensated sums)."""
-    # Tasks share a few (n, c): each is estimated once here, where a call of the cached
-    # estimator per task went through the cache's wrapper task after task.
-    estimated: dict[Tally, tuple[float, ...]] = {}
-    figures = []
-    for tally in measured:
-        known = estimated.get(tally)
-        if known is None:
-            known = estimated[tally] = estimator(tally[0], tally[1])
-        figures.append(known)
+    figures = [estimator(n, c) for n, c in measured]
     if not figures:
         return []
     if _TRANSPOSED is not None:
