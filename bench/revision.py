@@ -7,6 +7,9 @@ taken in turn across the run) is applied and the summary revision it makes due i
 and encoded, as `projections.step` does. Printed: the median and best CPU time of a
 revision over the rounds, and, as the baseline measured in the same run, the cost of
 folding the whole run's events (what a revision costing O(run) is to compare with).
+Counted in instructions, a revision is what `--rounds 20` adds to `--rounds 0`, divided by
+20 (`valgrind --tool=callgrind python -m bench.revision --rounds N`: the same run, fold and
+summary at close either way).
 The revision is `summary_bytes`, what the worker and replay publish; on a tree without it
 (older ones), `encode_payload(summary(run))`, so that the same command gives the figure before
 and after a change. (Reading the bytes back into dicts, as `summary` does, costs 50 to 120 ms
@@ -71,6 +74,7 @@ def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]
     first = encoded_summary(run)
     at_close = time.process_time() - began
     costs = []
+    encoded = first
     for number in range(rounds):
         event = late_attempt("r", number * 7919 % tasks, number)
         began = time.process_time()
@@ -80,8 +84,8 @@ def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]
     return {
         "fold": fold,
         "at_close": at_close,
-        "median": statistics.median(costs),
-        "best": min(costs),
+        "median": statistics.median(costs) if costs else None,
+        "best": min(costs, default=None),
         "bytes": len(encoded),
         "first_bytes": len(first),
         "attempts": sum(count(task.trials) for task in run.tasks.values()),
@@ -109,6 +113,8 @@ def main() -> None:
     print(f"fold of the whole run (baseline): {figures['fold'] * 1e3:9.1f} ms CPU")
     print(f"summary at close:                 {figures['at_close'] * 1e3:9.1f} ms CPU")
     median, best = figures["median"], figures["best"]
+    if median is None:  # --rounds 0: the baseline of an instruction count (see the docstring)
+        return
     print(
         f"one revision after a late attempt: {median * 1e3:8.1f} ms CPU median, {best * 1e3:.1f} ms best of "
         f"{args.rounds}; revision/fold = {median / figures['fold']:.3f}"
