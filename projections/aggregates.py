@@ -39,6 +39,11 @@ def finite(value: float) -> bool:
     return not (math.isinf(value) or math.isnan(value))
 
 
+def negative_zero(value: float) -> bool:
+    """-0.0: the one finite float that compares equal to another (0.0) and differs from it."""
+    return value == 0.0 and math.copysign(1.0, value) < 0.0
+
+
 def wire_number(value: float | None) -> float | str | None:
     """`events.nonfinite.wire_float` of a value that may be absent: None stays None. Here, in
     the compiled fold, so that a finite value, nearly every one, costs no call of Python."""

@@ -40,13 +40,13 @@ def key_tallies(run: RunState, keys: Iterable[Key] | None = None) -> Iterator[tu
 @final
 class TaskTallies:
     """Every eligible key's (n, c) of the run's measured tasks (n > 0), placed in summary task
-    order, and its unmeasured tasks (n = 0), with the tasks' keys and counts they were taken
-    from (`task_tallies`). A plain class, made natively by the compiled fold."""
+    order, and its unmeasured tasks (n = 0), with the keys and counts tuples of the task at
+    each place they were taken from (`task_tallies`): the same two objects, the same
+    tallies. A plain class, made natively by the compiled fold."""
 
-    __slots__ = ("counts", "keys", "measured", "names", "tasks", "unmeasured")
+    __slots__ = ("counts", "keys", "measured", "names", "unmeasured")
 
     def __init__(self, tasks: list[TaskState], names: dict[Key, str]) -> None:
-        self.tasks = tasks
         self.keys = [task.keys for task in tasks]
         self.counts = [task.counts for task in tasks]
         self.names = names
@@ -71,13 +71,13 @@ def task_tallies(run: RunState, kept: TaskTallies | None = None) -> TaskTallies:
     for the run before (with the same eligible keys), moved at the places whose task's keys
     or counts are other objects since (each score makes a task's counts anew), where the
     tasks are as many; else gathered anew. O(tasks) either way, but a place unchanged costs
-    three comparisons of identity."""
+    two comparisons of identity."""
     tasks = summary_tasks(run)
     # Tasks share their keys tuple (`sharing.shared`): which of its keys are eligible, and at
     # which place of the task's counts, is found once per distinct tuple (by identity: every
     # tuple asked for is held by a task or by `kept` meanwhile).
     eligible: dict[int, list[tuple[int, str]]] = {}
-    if kept is None or len(kept.tasks) != len(tasks):
+    if kept is None or len(kept.keys) != len(tasks):
         kept = TaskTallies(tasks, {key: key_name(key) for key in run.passk})
         for place, task in enumerate(tasks):
             counts = task.counts
@@ -91,7 +91,7 @@ def task_tallies(run: RunState, kept: TaskTallies | None = None) -> TaskTallies:
     for place, task in enumerate(tasks):
         keys, counts = kept.keys[place], kept.counts[place]
         now = task.counts
-        if task is kept.tasks[place] and task.keys is keys and now is counts:
+        if task.keys is keys and now is counts:
             continue
         if task.keys is keys:  # the usual move: an attempt more, on the keys it had
             for at, name in _eligible(eligible, kept.names, keys):
@@ -103,7 +103,6 @@ def task_tallies(run: RunState, kept: TaskTallies | None = None) -> TaskTallies:
             for name in old.keys() | new.keys():
                 kept.move(name, place, old.get(name), new.get(name))
         kept.keys[place], kept.counts[place] = task.keys, now
-    kept.tasks = tasks
     return kept
 
 

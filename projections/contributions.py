@@ -20,7 +20,6 @@ and against the summary built from scratch (tests/projections/test_incremental.p
 
 from __future__ import annotations
 
-import math
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from typing import Any, Final, TypeVar, final
 
 import orjson
 
-from projections.aggregates import Center, Growing, Spread, wire_number
+from projections.aggregates import Center, Growing, Spread, finite, negative_zero, wire_number
 from projections.attempts import AttemptList, TaskTallies, task_attempts
 from projections.columns import MetricRecords
 from projections.declarations import Key, key_name
@@ -460,17 +459,12 @@ def _moved_sorted(ordered: list[float], old: list[float], new: list[float]) -> b
     if any(negative_zero(value) for value in old) or any(negative_zero(value) for value in new):
         return False
     for value in old:
-        if not (math.isinf(value) or math.isnan(value)):
+        if finite(value):
             del ordered[bisect_left(ordered, value)]
     for value in new:
-        if not (math.isinf(value) or math.isnan(value)):
+        if finite(value):
             insort(ordered, value)
     return True
-
-
-def negative_zero(value: float) -> bool:
-    """-0.0: the one finite float that compares equal to another (0.0) and differs from it."""
-    return value == 0.0 and math.copysign(1.0, value) < 0.0
 
 
 def _take_rewards(landed: _Landed, lists: dict[str, AttemptList], taken: dict[str, int]) -> dict[str, int]:

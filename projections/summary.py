@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from projections.aggregates import Aggregate, Growing, aggregate_of, center_and_spread
+from projections.aggregates import Aggregate, Growing, aggregate_of, center_and_spread, negative_zero
 from projections.attempts import summary_tasks
-from projections.contributions import InOrder, MetricCoverage, SummaryCache, fragment, negative_zero, refreshed
+from projections.contributions import InOrder, MetricCoverage, SummaryCache, fragment, refreshed
 from projections.declarations import Key
 from projections.harbor import harbor_stats
 from projections.run import RunState
