@@ -238,6 +238,13 @@ def center_and_spread(values: Iterable[float], total: int) -> tuple[Center, Spre
     return middle, None if middle.mean is None else spread(middle, middle.mean)
 
 
+def finite_center_and_spread(finite: list[float], total: int) -> tuple[Center, Spread | None]:
+    """`center_and_spread` of values known to be finite, which the center keeps as they are
+    (no filtered copy; the sums are the same, over the same values in the same order)."""
+    middle = centered(finite, finished_sum(*running_sum(finite, 0.0, 0.0)), total)
+    return middle, None if middle.mean is None else spread(middle, middle.mean)
+
+
 def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
     """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
     return aggregate_of(name, *center_and_spread(values, total))

@@ -21,11 +21,11 @@ AttemptList = list[tuple[str, float | None, int]]
 def summary_tasks(run: RunState) -> list[TaskState]:
     """Declared tasks in declaration order, then tasks named only by scores by first score."""
     declared = run.declarations.tasks if run.declarations else {}
-    others = sorted(
-        (task for task in run.tasks.values() if task.first_score >= 0 and task.task_id not in declared),
-        key=lambda task: task.first_score,
-    )
-    return [run.tasks[task_id] for task_id in declared] + others
+    ordered = [run.tasks[task_id] for task_id in declared]
+    others = [task for task in run.tasks.values() if task.first_score >= 0 and task.task_id not in declared]
+    if others:  # sorted() with a key is a Python call: only made when there is something to sort
+        ordered += sorted(others, key=lambda task: task.first_score)
+    return ordered
 
 
 def key_tallies(run: RunState, keys: Iterable[Key] | None = None) -> Iterator[tuple[str, list[Tally], int]]:

@@ -120,7 +120,8 @@ class InOrder:
         log), one by one when few (a late event's), else in one sort."""
         # Seqs are unique, so pairs are sorted by seq alone: a sort of the pairs themselves
         # would compare each pair's heads for equality before it ordered them.
-        new = sorted(new, key=_seq_of)
+        if not _ascending(new):  # they mostly are (a task's rows are in log order): sorted() is a Python call
+            new = sorted(new, key=_seq_of)
         seqs, items = self.seqs, self.items
         if not seqs or new[0][0] > seqs[-1]:
             seqs.fromlist([seq for seq, _ in new])  # sized once, where extend grows per item
@@ -136,6 +137,11 @@ class InOrder:
         merged = sorted([*zip(seqs, items, strict=True), *new], key=_seq_of)
         self.seqs = array("q", [seq for seq, _ in merged])
         self.items = [item for _, item in merged]
+
+
+def _ascending(pairs: list[tuple[int, Any]]) -> bool:
+    """Whether the (seq, item) `pairs` are in ascending order of seq."""
+    return all(pairs[at - 1][0] <= pairs[at][0] for at in range(1, len(pairs)))
 
 
 _seq_of: Final = itemgetter(0)

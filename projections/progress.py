@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from projections.attempts import summary_tasks
+from projections.contributions import KeyFigures
 from projections.declarations import key_name
 from projections.run import RunState
-from projections.statistics import statistics
+from projections.statistics import key_figures
 
 Progress = dict[str, Any]
 
@@ -28,18 +29,17 @@ def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
     declared = run.declarations.tasks if run.declarations else {}
     open_ = not run.closed
     pending = sum(1 for task_id in declared if not run.tasks[task_id].touched) if open_ else 0
-    figures = statistics(run)
-    pass_at_k = {
-        name: {
-            str(entry["k"]): {"mean": entry["mean"], "count": entry["count"], "nan_count": entry["nan_count"]}
-            for entry in key["pass_at_k"]
-        }
-        for name, key in figures.items()
-    }
+    keys = [(name, key) for name, key in key_figures(run) if key.statistics is not None]
+    figures = {name: key.statistics for name, key in keys}
+    pass_at_k = {name: _pass_at_k(key) for name, key in keys}
     verdicts = {}
-    for key, tally in sorted(run.passk.items(), key=lambda item: key_name(item[0])):
+    tallies = list(run.passk.values())
+    # By name, then by place for equal names (as a stable sort by name): sorted() of tuples
+    # is a C call in the compiled fold, and with a key function a Python one per item.
+    for name, at in sorted([(key_name(key), at) for at, key in enumerate(run.passk)]):
+        tally = tallies[at]
         waiting = tally.pending if open_ else 0
-        verdicts[key_name(key)] = {**tally.verdicts, "unmeasured": tally.unmeasured - waiting, "pending": waiting}
+        verdicts[name] = {**tally.verdicts, "unmeasured": tally.unmeasured - waiting, "pending": waiting}
     finished = run.trials_completed + run.trials_failed
     expected = None
     if run.declarations and run.declarations.attempts_per_task:
@@ -70,6 +70,16 @@ def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
         "verdicts": verdicts,
         "eta_seconds": _eta(finished, expected, elapsed, open_),
     }
+
+
+def _pass_at_k(key: KeyFigures) -> dict[str, dict[str, Any]]:
+    """Each k's mean, count and nan_count, from its column's center (its section 8 entry
+    holds the same): read from the typed center, not the entry's dict, a Python lookup each."""
+    shown = {}
+    for index, column in enumerate(key.at_k):
+        middle = column.middle
+        shown[str(index + 1)] = {"mean": middle.mean, "count": middle.count, "nan_count": middle.nan_count}
+    return shown
 
 
 def _eta(finished: int, expected: int | None, elapsed: float | None, open_: bool) -> float | None:

@@ -27,7 +27,7 @@ from typing import Any, Final
 import orjson
 
 from events.compiled import NATIVE
-from projections.aggregates import Center, Spread, aggregate_of, center_and_spread
+from projections.aggregates import Center, Spread, aggregate_of, finite_center_and_spread
 from projections.attempts import task_tallies
 from projections.contributions import Column, KeyFigures, cache_of, fragment
 from projections.declarations import key_name
@@ -98,16 +98,19 @@ def _figures(name: str, measured: list[Tally], unmeasured: int, before: KeyFigur
 def _columns(figures: list[list[float]], unmeasured: int, *known: list[Column]) -> list[Column]:
     """Each k's column of `figures` (`by_k`'s): a column of one of the `known` lists at the
     same k where it has the same figures (its entry is then the same too), else a new one.
-    The figures are never NaN nor -0.0 (products of positive ratios, 1.0 minus one, or 0.0
-    written as such), so == on them is equality to the bit."""
+    The figures are never NaN, infinite nor -0.0 (products of positive ratios at most 1.0,
+    1.0 minus one, or 0.0 written as such), so == on them is equality to the bit, and each
+    column's center keeps its list as the finite values it is."""
     columns = []
-    for k, values in enumerate(figures, start=1):
+    # `enumerate` without `start`: the compiled fold makes a C loop of that form only.
+    for index, values in enumerate(figures):
+        k = index + 1
         for kept in known:
             if k <= len(kept) and kept[k - 1].values == values:
                 columns.append(kept[k - 1])
                 break
         else:
-            middle, spreads = center_and_spread(values, len(values) + unmeasured)
+            middle, spreads = finite_center_and_spread(values, len(values) + unmeasured)
             columns.append(Column(middle, spreads, entry(k, middle, spreads)))
     return columns
 
@@ -116,9 +119,9 @@ def pass_at_k_aggregates(name: str, figures: KeyFigures) -> list[orjson.Fragment
     """The key's `<key>.pass@<k>` aggregates, encoded, for k = 1..the largest n: each made
     when a summary first asks for it, from its column's center and spread, and kept there."""
     records = []
-    for k, column in enumerate(figures.at_k, start=1):
+    for index, column in enumerate(figures.at_k):
         if column.aggregate is None:
-            column.aggregate = fragment(aggregate_of(f"{name}.pass@{k}", column.middle, column.spreads))
+            column.aggregate = fragment(aggregate_of(f"{name}.pass@{index + 1}", column.middle, column.spreads))
         records.append(column.aggregate)
     return records
 
@@ -148,7 +151,9 @@ def entry(k: int, middle: Center, spreads: Spread | None) -> dict[str, Any]:
     stderr = low = high = None
     sample_variance = None if spreads is None else spreads.sample_variance
     if mean is not None and sample_variance is not None:
-        stderr = math.sqrt(sample_variance) / math.sqrt(middle.count)
+        # float(): the compiled fold calls C's sqrt on a float, and Python's `math.sqrt` on an
+        # int (which converts it the same way).
+        stderr = math.sqrt(sample_variance) / math.sqrt(float(middle.count))
         margin = t975(middle.count - 1) * stderr
         low, high = _clip(mean - margin), _clip(mean + margin)
     return {

@@ -43,6 +43,12 @@ def summary_bytes(run: RunState) -> bytes:
     shares = [cache.tasks[task.task_id] for task in tasks]
     figures = key_figures(run)
     outputs = metric_outputs(run, cache)
+    # By index, not zip(..., strict=True): a Python call in the compiled fold (one share per task).
+    task_attempts, verdicts = {}, {}
+    for at, task in enumerate(tasks):
+        share = shares[at]
+        task_attempts[task.task_id] = share.attempts
+        verdicts[task.task_id] = share.verdicts
     payload = {
         "schema_version": 1,
         "type": "run.summary",
@@ -58,13 +64,13 @@ def summary_bytes(run: RunState) -> bytes:
                 *(record for name, key in figures for record in pass_at_k_aggregates(name, key)),
             ],
             "metric_coverage": metric_coverage(outputs, cache),
-            "task_metric_attempts": {task.task_id: share.attempts for task, share in zip(tasks, shares, strict=True)},
+            "task_metric_attempts": task_attempts,
             "task_count": len(run.declarations.tasks) if run.declarations else len(tasks),
             "trial_count": len(cache.trials),
             "score_count": run.score_count,
         },
         "harbor": harbor_stats(run, shares, cache),
-        "verdicts": {task.task_id: share.verdicts for task, share in zip(tasks, shares, strict=True)},
+        "verdicts": verdicts,
         "statistics": {name: key.statistics for name, key in figures if key.statistics is not None},
     }
     return orjson.dumps(payload)

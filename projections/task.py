@@ -276,7 +276,9 @@ class TaskState:
 
     def attempted(self) -> bool:
         """Whether some key of the task has an attempt."""
-        return any(self.counts[::2])
+        counts = self.counts
+        # any() of a generator is a C loop in the compiled fold; of a slice, two Python calls.
+        return any(counts[at] for at in range(0, len(counts), 2))
 
     def kept_keys(self) -> list[Key]:
         return list(self.keys)
