@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Final, TypeVar, final
@@ -42,7 +41,6 @@ from projections.verdicts import verdict_of
 from projections.views import view_values
 
 K = TypeVar("K")
-V = TypeVar("V")
 
 Coverage = dict[str, tuple[int, int, dict[str, int]]]
 """metric_type -> (scores, failed scores, output -> scores carrying it)."""
@@ -300,21 +298,23 @@ def refreshed(run: RunState) -> SummaryCache:
         run.summary_cache = None
         return refreshed(run)
     for key, new in landed.numeric.items():
-        _kept(cache.numeric, key, InOrder).add(new)
+        _in_order(cache.numeric, key).add(new)
         cache.metric_records.pop(key, None)
     for name, labels in landed.rewards.items():
-        kept = _kept(cache.rewards, name, dict)
+        kept = cache.rewards.setdefault(name, {})  # the compiled fold makes the {} only when missing
         for label, trials in labels.items():
-            _kept(kept, label, InOrder).add(trials)
+            _in_order(kept, label).add(trials)
     cache.dirty.clear()
     return cache
 
 
-def _kept(kept: dict[K, V], key: K, make: Callable[[], V]) -> V:
-    """`kept[key]`, made if missing (only then: `setdefault` would make one each time)."""
+def _in_order(kept: dict[K, InOrder], key: K) -> InOrder:
+    """`kept[key]`, made if missing (only then: `setdefault` would make one each time), by
+    the class itself: the compiled fold builds it natively, where a factory passed in is a
+    Python call."""
     value = kept.get(key)
     if value is None:
-        value = kept[key] = make()
+        value = kept[key] = InOrder()
     return value
 
 
@@ -482,8 +482,8 @@ def _take_rewards(landed: _Landed, lists: dict[str, AttemptList], taken: dict[st
         for trial_id, value, seq in attempt_list[taken.get(name, 0) :]:
             if value is not None:
                 if labels is None:
-                    labels = _kept(landed.rewards, name, dict)
-                _kept(labels, value_label(value), list).append((seq, trial_id))
+                    labels = landed.rewards.setdefault(name, {})
+                labels.setdefault(value_label(value), []).append((seq, trial_id))
     return {name: len(attempt_list) for name, attempt_list in lists.items()}
 
 
@@ -509,7 +509,9 @@ def _take_numeric(
 
 def _move_coverage(cache: SummaryCache, coverage: Coverage, sign: int) -> None:
     for metric, (scores, failed, carried) in coverage.items():
-        totals = _kept(cache.coverage, metric, MetricCoverage)
+        totals = cache.coverage.get(metric)
+        if totals is None:
+            totals = cache.coverage[metric] = MetricCoverage()
         totals.scores += sign * scores
         totals.failed += sign * failed
         for output, count in carried.items():
