@@ -105,15 +105,20 @@ async def sustained(settings: Settings, lines: list[bytes], runs: set[bytes]) ->
     consumer = await _consumer(settings, settings.summaries_topic)
     began = time.perf_counter()
     sender = asyncio.create_task(publish(settings, lines))
-    waiting = set(runs)
     try:
-        while waiting:
-            for batch in (await consumer.getmany(timeout_ms=200)).values():
-                waiting -= {record.key for record in batch}
+        await _summarised(consumer, runs)
         await sender
     finally:
         await consumer.stop()
     return len(lines) / (time.perf_counter() - began)
+
+
+async def _summarised(consumer: AIOKafkaConsumer, runs: set[bytes]) -> None:
+    """Return once the summaries topic has a summary of each of `runs` (keys: run ids)."""
+    waiting = set(runs)
+    while waiting:
+        for batch in (await consumer.getmany(timeout_ms=200)).values():
+            waiting -= {record.key for record in batch}
 
 
 async def latency(settings: Settings, rate: float, seconds: float) -> list[float]:
@@ -236,11 +241,8 @@ async def _drained(settings: Settings, process: psutil.Process, count: int, runs
     before = sum(process.cpu_times()[:2])
     began = time.perf_counter()
     consumer = await _consumer(settings, settings.summaries_topic)
-    waiting = set(runs)
     try:
-        while waiting:
-            for batch in (await consumer.getmany(timeout_ms=200)).values():
-                waiting -= {record.key for record in batch}
+        await _summarised(consumer, runs)
     finally:
         await consumer.stop()
     elapsed = time.perf_counter() - began

@@ -30,7 +30,6 @@ from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
 from projections.aggregates import center
 from projections.attempts import key_tallies
-from projections.contributions import cache_of
 from projections.passk import estimates
 from projections.progress import progress
 from projections.replayer import Replayer
@@ -57,9 +56,7 @@ def without_section_8(run: RunState) -> Statistics:
 
 def afresh(run: RunState) -> Statistics:
     """Section 8 of `run` with none of its figures kept: every key's columns computed again."""
-    kept = cache_of(run)
-    kept.keys.clear()
-    kept.tallies = None
+    run.summary_cache = None
     return statistics(run)
 
 

@@ -40,15 +40,16 @@ def summary_bytes(run: RunState) -> bytes:
     """`summary(run)` encoded, as `events.codec.encode_payload` encodes it."""
     cache = refreshed(run)
     tasks = summary_tasks(run)
-    shares = [cache.tasks[task.task_id] for task in tasks]
-    figures = key_figures(run)
-    outputs = metric_outputs(run, cache)
-    # By index, not zip(..., strict=True): a Python call in the compiled fold (one share per task).
+    # One pass over the tasks for their shares and the two maps made of them.
+    shares = []
     task_attempts, verdicts = {}, {}
-    for at, task in enumerate(tasks):
-        share = shares[at]
+    for task in tasks:
+        share = cache.tasks[task.task_id]
+        shares.append(share)
         task_attempts[task.task_id] = share.attempts
         verdicts[task.task_id] = share.verdicts
+    figures = key_figures(run)
+    outputs = metric_outputs(run, cache)
     payload = {
         "schema_version": 1,
         "type": "run.summary",
