@@ -5,7 +5,8 @@ ratios against baselines measured in the same run:
 1. end-to-end replay (file -> summaries, decoding included) events/s, against the raw
    `orjson.loads` rate of the same file (the ceiling), on a log of a few big runs and on
    one of many small runs whose last trial lands after the close (a summary at the close
-   and one revision per late event, as a busy topic of short evals has them);
+   and one revision per late event, as a busy topic of short evals has them); beside them
+   `decode` alone, and what a replay at 0.2 of the ceiling would leave the fold once decoded;
 2. resident memory per stored attempt of a fully applied log, on both logs; and that of a
    whole replay of the small runs (state and summary caches), with the closed runs'
    caches bounded (the default budget) against unbounded;
@@ -28,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -89,13 +91,33 @@ def write_small_runs_log(path: Path, events: int, seed: int) -> int:
     return count
 
 
-def throughput(path: Path, lines: int, jobs: int, pure: bool = False) -> tuple[float, float]:
-    """(replay events/s with `jobs` processes, orjson.loads lines/s) over the same file, in a
-    process of its own with the collector policy `evalstream replay` sets."""
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Lines a second over one file, measured in one process."""
+
+    replay: float
+    """`evalstream replay` end to end (with the number of processes asked for)."""
+    ceiling: float
+    """`orjson.loads` alone: parsing, no checks and no models."""
+    decoding: float
+    """`events.codec.decode` alone: the events the fold is given, before any fold."""
+
+    def budget(self, share: float) -> str:
+        """What replay at `share` of the ceiling leaves the fold, in us an event, once decoded."""
+        whole, decoding = 1e6 / (share * self.ceiling), 1e6 / self.decoding
+        return (
+            f"at {share} of the ceiling replay has {whole:.1f} us an event; decoding alone takes "
+            f"{decoding:.1f} ({decoding / whole:.0%}), the fold, summaries and writing {whole - decoding:.1f}"
+        )
+
+
+def throughput(path: Path, lines: int, jobs: int, pure: bool = False) -> Rates:
+    """Replay's rate with `jobs` processes, and orjson's and the decoder's alone, over the same
+    file, in a process of its own with the collector policy `evalstream replay` sets."""
     return _fresh(_throughput, path, lines, jobs, pure=pure)
 
 
-def _throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
+def _throughput(path: Path, lines: int, jobs: int) -> Rates:
     quiet_collector()
     with path.open("rb") as stream:
         raw = stream.readlines()
@@ -103,6 +125,10 @@ def _throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
     for line in raw:
         orjson.loads(line)
     ceiling = lines / (time.perf_counter() - began)
+    began = time.perf_counter()
+    for line in raw:
+        decode(line)
+    decoding = lines / (time.perf_counter() - began)
     del raw
     gc.collect()
     sink = io.BytesIO()
@@ -112,14 +138,22 @@ def _throughput(path: Path, lines: int, jobs: int) -> tuple[float, float]:
     rate = lines / (time.perf_counter() - began)
     assert stats.skipped == 0
     assert stats.summaries > 0
-    return rate, ceiling
+    return Rates(rate, ceiling, decoding)
+
+
+def report(rates: Rates) -> None:
+    decoding, replaying = rates.decoding / rates.ceiling, rates.replay / rates.ceiling
+    print(f"orjson.loads only:          {rates.ceiling:>10,.0f} lines/s  (the ceiling)")
+    print(f"decode only:                {rates.decoding:>10,.0f} events/s  decode/ceiling = {decoding:.2f}")
+    print(f"replay end to end, 1 job:   {rates.replay:>10,.0f} events/s  replay/ceiling = {replaying:.2f}")
+    print(f"  ({rates.budget(0.2)})")
 
 
 def against_source(path: Path, lines: int, rate: float) -> None:
     """The same replay with `EVALSTREAM_PURE=1` (the fold's Python source, and decoding without the
     compiled recogniser), when the rate above is the compiled one's."""
     if projections.BUILD == "compiled":
-        source, _ = throughput(path, lines, 1, pure=True)
+        source = throughput(path, lines, 1, pure=True).replay
         print(f"  the Python sources alone: {source:>10,.0f} events/s  compiled/source = {rate / source:.2f}")
 
 
@@ -297,23 +331,21 @@ def main() -> None:
         size = path.stat().st_size
         print(f"log: {lines:,} events over {args.runs} runs, {size / 1e6:.0f} MB")
         jobs = os.cpu_count() or 1
-        single, ceiling = throughput(path, lines, 1)
-        rate, _ = throughput(path, lines, jobs)
-        print(f"orjson.loads only:          {ceiling:>10,.0f} lines/s  (the ceiling)")
-        print(f"replay end to end, 1 job:   {single:>10,.0f} events/s  replay/ceiling = {single / ceiling:.2f}")
-        print(f"replay end to end, {jobs} jobs:  {rate:>10,.0f} events/s  replay/ceiling = {rate / ceiling:.2f}")
+        single = throughput(path, lines, 1)
+        rate = throughput(path, lines, jobs).replay
+        report(single)
+        print(f"replay end to end, {jobs} jobs:  {rate:>10,.0f} events/s  replay/ceiling = {rate / single.ceiling:.2f}")
         print("  (target >= 150,000 events/s)")
-        against_source(path, lines, single)
+        against_source(path, lines, single.replay)
         small = Path(scratch) / "small.jsonl"
         small_lines = write_small_runs_log(small, args.small_events, args.seed)
-        many, many_ceiling = throughput(small, small_lines, 1)
+        many = throughput(small, small_lines, 1)
         print(
             f"log of many small runs: {small_lines:,} events, runs of {SMALL_TASKS} tasks x {SMALL_ATTEMPTS} trials, "
             "the last trial after the close"
         )
-        print(f"orjson.loads only:          {many_ceiling:>10,.0f} lines/s  (the ceiling)")
-        print(f"replay end to end, 1 job:   {many:>10,.0f} events/s  replay/ceiling = {many / many_ceiling:.2f}")
-        against_source(small, small_lines, many)
+        report(many)
+        against_source(small, small_lines, many.replay)
         grown, attempts = _fresh(rss_growth_applying, path)
         print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
         grown, attempts = _fresh(rss_growth_applying, small)

@@ -441,6 +441,28 @@ def with_signal(**changes: Any) -> dict[str, Any]:
     return with_task(views=[{**VIEW, "signals": [{**SIGNAL, **changes}]}])
 
 
+def test_a_name_read_again_is_the_same_string_and_every_name_stays_right_past_the_table() -> None:
+    """The compiled recogniser hands out a name it read last time as the same str object (the
+    fold's lookups then compare one pointer); names past its table's slots, colliding and
+    displacing each other, still decode to what pydantic gives."""
+    recognise = built()
+
+    def score(number: int, task_id: str) -> bytes:
+        return orjson.dumps({**SCORE, "event_id": f"e{number}", "task_id": task_id, "run_id": "run-a"})
+
+    first, again = recognise(score(0, "task-a")), recognise(score(1, "task-a"))
+    assert isinstance(first, ScoreMeasured)
+    assert isinstance(again, ScoreMeasured)
+    assert again.task_id is first.task_id
+    assert again.run_id is first.run_id
+    names = [f"task-{number:05d}" for number in range(20_000)]
+    for number, name in enumerate([*names, *reversed(names)]):
+        raw = score(number, name)
+        fast = recognise(raw)
+        assert fast is not None
+        assert_same(fast, validate(raw))
+
+
 def test_a_valid_run_started_is_built_as_pydantic_builds_it() -> None:
     for body in (STARTED, {**ENVELOPE, "type": "run.started", "tasks": []}, with_task(metrics=[], views=[])):
         raw = orjson.dumps(body)

@@ -16,6 +16,10 @@
 //! the finite range, a string that is not UTF-8, a name or id given twice where the models
 //! refuse that, a label given twice (which pydantic takes, keeping the last value).
 //!
+//! The names it reads (a run id, task and trial ids, metric types, output names) come out of
+//! a bounded table of the strings made last (`names.rs`), so a name read again is the same
+//! Python string.
+//!
 //! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
 //! `projections.applied.digest_of_id` (its reference) calls hashlib through four method calls;
 //! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by, `pairs.rs` how a
@@ -25,6 +29,7 @@
 
 mod allocator;
 mod keys;
+mod names;
 mod pairs;
 mod sums;
 mod transpose;
@@ -474,13 +479,16 @@ struct Rules {
 }
 
 #[pyclass(frozen, module = "events._native")]
-struct Recogniser(Rules);
+struct Recogniser {
+    rules: Rules,
+    names: names::Names,
+}
 
 impl std::ops::Deref for Recogniser {
     type Target = Rules;
 
     fn deref(&self) -> &Rules {
-        &self.0
+        &self.rules
     }
 }
 
@@ -488,7 +496,7 @@ impl std::ops::Deref for Recogniser {
 impl Recogniser {
     #[new]
     fn new(rules: Rules) -> Self {
-        Recogniser(rules)
+        Recogniser { rules, names: names::Names::new() }
     }
 
     /// The event `raw` (bytes or str) holds, or None when not certain.
@@ -606,7 +614,7 @@ impl Recogniser {
         let fields = given_set(py, given)?;
         values.set_item(intern!(py, "schema_version"), 1)?;
         values.set_item(intern!(py, "event_id"), PyString::new(py, message.event_id))?;
-        values.set_item(intern!(py, "run_id"), PyString::new(py, message.run_id))?;
+        values.set_item(intern!(py, "run_id"), self.names.get(py, message.run_id))?;
         match message.occurred_at {
             Some(Some(at)) => {
                 fields.add(intern!(py, "occurred_at"))?;
@@ -638,7 +646,7 @@ impl Recogniser {
     /// A name (task id, trial id, metric type, output or view name) within `events.models`' bound.
     fn name_of<'py>(&self, py: Python<'py>, text: &str) -> Built<Bound<'py, PyString>> {
         sure(within(text, self.name_max))?;
-        Ok(PyString::new(py, text))
+        Ok(self.names.get(py, text))
     }
 
     fn score(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
