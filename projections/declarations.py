@@ -58,6 +58,10 @@ class TaskDeclaration:
     views: tuple[ViewSpec, ...]
     read_views: tuple[DeclaredView, ...]
     """`views` as the fold reads them, in the same order."""
+    attempt_keys: tuple[Key, ...]
+    """The keys declared of a kind that always gets an attempt list, in declaration order."""
+    excluded: frozenset[Key]
+    """The keys declared label or model: never an attempt list, whatever the values."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,4 +150,6 @@ def _declared(kinds: tuple[tuple[Key, str], ...], views: tuple[ViewKey, ...]) ->
         )
         for view in specs
     )
-    return TaskDeclaration(dict(kinds), specs, read_views)
+    attempt_keys = shared(tuple(key for key, kind in kinds if kind in ATTEMPT_KINDS))
+    excluded = shared(frozenset(key for key, kind in kinds if kind not in ATTEMPT_KINDS))
+    return TaskDeclaration(dict(kinds), specs, read_views, attempt_keys, excluded)

@@ -25,7 +25,7 @@ from projections.columns import (
     classify,
     record_layout,
 )
-from projections.declarations import ATTEMPT_KINDS, Declarations, Key
+from projections.declarations import Declarations, Key
 from projections.passk import KeyTally, Tally, passes
 from projections.sharing import shared
 from projections.trials import NONE, appended, listed, position
@@ -288,10 +288,17 @@ class TaskState:
         self.keys = ()
         self.counts = ()
         declared = declarations.tasks.get(self.task_id) if declarations else None
-        kinds = declared.kinds if declared else {}
-        self.excluded = _excluded(kinds)
-        for key, kind in kinds.items():
-            if kind in ATTEMPT_KINDS:
+        if declared is None:
+            kinds: Mapping[Key, str] = {}
+            self.excluded = _NOTHING
+        else:
+            kinds = declared.kinds
+            self.excluded = declared.excluded
+            if not self.metric_names:  # no score yet: every declared key, with nothing counted
+                self.keys = declared.attempt_keys
+                self.counts = _zeros(len(self.keys))
+                return
+            for key in declared.attempt_keys:
                 self._keep(key)
         for metric, columns in self.metrics():
             for output, column in columns.outputs.items():
@@ -327,11 +334,10 @@ def _moved(counts: tuple[int, ...], at: int, n: int, c: int) -> tuple[int, ...]:
     return tuple(items)
 
 
-@lru_cache(maxsize=1024)
-def _excluded_of(kinds: tuple[tuple[Key, str], ...]) -> frozenset[Key]:
-    return frozenset(key for key, kind in kinds if kind not in ATTEMPT_KINDS)
+_NOTHING: Final[frozenset[Key]] = frozenset()
 
 
-def _excluded(kinds: Mapping[Key, str]) -> frozenset[Key]:
-    """The keys declared label or model, one shared set per distinct declaration."""
-    return _excluded_of(tuple(kinds.items()))
+@lru_cache(maxsize=64)
+def _zeros(keys: int) -> tuple[int, ...]:
+    """The (n, c) counts of `keys` keys with no attempt, one shared tuple per length."""
+    return (0,) * (2 * keys)
