@@ -444,7 +444,7 @@ def with_signal(**changes: Any) -> dict[str, Any]:
 def test_a_name_read_again_is_the_same_string_and_every_name_stays_right_past_the_table() -> None:
     """The compiled recogniser hands out a name it read last time as the same str object (the
     fold's lookups then compare one pointer); names past its table's slots, colliding and
-    displacing each other, still decode to what pydantic gives."""
+    displacing each other, and names too long for it, still decode to what pydantic gives."""
     recognise = built()
 
     def score(number: int, task_id: str) -> bytes:
@@ -455,7 +455,7 @@ def test_a_name_read_again_is_the_same_string_and_every_name_stays_right_past_th
     assert isinstance(again, ScoreMeasured)
     assert again.task_id is first.task_id
     assert again.run_id is first.run_id
-    names = [f"task-{number:05d}" for number in range(20_000)]
+    names = [f"task-{number:05d}" for number in range(20_000)] + [f"{'long-' * 40}{number}" for number in range(50)]
     for number, name in enumerate([*names, *reversed(names)]):
         raw = score(number, name)
         fast = recognise(raw)

@@ -3,7 +3,9 @@
 //! again while it stays in a small direct-mapped table: no allocation and no UTF-8 decoding
 //! for a name seen last time, and the fold's dict lookups with it compare one pointer and
 //! reuse the hash the string keeps. The table has a fixed number of slots (a name takes the
-//! slot of its hash, displacing what was there), so its memory is bounded whatever the log.
+//! slot of its hash, displacing what was there), and keeps names of at most `LONGEST` bytes
+//! (ids and names are mostly far shorter; a longer one is made anew each time), so its memory
+//! is bounded whatever the log: ~2 MB for names of ~20 bytes, ~7 MB at most.
 
 use std::sync::Mutex;
 
@@ -11,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 const SLOTS: usize = 1 << 14;
+const LONGEST: usize = 64;
 
 /// A name as read and the Python string made of it.
 type Slot = Option<(Box<str>, Py<PyString>)>;
@@ -26,6 +29,9 @@ impl Names {
 
     /// `text` as a Python string: the one made last time if its slot still holds it.
     pub fn get<'py>(&self, py: Python<'py>, text: &str) -> Bound<'py, PyString> {
+        if text.len() > LONGEST {
+            return PyString::new(py, text);
+        }
         // Called with the GIL held, so never contended: the lock only makes the table Sync.
         let Ok(mut slots) = self.slots.lock() else {
             return PyString::new(py, text);
