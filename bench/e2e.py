@@ -20,7 +20,9 @@ The log is `--runs` synthetic runs (4 by default: big runs); `--events 120000 --
 is a backlog of many small runs (2 tasks of 5 attempts, 52 events each), where the per-run
 costs (a summary, a progress event and a checkpoint record per run) weigh the most.
 `--against PYTHON` also times the worker of another checkout (its venv's interpreter) on
-the same log and broker, right before this one's: a before/after in one run.
+the same log and broker, right before this one's: a before/after in one run; `--pairs N`
+takes N such pairs, alternating, and compares their medians (a shared machine's load moves
+single figures by a third).
 
 The target (0.05 of the ceiling, for the worker on a backlog of many small runs) is checked
 on both figures: sustained, where the publisher takes its share of the two cores, and the
@@ -161,6 +163,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--runs", type=int, default=4, help="runs the log is split into")
     parser.add_argument("--against", metavar="PYTHON", help="another checkout's interpreter, timed first")
+    parser.add_argument("--pairs", type=int, default=1, help="before/after pairs with --against (medians compared)")
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory() as scratch,
@@ -175,10 +178,7 @@ def main() -> None:
         noop = faust_ceiling(raw)
         print(f"faust agent doing nothing: {noop:>10,.0f} events/s  faust/ceiling = {noop / top:.2f}")
         if args.against:
-            before = worker_rate(bootstrap, Path(scratch) / "before", lines, runs, args.against)
-            print(f"worker of {args.against}: {before}  worker/ceiling = {before.rate / top:.3f}")
-            before_backlog = backlog_rate(bootstrap, Path(scratch) / "before-backlog", lines, runs, args.against)
-            print(f"  the same as a backlog: {before_backlog}  worker/ceiling = {before_backlog.rate / top:.3f}")
+            compare(bootstrap, Path(scratch), lines, runs, other=args.against, pairs=args.pairs, top=top)
         piled = backlog_rate(bootstrap, Path(scratch) / "backlog", lines, runs, sys.executable)
         settings = isolated_settings(bootstrap)
         worker = start_worker(settings, Path(scratch) / "worker", sys.executable)
@@ -189,12 +189,6 @@ def main() -> None:
                 f"through broker and worker: {now}  worker/ceiling = {rate / top:.3f}, worker/faust = {rate / noop:.2f}"
             )
             print(f"the same log as a backlog:  {piled}  worker/ceiling = {piled.rate / top:.3f}")
-            if args.against:
-                print(
-                    f"  this checkout / the other: rate {rate / before.rate:.2f}, "
-                    f"CPU per event {now.cpu / before.cpu:.2f}; as a backlog: rate "
-                    f"{piled.rate / before_backlog.rate:.2f}, CPU per event {piled.cpu / before_backlog.cpu:.2f}"
-                )
             print(
                 f"  (targets: >= 20,000 events/s, >= 0.05 of the ceiling, >= 2x the no-op agent: "
                 f"sustained {_verdict(rate, top, noop)}, as a backlog {_verdict(piled.rate, top, noop)})"
@@ -209,6 +203,26 @@ def main() -> None:
                 )
         finally:
             worker.stop()
+
+
+def compare(
+    bootstrap: str, scratch: Path, lines: list[bytes], runs: int, *, other: str, pairs: int, top: float
+) -> None:
+    """`pairs` alternating measures of the other checkout's worker and this one's, sustained
+    and as a backlog; each figure, then the ratios of their medians."""
+    figures: dict[tuple[str, str], list[Sustained]] = {}
+    for pair in range(pairs):
+        for name, python in (("the other", other), ("this checkout", sys.executable)):
+            sustained_ = worker_rate(bootstrap, scratch / f"{name}-{pair}", lines, runs, python)
+            piled = backlog_rate(bootstrap, scratch / f"{name}-backlog-{pair}", lines, runs, python)
+            figures.setdefault((name, "sustained"), []).append(sustained_)
+            figures.setdefault((name, "backlog"), []).append(piled)
+            print(f"{name} ({python}): {sustained_}; as a backlog: {piled}  worker/ceiling = {piled.rate / top:.3f}")
+    for how in ("sustained", "backlog"):
+        this, other_ = figures["this checkout", how], figures["the other", how]
+        rate = statistics.median(f.rate for f in this) / statistics.median(f.rate for f in other_)
+        cpu = statistics.median(f.cpu for f in this) / statistics.median(f.cpu for f in other_)
+        print(f"  this checkout / the other, {how}, medians of {pairs}: rate {rate:.2f}, CPU per event {cpu:.2f}")
 
 
 BACKLOG_SESSION_TIMEOUT = 120.0
@@ -251,8 +265,7 @@ async def _drained(settings: Settings, process: psutil.Process, count: int, runs
 
 def start_worker(settings: Settings, data_dir: Path, python: str) -> WorkerProcess:
     asyncio.run(ensure_topics(settings))
-    # PYTHONSAFEPATH: `python -m` runs the code of that interpreter's checkout, not this directory's.
-    return WorkerProcess(settings, data_dir, env={"PYTHONSAFEPATH": "1"}, python=python)
+    return WorkerProcess(settings, data_dir, python=python)
 
 
 def warm(settings: Settings) -> None:

@@ -23,12 +23,12 @@ and the probes (on both partitions) wait for all their summaries; then it is kil
 over, 10 s, and restore it from the changelog); the fresh-dir figures are for one worker.
 It also prints the changelog's bytes per closed run (keys and values, read back from the topic).
 
-`--retire off on` (the default: both, each on topics of its own, in the same run): `off` is
-the previous behaviour (`EVALSTREAM_RETIRE_CLOSED=0`: closed runs stay in the changelog),
-`on` retires them. The changelog topic is made compacting as fast as the broker allows in
-both (segment.ms 500 ms, tombstones dropped at once: the worker's own configs clean every
-10 minutes), and with `on` the figures are taken once the cleaner has removed every closed
-run's task records (the wait is untimed and printed).
+The changelog topic is made compacting as fast as the broker allows (segment.ms 500 ms,
+tombstones dropped at once: the worker's own configs clean every 10 minutes), and the
+figures are taken once the cleaner has removed every closed run's task records (the wait is
+untimed and printed). `--against PYTHON` measures another checkout's worker (its venv's
+interpreter) the same way, on topics of its own, right before this one's, and prints the
+ratios: a before/after in one run.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -104,14 +105,14 @@ def until_retired(settings: Settings, timeout: float = 600) -> float:
 
 
 class Workers:
-    def __init__(self, settings: Settings, scratch: Path, count: int, *, retire: bool) -> None:
-        self.settings, self.scratch, self.retire = settings, scratch, retire
+    def __init__(self, settings: Settings, scratch: Path, count: int, *, python: str) -> None:
+        self.settings, self.scratch, self.python = settings, scratch, python
         self.processes = [self._start(n, scratch / f"worker-{n}", named=True) for n in range(count)]
 
     def _start(self, n: int, data_dir: Path, *, named: bool) -> WorkerProcess:
         env = {"EVALSTREAM_INSTANCE_ID": f"bench-{n}"} if named else {"EVALSTREAM_INSTANCE_ID": ""}
-        env["EVALSTREAM_RETIRE_CLOSED"] = "1" if self.retire else "0"
-        return WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir, env=env)
+        settings = self.settings.with_overrides(web_port=free_port())
+        return WorkerProcess(settings, data_dir, env=env, python=self.python)
 
     def restart(self, how: str, fresh: bool, tag: str, *, settle: bool = False) -> float:
         """Stop worker 0 (`how`: clean or kill -9), start it again, and time until the probes'
@@ -150,14 +151,14 @@ class Workers:
 
 
 def measure(
-    bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: int, attempts: int, retire: bool
+    bootstrap: str, scratch: Path, runs: int, workers: int, *, tasks: int, attempts: int, python: str
 ) -> dict[str, float]:
-    """The figures (name -> value) it prints."""
+    """The figures (name -> value) it prints, of the worker `python` runs."""
     figures: dict[str, float] = {}
     settings = isolated_settings(bootstrap, partitions=workers)
     asyncio.run(ensure_topics(settings))
     asyncio.run(create_compacting_fast(settings, changelog(settings)))
-    group = Workers(settings, scratch, workers, retire=retire)
+    group = Workers(settings, scratch, workers, python=python)
     try:
         for process in group.processes:
             process.wait_ready()
@@ -165,13 +166,12 @@ def measure(
         keys = {f"closed-{index:06d}".encode() for index in range(runs)}
         asyncio.run(summaries_of(settings, list(run_lines(runs, tasks, attempts)), keys, 3600))
         folded = time.perf_counter() - began
-        cleaned = until_retired(settings) if retire else 0.0
+        cleaned = until_retired(settings)
         per_run = topic_bytes(settings, changelog(settings)) / runs
         archived = topic_bytes(settings, settings.archive_topic) / runs
         figures["changelog bytes per closed run"] = per_run
-        mode = "on" if retire else "off"
         print(
-            f"{runs:>7,} closed runs of {tasks * attempts} attempts, {workers} worker(s), retire {mode}: "
+            f"{runs:>7,} closed runs of {tasks * attempts} attempts, {workers} worker(s), {python}: "
             f"folded in {folded:.0f} s (+{cleaned:.0f} s until cleaned), "
             f"changelog {per_run:,.0f} bytes per closed run, archive {archived:,.0f}",
             flush=True,
@@ -196,34 +196,36 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, nargs="+", default=[1_000, 10_000])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--runs", type=int, nargs="+", default=[1_500, 15_000])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1])
     parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--attempts", type=int, default=5)
-    parser.add_argument("--retire", choices=["off", "on"], nargs="+", default=["off", "on"])
+    parser.add_argument("--against", metavar="PYTHON", help="another checkout's interpreter, measured first")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (worker logs, broker state)")
     args = parser.parse_args()
+    pythons = {"before": args.against, "this": sys.executable} if args.against else {"this": sys.executable}
     with tempfile.TemporaryDirectory() as scratch:
         root = args.keep or Path(scratch)
         with cluster(os.environ.get("EVALSTREAM_BOOTSTRAP"), root / "broker") as bootstrap:
             for workers in args.workers:
                 for runs in args.runs:
-                    measured = {}
-                    for retire in args.retire:
-                        measured[retire] = measure(
+                    measured = {
+                        name: measure(
                             bootstrap,
-                            root / f"{workers}-{runs}-{retire}",
+                            root / f"{workers}-{runs}-{name}",
                             runs,
                             workers,
                             tasks=args.tasks,
                             attempts=args.attempts,
-                            retire=retire == "on",
+                            python=python,
                         )
-                    if len(measured) == 2:
+                        for name, python in pythons.items()
+                    }
+                    if "before" in measured:
                         ratios = ", ".join(
-                            f"{name} {value / measured['off'][name]:.2f}" for name, value in measured["on"].items()
+                            f"{name} {value / measured['before'][name]:.2f}" for name, value in measured["this"].items()
                         )
-                        print(f"  retire on / off, {runs:,} runs, {workers} worker(s): {ratios}", flush=True)
+                        print(f"  this / before, {runs:,} runs, {workers} worker(s): {ratios}", flush=True)
 
 
 if __name__ == "__main__":

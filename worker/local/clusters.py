@@ -84,10 +84,15 @@ def _say(line: str) -> None:
 
 @contextmanager
 def kafka_container() -> Iterator[str]:
-    """testcontainers' Kafka for the duration: its bootstrap servers."""
+    """testcontainers' Kafka for the duration: its bootstrap servers. One node, so its
+    transaction log (the worker writes in transactions) has one replica, as the offsets
+    topic has in testcontainers' own settings."""
     from testcontainers.community.kafka import KafkaContainer
 
-    with KafkaContainer(CONTAINER_IMAGE).with_kraft() as container:
+    container = KafkaContainer(CONTAINER_IMAGE).with_kraft()
+    container.with_env("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1")
+    container.with_env("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "1")
+    with container:
         yield container.get_bootstrap_server()
 
 

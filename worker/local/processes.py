@@ -91,7 +91,9 @@ class WorkerProcess(CommandProcess):
         python: str = sys.executable,
     ) -> None:
         """`env`: more environment variables for the process (on top of this one's); `python`:
-        the interpreter, another checkout's venv for a before/after benchmark."""
+        the interpreter, another checkout's venv for a before/after benchmark. It runs in its
+        data dir, so that `-m` finds the package that interpreter installed, not the one in
+        this process's working directory."""
         self.settings = settings
         self.log_path = data_dir / "worker.log"
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -104,7 +106,7 @@ class WorkerProcess(CommandProcess):
             "--loglevel", loglevel,
         ]  # fmt: skip
         with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=data_dir)
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         """Until faust says the worker is ready (partitions assigned, state recovered)."""
