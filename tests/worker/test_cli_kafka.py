@@ -13,6 +13,7 @@ import pytest
 from events.codec import encode
 from tests.builders import scored_run
 from tests.projections.examples import BASELINE, CANDIDATE, EXAMPLE_LOG
+from tests.worker.pipes import into_head
 from worker.local.processes import WorkerProcess, topic_flags
 from worker.settings import Settings
 
@@ -102,3 +103,16 @@ def test_retry_reads_the_summary_and_attempts_per_task_from_the_topics(worker: W
         ("c", 2),
     ]
     assert b"(attempts_per_task 2, from its run.progress in topic " in listed.stderr
+
+
+def test_summaries_into_head_stops_quietly(worker: WorkerProcess) -> None:
+    """`evalstream summaries | head -n1`: the reader leaves, the command ends there, exit 0."""
+    settings = worker.settings
+    assert evalstream(settings, "publish", str(EXAMPLE_LOG)).returncode == 0
+    deadline = time.monotonic() + 60
+    while len(evalstream(settings, "summaries").stdout) < 100_000:  # many pages: still writing when head leaves
+        assert time.monotonic() < deadline, "the worker did not summarise the example log"
+        time.sleep(0.5)
+    piped = into_head("summaries", *topic_flags(settings))
+    assert (piped.code, piped.stderr) == (0, "")
+    assert orjson.loads(piped.read)["type"] == "run.summary"

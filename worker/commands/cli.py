@@ -2,7 +2,9 @@
 
 Every command fails the same way (`worker.failure`): a sentence on stderr after
 the command's name, exit code 2 for bad usage or input and 1 for an environment that is
-not there, and no traceback unless `--debug` (or EVALSTREAM_DEBUG=1) asks for one.
+not there, and no traceback unless `--debug` (or EVALSTREAM_DEBUG=1) asks for one. A command
+whose output's reader has gone (`| head`) stops there, quietly, exit 0
+(`worker.commands.closed_output`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from events.schema import write_schemas
 from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.replayer import ReplayStats
 from worker.commands import redact
+from worker.commands.closed_output import CLOSED, reader_gone
 from worker.commands.digest import digest
 from worker.commands.importing import SOURCES
 from worker.commands.refused import refusal
@@ -65,6 +68,8 @@ def _replay(args: argparse.Namespace) -> int:
                 jobs=args.jobs,
                 closed_caches_bytes=args.closed_caches_mb * 2**20,
             )
+        except BrokenPipeError:
+            raise  # a write to an output whose reader has gone (`main` ends quietly), not a read
         except OSError as error:
             raise CommandError(f"reading {args.path} failed: {error}") from None
     _replayed(stats, "lines")
@@ -653,6 +658,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
+        if isinstance(error, BrokenPipeError) and reader_gone():
+            return CLOSED
         if debug:
             raise
         message, code = _explained(error, args)
