@@ -141,14 +141,17 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from worker.commands.checked import checked
     from worker.commands.clients import publish
     from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
     with opened(args.path, EVENT_LOG) as stream:
+        log = checked(stream, sys.stderr, skip_invalid=args.skip_invalid)  # before any broker is asked
         asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
-        sent = asyncio.run(publish(settings, stream))
-    print(f"published {sent} messages to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
+        sent = asyncio.run(publish(settings, log.lines))
+    skipped = f" ({log.invalid} invalid lines skipped)" if log.invalid else ""
+    print(f"published {sent} messages to {settings.events_topic} at {settings.bootstrap}{skipped}", file=sys.stderr)
     return 0
 
 
@@ -512,11 +515,16 @@ def _client_parsers(commands: Commands) -> None:
     publish = _command(
         commands,
         "publish",
-        "publish a JSONL event log to the events topic, keyed by run_id",
+        "publish a JSONL event log to the events topic, keyed by run_id, once every line is a valid event",
         "evalstream publish log.jsonl --bootstrap kafka:9092",
         _publish,
     )
     publish.add_argument("path", help="a JSON Lines event log, or - for stdin")
+    publish.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="publish the valid lines and report the rest (default: an invalid line publishes nothing, exit 2)",
+    )
     _connection_flags(publish)
 
     summaries = _command(
