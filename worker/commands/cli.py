@@ -90,6 +90,13 @@ def _replay_topic(args: argparse.Namespace, progress_every: int | None) -> int:
             closed_caches_bytes=args.closed_caches_mb * 2**20,
         )
     )
+    if args.run is not None and not (stats.applied or stats.redeliveries or stats.ignored or stats.skipped):
+        raise CommandError(
+            f"no event of run {args.run!r} in topic {settings.events_topic!r} at {settings.bootstrap} "
+            f"({stats.lines} records read); check the run id (`evalstream summaries` prints the closed runs, "
+            "the dashboard lists every run)",
+            ENVIRONMENT,
+        )
     _replayed(stats, f"records of {settings.events_topic}")
     return 0
 
@@ -351,7 +358,7 @@ def _replay_parser(commands: Commands) -> None:
         action="store_true",
         help="fold the events topic itself (as it stands now) instead of a file; no worker, no state touched",
     )
-    command.add_argument("--run", metavar="ID", help="with --from-topic: only this run")
+    command.add_argument("--run", metavar="ID", help="with --from-topic: only this run (exit 1 when it has no event)")
     command.add_argument("--progress", action="store_true", help="also print run.progress events")
     command.add_argument(
         "--progress-every",
