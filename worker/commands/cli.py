@@ -32,7 +32,7 @@ from worker.commands.digest import digest
 from worker.commands.importing import SOURCES
 from worker.commands.refused import refusal
 from worker.commands.replay import replay
-from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing
+from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing, unreachable
 from worker.local import broker_flags
 from worker.settings import Settings
 
@@ -694,11 +694,7 @@ def _explained(error: Exception, args: argparse.Namespace) -> tuple[str, int]:
     if (refused := refusal(error, settings)) is not None:
         return refused, ENVIRONMENT
     if isinstance(error, KafkaConnectionError):
-        return (
-            f"cannot reach a Kafka broker at {settings.bootstrap} (the connection failed). Start one with "
-            "`evalstream broker start`, or point --bootstrap (or EVALSTREAM_BOOTSTRAP) at a running cluster.",
-            ENVIRONMENT,
-        )
+        return unreachable(settings.bootstrap, secure=settings.security.protocol != "PLAINTEXT"), ENVIRONMENT
     if isinstance(error, TopicMissing):
         missing = topic_missing(error.topic, settings.bootstrap)
         return str(missing), missing.code
