@@ -26,7 +26,7 @@ from events.importers.source import SourceError
 from events.schema import write_schemas
 from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.replayer import ReplayStats
-from worker.commands import redact
+from worker.commands import redact, worker_log
 from worker.commands.closed_output import CLOSED, reader_gone
 from worker.commands.digest import digest
 from worker.commands.importing import SOURCES
@@ -130,16 +130,17 @@ def _worker(args: argparse.Namespace) -> int:
     if created:
         print(f"created topics: {', '.join(created)}", flush=True)
     # faust leaves logging alone (override_logging=False); without a handler only warnings show.
-    level = {"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper())
-    logging.basicConfig(level=level, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    worker_log.setup({"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper()))
     redact.install(settings.secrets())  # aiokafka's debug log holds the SASL handshake's bytes
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     refused: list[NewerStore] = []
     app = build_app(settings, refused)
     keep_local_state(app, settings)
     quiet_collector()
+    worker = faust.Worker(app, loglevel=args.loglevel, override_logging=False)
+    worker.spinner = None  # its cursor codes would go into the log; faust logs "Ready" instead
     try:
-        faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
+        worker.execute_from_commandline()
     except SystemExit:
         if refused:
             raise CommandError(str(refused[0]), ENVIRONMENT) from None
