@@ -122,7 +122,7 @@ def _explain(error: ValidationError) -> DecodeError:
                 "not-json", f"nested too deep: arrays and objects more than {MAX_DEPTH} levels deep ({detail})"
             )
         return DecodeError("not-json", f"not valid JSON: {detail}")
-    if kind in {"model_attributes_type", "dict_type"} or (kind.endswith("_type") and not first["loc"]):
+    if kind.endswith("_type") and not first["loc"]:  # the message itself; a field's object is a field's
         return DecodeError("not-object", "a message must be one JSON object")
     if kind == "union_tag_not_found" and first["loc"] == ():
         return DecodeError("missing-field", f'missing "type"; expected one of {", ".join(INPUT_TYPES)}')

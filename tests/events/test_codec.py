@@ -113,6 +113,12 @@ def test_encoding_is_deterministic_and_round_trips() -> None:
         (raw(occurred_at="yesterday"), "invalid-field", "RFC 3339"),
         (raw(occurred_at="2026-11-30T12:00:00"), "invalid-field", "RFC 3339"),
         (b"[" * 5000 + b"]" * 5000, "not-json", "nested too deep"),
+        (
+            b'{"schema_version":1,"type":"run.started","event_id":"e","run_id":"r","tasks":[],"labels":"suite"}',
+            "invalid-field",
+            "run.started: field 'labels': Input should be an object",
+        ),
+        (raw(outputs=[["s", 1.0]]), "invalid-field", "field 'outputs.0': Input should be an object"),
     ],
 )
 def test_bad_messages_are_refused_with_a_reason(message: bytes, code: str, says: str) -> None:
