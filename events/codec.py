@@ -25,6 +25,11 @@ MAX_EVENT_BYTES: Final = 8 * 1024 * 1024
 25,000 tasks with four metrics each is about 1.2 MB, over Kafka's 1 MB default, so the
 topics and clients are configured for this limit instead."""
 
+MAX_DEPTH: Final = 201
+"""Deepest nesting of arrays and objects read; deeper is refused as "not-json" (the limit of
+pydantic's JSON parser, which every refusal comes from: the fast paths leave a message they
+cannot parse to it). A v1 event nests 7 deep at most."""
+
 INPUT_TYPES: Final = ("run.started", "trial.finished", "score.emitted", "run.closed")
 
 _ADAPTER: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
@@ -111,8 +116,13 @@ def _explain(error: ValidationError) -> DecodeError:
     first = problems[0]
     kind = first["type"]
     if kind == "json_invalid":
-        return DecodeError("not-json", f"not valid JSON: {first['ctx']['error']}")
-    if kind in {"model_attributes_type", "dict_type"} or (kind.endswith("_type") and not first["loc"]):
+        detail = first["ctx"]["error"]
+        if detail.startswith("recursion limit exceeded"):
+            return DecodeError(
+                "not-json", f"nested too deep: arrays and objects more than {MAX_DEPTH} levels deep ({detail})"
+            )
+        return DecodeError("not-json", f"not valid JSON: {detail}")
+    if kind.endswith("_type") and not first["loc"]:  # the message itself; a field's object is a field's
         return DecodeError("not-object", "a message must be one JSON object")
     if kind == "union_tag_not_found" and first["loc"] == ():
         return DecodeError("missing-field", f'missing "type"; expected one of {", ".join(INPUT_TYPES)}')

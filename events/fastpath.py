@@ -10,8 +10,8 @@ output names given twice, integers past 64 bits), and builds the same frozen mod
 (`_new`). `run.started` is left to pydantic: building its many small models in Python costs
 about what pydantic takes to validate them.
 
-On anything it is not certain of it returns None and `decode` validates the message with
-pydantic. So every refusal comes from the pydantic path, its code and sentence unchanged by
+On anything it is not certain of, or cannot parse, it returns None and `decode` validates
+the message with pydantic. So every refusal comes from the pydantic path, its code and sentence unchanged by
 construction; what must hold here is only that what this accepts, pydantic accepts with
 equal fields (`tests/events/test_fastpath.py`).
 """
@@ -125,7 +125,9 @@ def recognise(raw: bytes | str) -> InputEvent | None:
     """The event `raw` holds, when it has a common valid shape; None: validate it with pydantic."""
     try:
         shape = _DECODER.decode(raw)
-    except (msgspec.DecodeError, UnicodeError):  # UnicodeError: a str with a lone surrogate
+    # UnicodeError: a str with a lone surrogate. RecursionError: msgspec's depth limit, met
+    # where it skips a value nested ~1,000 deep (pydantic's parser refuses it sooner).
+    except (msgspec.DecodeError, UnicodeError, RecursionError):
         return None
     at = shape.occurred_at
     if shape.schema_version != 1 or (type(at) is str and not _timestamp(at)):

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import orjson
 
-from events.nonfinite import wire_float
-from projections.aggregates import compensated_sum, finite
+from projections.aggregates import compensated_sum
 from projections.passk import Tally
 from projections.placed import PlacedTallies
 from projections.run import RunState
@@ -48,14 +47,15 @@ def harbor_estimate(n: int, c: int, k: int) -> float:
 
 
 def value_label(value: float) -> str:
-    """A value as a reward_stats key: Python's repr, non-finite as on the wire."""
+    """A value as a reward_stats key: Python's repr, as Harbor's result.json has it, the
+    non-finite values too ("nan", "inf", "-inf"; not the wire's "NaN" and "Infinity")."""
     # It runs once per attempt of a summary, and repr formats a float digit by digit: the
     # usual rewards are spelled out (0.0 by its sign: -0.0 == 0.0).
     if value == 1.0:
         return "1.0"
     if value == 0.0:
         return "0.0" if math.copysign(1.0, value) > 0.0 else "-0.0"
-    return repr(value) if finite(value) else str(wire_float(value))
+    return repr(value)
 
 
 def harbor_stats(run: RunState, tasks: list[TaskContribution], cache: SummaryCache) -> dict[str, Any]:

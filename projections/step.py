@@ -10,7 +10,9 @@ due, already encoded. The callers differ only in I/O, and in when they publish p
 A step fails closed: if applying the event or building the summary it makes due raises,
 the run is rolled back to what it was before the event (`projections.savepoint`) and the
 message is rejected with the code "internal-error", so that the worker dead-letters it,
-replay reports it and goes on, and both fold the rest of the log from the same state.
+replay reports it and goes on, and both fold the rest of the log from the same state. A
+decode that raises anything but `DecodeError` (a bug: bad input is always a `DecodeError`)
+is rejected the same way, touching no run.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ def step(
         event = decode(value)
     except DecodeError as error:
         return Stepped(None, None, Rejected(error.code, str(error)))
+    except Exception as error:
+        detail = f"decoding failed ({type(error).__name__}: {error}). This is a bug in evalstream: report it"
+        return Stepped(None, None, Rejected("internal-error", detail), failure=error)
     if keyed and key != event.run_id.encode():
         reason = f"message key {key!r} is not the event's run_id {event.run_id!r}; key each event by its run_id"
         return Stepped(None, None, Rejected("key-mismatch", reason))

@@ -36,6 +36,26 @@ def topic_missing(
     )
 
 
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
+"""Where `evalstream broker start` listens."""
+
+
+def unreachable(bootstrap: str, *, secure: bool) -> str:
+    """What to say of a `bootstrap` no broker answered at: where it was, and what to do. When
+    it names this machine, the local broker to start, on the port asked (the secured one for a
+    `secure` client)."""
+    said = f"cannot reach a Kafka broker at {bootstrap} (the connection failed)."
+    elsewhere = "point --bootstrap (or EVALSTREAM_BOOTSTRAP) at a running cluster"
+    first = bootstrap.split(",", maxsplit=1)[0].strip()
+    host, _, port = first.rpartition(":")
+    if not port.isdigit():  # no port given: Kafka's default
+        host, port = first, "9092"
+    if host not in LOCAL_HOSTS:
+        return f"{said} Check that a broker runs at {first} and that this machine may reach it, or {elsewhere}."
+    flags = f"--secure --port {port}" if secure else f"--port {port}"
+    return f"{said} Start one with `evalstream broker start {flags}`, or {elsewhere}."
+
+
 @contextmanager
 def opened(path: str, expected: str) -> Iterator[BinaryIO]:
     """`path` open for reading (`-`: stdin), or a `CommandError` saying why it cannot be;

@@ -308,3 +308,30 @@ def test_a_second_dashboard_on_a_port_in_use_says_so(worker: WorkerProcess, dash
     assert done.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr.decode()
     assert "Traceback" not in done.stderr.decode()
+
+
+def test_a_run_not_seen_is_drawn_as_not_found_and_fills_in_when_it_comes(
+    worker: WorkerProcess, dashboard: DashboardProcess, page: Page, shots: Path
+) -> None:
+    """`/run?id=...` of a run nothing has come of says so: no open status, no progress bar.
+    The page is live all the same: the run's records, when they come, draw it in place."""
+    worker.wait_ready()
+    run_id = "not-yet"
+    page.goto(url(dashboard, "/run", id=run_id))
+    expect(page.locator("#run-head .not-found")).to_contain_text(
+        f"Run not found: no progress or summary of run {run_id}"
+    )
+    expect(page).to_have_title(f"run {run_id}: not found · evalstream")
+    for open_run in ("progress", ".status", "#run-figures h2", "#run-details p"):
+        expect(page.locator(open_run)).to_have_count(0)
+    page.screenshot(path=shots / "run-not-found.png", full_page=True)
+    page.evaluate("window.sameDocument = true")  # gone if the page reloads
+    spec = task_spec("t1", {"reward.score": "continuous"})
+    publish(
+        worker.settings,
+        [started(run_id, [spec]), score("t1", "a", "reward", {"score": 1.0}, run_id=run_id), closed(run_id)],
+    )
+    expect(page.locator('#run-head [data-fact="status"]')).to_have_text("closed: completed", timeout=LIVE * 1000)
+    expect(page.locator(".not-found")).to_have_count(0)
+    expect(page.locator("#run-figures")).to_have_attribute("data-from", "summary", timeout=LIVE * 1000)
+    assert page.evaluate("window.sameDocument") is True

@@ -71,7 +71,12 @@ def test_every_route_answers_in_the_form_asked_for() -> None:
             ).status == 404
             missing = await client.get("/run", params={"id": "nope"})
             assert missing.status == 404
-            assert 'id="run-head"' in await missing.text()  # a live page that fills in when the run comes
+            drawn = await missing.text()
+            assert 'id="run-head"' in drawn  # a live page that fills in when the run comes
+            assert "Run not found: no progress or summary of run nope has reached this dashboard" in drawn
+            assert "<title>run nope: not found" in drawn
+            for open_run in ("<progress", 'class="status', "none yet (the run is open)", "pass@k and pass^k"):
+                assert open_run not in drawn
             assert (await client.get("/run")).status == 400
             assert (await client.post("/", data=b"x")).status == 405
             assert (await client.get("/static/dashboard.js")).status == 200

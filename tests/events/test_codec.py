@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from events.codec import MAX_EVENT_BYTES, DecodeError, decode, decode_in_python, encode
+from events import fastpath
+from events.codec import MAX_DEPTH, MAX_EVENT_BYTES, DecodeError, decode, decode_in_python, encode, validate
 from events.models import RunClosed, ScoreEmitted
 from tests.native import native
 
@@ -111,7 +112,13 @@ def test_encoding_is_deterministic_and_round_trips() -> None:
         (raw(outputs=[{"name": "s", "value": 7}]).replace(b"7", str(2**70).encode()), "invalid-field", "64 bits"),
         (raw(occurred_at="yesterday"), "invalid-field", "RFC 3339"),
         (raw(occurred_at="2026-11-30T12:00:00"), "invalid-field", "RFC 3339"),
-        (b"[" * 5000 + b"]" * 5000, "not-json", "recursion limit"),
+        (b"[" * 5000 + b"]" * 5000, "not-json", "nested too deep"),
+        (
+            b'{"schema_version":1,"type":"run.started","event_id":"e","run_id":"r","tasks":[],"labels":"suite"}',
+            "invalid-field",
+            "run.started: field 'labels': Input should be an object",
+        ),
+        (raw(outputs=[["s", 1.0]]), "invalid-field", "field 'outputs.0': Input should be an object"),
     ],
 )
 def test_bad_messages_are_refused_with_a_reason(message: bytes, code: str, says: str) -> None:
@@ -119,6 +126,48 @@ def test_bad_messages_are_refused_with_a_reason(message: bytes, code: str, says:
         decode(message)
     assert refused.value.code == code
     assert says in str(refused.value)
+
+
+def nested_objects(depth: int) -> bytes:
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+def nested_arrays(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+DEEP = 3_000
+"""Past msgspec's recursion limit (~1,000) as well as pydantic's parser's."""
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        nested_objects(DEEP),
+        nested_arrays(DEEP),
+        b'{"extra":' + nested_objects(DEEP) + b"," + raw()[1:],  # before "type": msgspec skips it
+        raw()[:-1] + b',"extra":' + nested_objects(DEEP) + b"}",
+        raw(outputs=[{"name": "s", "value": 7}]).replace(b"7", nested_arrays(DEEP)),
+        raw(status="failed", failure="trial", outputs=...)[:-1] + b',"error":' + nested_objects(DEEP) + b"}",
+        nested_objects(DEEP).decode(),
+    ],
+)
+def test_a_message_nested_too_deep_is_not_json_on_every_path(message: bytes | str) -> None:
+    """However deep, wherever the nesting is: the sender's fault, said as such, never a
+    RecursionError (msgspec raises one where it skips a deep value)."""
+    assert fastpath.recognise(message) is None
+    for decoder in (decode, decode_in_python, validate):
+        with pytest.raises(DecodeError) as refused:
+            decoder(message)
+        assert refused.value.code == "not-json"
+        assert f"nested too deep: arrays and objects more than {MAX_DEPTH} levels deep" in str(refused.value)
+
+
+def test_the_depth_limit_is_max_depth() -> None:
+    with pytest.raises(DecodeError, match="one JSON object"):
+        decode(nested_arrays(MAX_DEPTH))
+    with pytest.raises(DecodeError, match="nested too deep"):
+        decode(nested_arrays(MAX_DEPTH + 1))
 
 
 def test_non_finite_numbers_are_refused_where_none_are_allowed() -> None:

@@ -80,7 +80,14 @@ ids = mostly(
     st.sampled_from(["x" * 129, "r" * 257, ""]),
 )
 timestamps = mostly(
-    st.sampled_from(["2026-11-30T12:00:00Z", "2026-11-30T12:00:00.5+01:00", "2026-11-30t12:00:00.123456789z"]),
+    st.sampled_from(
+        [
+            "2026-11-30T12:00:00Z",
+            "2026-11-30T12:00:00.5+01:00",
+            "2026-11-30t12:00:00.123456789z",
+            "2016-12-31T23:59:60Z",  # a leap second: valid, read as the next second
+        ]
+    ),
     st.sampled_from(
         [
             "2026-11-30T12:00:00",
@@ -540,3 +547,38 @@ def test_an_integer_or_float_for_a_float_field_is_read_as_pydantic_reads_it(reco
         else:
             assert fast is not None, raw
             assert_same(fast, slow)
+
+
+def as_array(record: dict[str, Any]) -> list[Any]:
+    """A record as the array of its values in order: what serde's derived readers also take."""
+    return list(record.values())
+
+
+TRIAL_USED = {**ENVELOPE, "type": "trial.finished", **VALID["trial.finished"][1], "status": "failed"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**TRIAL_USED, "usage": [1, 2, 0.5]},
+        {**TRIAL_USED, "usage": []},
+        {**TRIAL_USED, "error": ["E", "message"]},
+        {**SCORE, "outputs": [["a", 1]]},
+        as_array(TRIAL_USED),
+        as_array(SCORE),
+        as_array({**ENVELOPE, "type": "run.closed", "reason": "completed"}),
+        as_array(STARTED),
+        {**STARTED, "tasks": [as_array(TASK)]},
+        with_task(metrics=[as_array(METRIC)]),
+        with_task(metrics=[{"metric_type": "m", "outputs": [["a", "continuous"]]}]),
+        with_task(views=[as_array(VIEW)]),
+        with_task(views=[{**VIEW, "signals": [as_array(SIGNAL)]}]),
+    ],
+)
+def test_a_record_given_as_an_array_of_its_values_is_left_to_pydantic(
+    recognise: Recognise, body: dict[str, Any] | list[Any]
+) -> None:
+    """The models take an object where a record goes, never an array of its fields in order."""
+    raw = orjson.dumps(body)
+    assert outcome(raw) is not None
+    assert recognise(raw) is None

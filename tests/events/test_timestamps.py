@@ -1,14 +1,15 @@
 """`epoch_seconds` against the rule: RFC 3339's pattern, then
-`datetime.fromisoformat(value.upper()).timestamp()`, on values drawn near and across its
-bounds, each read twice (the second read answers from the value kept); and the compiled
-recogniser's reading of the common forms (`events._native.epoch_seconds_of`) against it."""
+`datetime.fromisoformat(value.upper()).timestamp()` (a leap second, second 60, read as the
+second after it), on values drawn near and across its bounds, each read twice (the second read
+answers from the value kept); and the compiled recogniser's reading of the common forms
+(`events._native.epoch_seconds_of`) against it."""
 
 from __future__ import annotations
 
 import re
 import struct
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -25,9 +26,11 @@ def reference(value: str) -> float | None:
     """The moment, or None where the rule refuses the value."""
     if PATTERN.fullmatch(value) is None:
         return None
+    leap = value[17:19] == "60"
     try:
-        return datetime.fromisoformat(value.upper()).timestamp()
-    except ValueError:
+        moment = datetime.fromisoformat((value[:17] + "59" + value[19:] if leap else value).upper())
+        return (moment + timedelta(seconds=leap)).timestamp()
+    except (ValueError, OverflowError):
         return None
 
 
@@ -122,6 +125,7 @@ def near_common(draw: st.DrawFn) -> tuple[str, bool]:
     value += zone
     common = (
         1686 <= year <= 2254
+        and second < 60  # a leap second is the rule's to read
         and len(fraction) <= 6
         and fraction.isascii()
         and fraction.isdigit() | (fraction == "")
@@ -149,7 +153,7 @@ def test_any_text_reads_as_the_rule_reads_it(value: str) -> None:
 
 def test_a_value_read_after_a_valid_one_is_checked() -> None:
     assert epoch_seconds("2026-11-30T12:00:59.9999999Z") == 1796040059.999999
-    for refused in ("2026-11-30T12:00:60Z", "2026-11-30T12:00:5xZ", "2026-11-30T12:00:00.Z", "2026-11-30T12:00:00,5Z"):
+    for refused in ("2026-11-30T12:00:61Z", "2026-11-30T12:00:5xZ", "2026-11-30T12:00:00.Z", "2026-11-30T12:00:00,5Z"):
         assert epoch_seconds("2026-11-30T12:00:00Z") == 1796040000.0
         with pytest.raises(ValueError, match="RFC 3339"):
             epoch_seconds(refused)
@@ -159,9 +163,29 @@ def test_the_validator_keeps_the_value_as_written() -> None:
     assert rfc3339("2026-11-30t12:00:00.5z") == "2026-11-30t12:00:00.5z"
 
 
+@pytest.mark.parametrize(
+    ("leap", "next_second"),
+    [
+        ("2016-12-31T23:59:60Z", "2017-01-01T00:00:00Z"),
+        ("2016-12-31t23:59:60.5z", "2017-01-01T00:00:00.5Z"),
+        ("2017-01-01T00:59:60+01:00", "2017-01-01T01:00:00+01:00"),
+        ("2015-06-30T23:59:60.999999-00:00", "2015-07-01T00:00:00.999999Z"),
+    ],
+)
+def test_a_leap_second_is_read_as_the_second_after_it(leap: str, next_second: str) -> None:
+    """RFC 3339 allows second 60; POSIX time has no such second and counts it as the next."""
+    assert bits(read(leap)) == bits(read(next_second))
+    assert bits(epoch_seconds(leap)) == bits(epoch_seconds(next_second))  # the kept value is its own
+
+
+def test_a_leap_second_past_the_last_day_is_refused() -> None:
+    assert read("9999-12-31T23:59:60Z") is None
+    assert read("9999-12-31T23:59:59Z") is not None
+
+
 def test_a_refused_timestamp_is_a_dead_letter_reason() -> None:
-    line = b'{"schema_version":1,"type":"run.closed","event_id":"e","run_id":"r","occurred_at":"2026-11-30T12:00:60Z"}'
-    decode(line.replace(b":60Z", b":59Z"))
+    line = b'{"schema_version":1,"type":"run.closed","event_id":"e","run_id":"r","occurred_at":"2026-11-30T12:00:61Z"}'
+    decode(line.replace(b":61Z", b":59Z"))
     with pytest.raises(DecodeError) as refused:
         decode(line)
     assert refused.value.code == "invalid-field"

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import builders
+from events import builders, codec
 from events.codec import encode, encode_payload
 from events.models import InputEvent
+from projections import step as step_module
 from projections.applied import fingerprint
 from projections.progress import progress
 from projections.run import RunState
@@ -104,3 +106,28 @@ def test_every_kind_of_event_fails_closed_at_every_point() -> None:
     run = RunState("run")
     outputs = [stepped_through_every_fault(run, event, log).summary for event in log]
     assert outputs == clean(log)
+
+
+def test_a_decode_that_raises_costs_its_message_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bad input is always a `DecodeError`; should decoding raise anything else (a bug), that
+    message is rejected as internal-error, no run is touched, and the rest of the log folds."""
+    log: list[InputEvent] = [
+        builders.started("run", [builders.task_spec("a", {"reward.score": "continuous"})]),
+        builders.score("a", "a-1", "reward", {"score": 1.0}, event_id="bad"),
+        builders.score("a", "a-2", "reward", {"score": 0.0}),
+        builders.closed("run"),
+    ]
+
+    def decode(raw: bytes | str) -> InputEvent:
+        if b'"bad"' in (raw if isinstance(raw, bytes) else raw.encode()):
+            raise RecursionError("maximum recursion depth exceeded")
+        return codec.decode(raw)
+
+    monkeypatch.setattr(step_module, "decode", decode)
+    run = RunState("run")
+    stepped = [step(encode(event), lambda _: run) for event in log]
+    rejected = stepped[1].rejected
+    assert rejected is not None
+    assert (rejected.code, stepped[1].run, type(stepped[1].failure)) == ("internal-error", None, RecursionError)
+    assert "decoding failed (RecursionError: maximum recursion depth exceeded)" in rejected.detail
+    assert [done.summary for done in stepped[:1] + stepped[2:]] == clean(log[:1] + log[2:])

@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.models import InputEvent, TrialFinished
-from events.nonfinite import wire_float
 from projections.harbor import value_label
 from projections.summary import summary
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
@@ -89,6 +88,8 @@ def test_reward_stats_from_non_null_attempts_in_log_order_across_tasks() -> None
         score("t1", "a", "r", {"s": 1.0}),
         score("t2", "b", "r", {"s": 0.25}),
         score("t2", "c", "r", {"s": "NaN"}),
+        score("t1", "h", "r", {"s": "Infinity"}),
+        score("t2", "i", "r", {"s": "-Infinity"}),
         dead("t2", "d", "r"),
         broken("t1", "e", "r"),
         score("t1", "f", "r", {"s": 1}),
@@ -98,7 +99,7 @@ def test_reward_stats_from_non_null_attempts_in_log_order_across_tasks() -> None
         score("t2", "b", "n", {"steps": 3}),
     ]
     assert ordered(harbor(log)["reward_stats"]) == [
-        ("r.s", [("1.0", ["a", "f", "g"]), ("0.25", ["b", "b"]), ("NaN", ["c"])]),
+        ("r.s", [("1.0", ["a", "f", "g"]), ("0.25", ["b", "b"]), ("nan", ["c"]), ("inf", ["h"]), ("-inf", ["i"])]),
         ("n.steps", [("3.0", ["b"])]),
     ]
 
@@ -195,5 +196,10 @@ def test_a_key_without_any_k_is_left_out() -> None:
 
 @given(st.floats() | st.sampled_from([0.0, -0.0, 1.0, -1.0, 1.0000000000000002, 5e-324]))
 def test_a_reward_label_is_the_value_as_python_writes_it(value: float) -> None:
-    """The labels spelled out for the usual rewards (0.0 of either sign, 1.0) are repr's."""
-    assert value_label(value) == (repr(value) if math.isfinite(value) else str(wire_float(value)))
+    """The labels spelled out for the usual rewards (0.0 of either sign, 1.0) are repr's, and so
+    are the non-finite ones: Harbor's result.json spells them "nan", "inf" and "-inf"."""
+    assert value_label(value) == repr(value)
+
+
+def test_non_finite_reward_labels_are_spelled_as_harbor_writes_them() -> None:
+    assert [value_label(value) for value in (math.nan, math.inf, -math.inf)] == ["nan", "inf", "-inf"]

@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.projections.examples import EXAMPLE_LOG
+from worker import failure
 from worker.commands.cli import parser
 from worker.local.processes import free_port, isolated_settings
 from worker.runtime.topics import ensure_topics
 
 NOISE = ("Traceback", "Unclosed", "Unable connect", "object at 0x")
 MISSING = "/nonexistent/log.jsonl"
-UNREACHABLE = f"127.0.0.1:{free_port()}"  # nothing listens there
+UNREACHABLE_PORT = free_port()
+UNREACHABLE = f"127.0.0.1:{UNREACHABLE_PORT}"  # nothing listens there
 HARBOR_JOB = Path(__file__).parents[1] / "fixtures" / "harbor" / "job-mixed"
 
 
@@ -59,7 +61,7 @@ def unreachable(*args: str) -> Case:
     return Case(
         (*args, "--bootstrap", UNREACHABLE),
         1,
-        (f"cannot reach a Kafka broker at {UNREACHABLE}", "evalstream broker start"),
+        (f"cannot reach a Kafka broker at {UNREACHABLE}", f"`evalstream broker start --port {UNREACHABLE_PORT}`"),
     )
 
 
@@ -175,3 +177,19 @@ def test_what_is_not_there_on_a_running_broker_is_named(bootstrap: str, tmp_path
     Case(("summaries", "--run", "nope", *flags), 1, ("no summary of run 'nope'",)).check()
     Case(("watch", "nope", "--timeout", "1", *flags), 1, ("no progress of run 'nope'", "in 1 s")).check()
     Case(("gate", "nope", "nada", *flags), 1, ("no summary of run 'nope' and 'nada' in topic",)).check()
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "secure", "says"),
+    [
+        ("127.0.0.1:19092", False, "Start one with `evalstream broker start --port 19092`"),
+        ("localhost:9093,localhost:9095", False, "Start one with `evalstream broker start --port 9093`"),
+        ("localhost", False, "Start one with `evalstream broker start --port 9092`"),
+        ("127.0.0.1:29094", True, "Start one with `evalstream broker start --secure --port 29094`"),
+        ("kafka.internal:9092", False, "Check that a broker runs at kafka.internal:9092 and that this machine"),
+    ],
+)
+def test_the_unreachable_broker_hint_is_for_the_address_asked(bootstrap: str, secure: bool, says: str) -> None:
+    said = failure.unreachable(bootstrap, secure=secure)
+    assert said.startswith(f"cannot reach a Kafka broker at {bootstrap} (the connection failed). ")
+    assert says in said

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -13,7 +14,10 @@ import pytest
 from events.codec import encode
 from tests.builders import scored_run
 from tests.projections.examples import BASELINE, CANDIDATE, EXAMPLE_LOG
-from worker.local.processes import WorkerProcess, topic_flags
+from tests.worker.pipes import into_head
+from worker.local.processes import WorkerProcess, isolated_settings, topic_flags
+from worker.local.records import read_whole
+from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 
 pytestmark = pytest.mark.kafka
@@ -102,3 +106,67 @@ def test_retry_reads_the_summary_and_attempts_per_task_from_the_topics(worker: W
         ("c", 2),
     ]
     assert b"(attempts_per_task 2, from its run.progress in topic " in listed.stderr
+
+
+def test_summaries_into_head_stops_quietly(worker: WorkerProcess) -> None:
+    """`evalstream summaries | head -n1`: the reader leaves, the command ends there, exit 0."""
+    settings = worker.settings
+    assert evalstream(settings, "publish", str(EXAMPLE_LOG)).returncode == 0
+    deadline = time.monotonic() + 60
+    while len(evalstream(settings, "summaries").stdout) < 100_000:  # many pages: still writing when head leaves
+        assert time.monotonic() < deadline, "the worker did not summarise the example log"
+        time.sleep(0.5)
+    piped = into_head("summaries", *topic_flags(settings))
+    assert (piped.code, piped.stderr) == (0, "")
+    assert orjson.loads(piped.read)["type"] == "run.summary"
+
+
+INVALID_LINES = {
+    2: b"garbage",
+    4: b'{"schema_version":2,"type":"run.closed","event_id":"e-2","run_id":"r-1"}',
+    5: b'{"schema_version":1,"type":"run.closed","event_id":"e-3","run_id":"r-1"' + b"[" * 3000,
+}
+VALID_LINES = {
+    1: b'{"schema_version":1,"type":"run.closed","event_id":"e-1","run_id":"r-1"}',
+    6: b'{"schema_version":1,"type":"run.closed","event_id":"e-4","run_id":"r-2"}',
+}
+
+
+def mixed_log(path: Path) -> Path:
+    lines = {**VALID_LINES, **INVALID_LINES, 3: b""}
+    path.write_bytes(b"\n".join(lines[number] for number in sorted(lines)) + b"\n")
+    return path
+
+
+def test_publish_sends_nothing_when_a_line_is_invalid_and_says_which(bootstrap: str, tmp_path: Path) -> None:
+    settings = isolated_settings(bootstrap)
+    asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
+    refused = evalstream(settings, "publish", str(mixed_log(tmp_path / "log.jsonl")))
+    assert refused.returncode == 2
+    said = refused.stderr.decode().splitlines()
+    assert [line.split(":")[0:2] for line in said[:3]] == [
+        ["line 2", " not-json"],
+        ["line 4", " schema-version"],
+        ["line 5", " not-json"],
+    ]
+    assert said[3] == (
+        "evalstream publish: 3 of 5 lines are not valid events (each said above); nothing was published. "
+        "Fix them, or pass --skip-invalid to publish the other 2"
+    )
+    assert read_whole(settings, settings.events_topic) == []
+
+
+def test_publish_skip_invalid_sends_the_valid_lines_in_order(bootstrap: str, tmp_path: Path) -> None:
+    settings = isolated_settings(bootstrap)
+    log = mixed_log(tmp_path / "log.jsonl")
+    command = [sys.executable, "-m", "worker.commands.cli", "publish", "-", "--skip-invalid", *topic_flags(settings)]
+    published = subprocess.run(command, input=log.read_bytes(), capture_output=True, check=False, timeout=120)
+    assert published.returncode == 0, published.stderr
+    said = published.stderr.decode().splitlines()
+    assert [line.split(":")[0] for line in said[:3]] == ["line 2", "line 4", "line 5"]
+    assert said[3].endswith("(3 invalid lines skipped)")
+    records = read_whole(settings, settings.events_topic)
+    assert [(record.key, record.value) for record in records] == [
+        (b"r-1", VALID_LINES[1]),
+        (b"r-2", VALID_LINES[6]),
+    ]

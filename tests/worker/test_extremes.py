@@ -8,6 +8,8 @@ import itertools
 import sys
 from pathlib import Path
 
+import orjson
+
 from events import builders
 from events.codec import decode_output, encode
 from events.models import InputEvent
@@ -78,3 +80,17 @@ def test_replay_of_the_extremes_summarises_every_run_as_the_worker_does(tmp_path
     assert len(printed) == 2 * len(runs)  # the close and the late score, for every run
     worker = Processor().handle(0, [Record(n, e.run_id.encode(), encode(e)) for n, e in enumerate(log)], 0.0)
     assert [item.value for item in worker if item.stream == "summary"] == printed
+
+
+def test_reward_stats_spell_every_extreme_as_harbor_does(tmp_path: Path) -> None:
+    """SEMANTICS.md section 6: each value a key as Python's repr writes it, the non-finite ones
+    "inf", "-inf" and "nan" (not the wire's spelling), in the order the scores came."""
+    log = extreme_run("all", VALUES)
+    path = tmp_path / "all.jsonl"
+    path.write_bytes(b"".join(encode(event) + b"\n" for event in log))
+    done = run_replay(str(path))
+    assert done.returncode == 0, done.stderr
+    last = orjson.loads(done.stdout.splitlines()[-1])
+    labels = list(last["harbor"]["reward_stats"]["reward.score"])
+    assert labels == [repr(float(value)) for value in VALUES]  # type: ignore[arg-type]  # float("NaN") is nan
+    assert labels[-3:] == ["inf", "-inf", "nan"]

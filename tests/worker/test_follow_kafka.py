@@ -3,6 +3,7 @@ followed live, gives the worker the summary `replay` gives the imported finished
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import pytest
 
 from tests.events.harbor_stats import FIXTURES, imported, replayed
 from tests.worker.harbor_job import write_job
+from worker.commands.clients import publish
 from worker.local.processes import WorkerProcess
 from worker.local.records import read_topic
 from worker.settings import Settings
@@ -67,14 +69,9 @@ def test_following_a_job_as_it_is_written_gives_the_imported_summary(worker: Wor
 
     # Restarted over the finished job: every event again, as redeliveries that change nothing.
     _finish(_follow(settings, job))
-    # A message the worker dead-letters, on the run's partition: once it is dead-lettered,
-    # everything follow sent before it has been through the worker.
-    subprocess.run(
-        [sys.executable, "-m", "worker.commands.cli", "publish", "-", "--bootstrap", settings.bootstrap,
-         "--events-topic", settings.events_topic],
-        input=b'{"schema_version": 1, "run_id": "' + run_id.encode() + b'"}\n',
-        check=True,
-        timeout=60,
-    )  # fmt: skip
+    # A message the worker dead-letters, on the run's partition (sent as it is: `evalstream
+    # publish` would refuse it): once it is dead-lettered, everything follow sent before it has
+    # been through the worker.
+    asyncio.run(publish(settings, [b'{"schema_version": 1, "run_id": "' + run_id.encode() + b'"}']))
     assert len(read_topic(settings, settings.deadletter_topic, until=1, timeout=60)) == 1
     assert [record.value for record in read_topic(settings, settings.summaries_topic, until=2, timeout=3)] == expected

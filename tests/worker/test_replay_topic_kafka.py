@@ -105,3 +105,13 @@ def test_replay_from_a_topic_that_is_not_there(folded: WorkerProcess, tmp_path: 
     assert replayed.returncode == 1
     assert b"no topic 'no-such-topic' at " in replayed.stderr
     assert b"Traceback" not in replayed.stderr
+
+
+def test_replay_from_the_topic_of_a_run_it_does_not_hold_says_so(folded: WorkerProcess) -> None:
+    settings = folded.settings
+    replayed = evalstream(settings, "replay", "--from-topic", "--run", "nosuch")
+    assert replayed.returncode == 1
+    assert replayed.stdout == b""
+    said = replayed.stderr.decode()
+    assert said.startswith(f"evalstream replay: no event of run 'nosuch' in topic '{settings.events_topic}' at ")
+    assert "check the run id" in said

@@ -2,7 +2,9 @@
 
 Every command fails the same way (`worker.failure`): a sentence on stderr after
 the command's name, exit code 2 for bad usage or input and 1 for an environment that is
-not there, and no traceback unless `--debug` (or EVALSTREAM_DEBUG=1) asks for one.
+not there, and no traceback unless `--debug` (or EVALSTREAM_DEBUG=1) asks for one. A command
+whose output's reader has gone (`| head`) stops there, quietly, exit 0
+(`worker.commands.closed_output`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from events.importers.source import SourceError
 from events.schema import write_schemas
 from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.replayer import ReplayStats
-from worker.commands import redact
+from worker.commands import redact, worker_log
+from worker.commands.closed_output import CLOSED, reader_gone
 from worker.commands.digest import digest
 from worker.commands.importing import SOURCES
 from worker.commands.refused import refusal
 from worker.commands.replay import replay
-from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing
+from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing, unreachable
 from worker.local import broker_flags
 from worker.settings import Settings
 
@@ -65,6 +68,8 @@ def _replay(args: argparse.Namespace) -> int:
                 jobs=args.jobs,
                 closed_caches_bytes=args.closed_caches_mb * 2**20,
             )
+        except BrokenPipeError:
+            raise  # a write to an output whose reader has gone (`main` ends quietly), not a read
         except OSError as error:
             raise CommandError(f"reading {args.path} failed: {error}") from None
     _replayed(stats, "lines")
@@ -85,6 +90,13 @@ def _replay_topic(args: argparse.Namespace, progress_every: int | None) -> int:
             closed_caches_bytes=args.closed_caches_mb * 2**20,
         )
     )
+    if args.run is not None and not (stats.applied or stats.redeliveries or stats.ignored or stats.skipped):
+        raise CommandError(
+            f"no event of run {args.run!r} in topic {settings.events_topic!r} at {settings.bootstrap} "
+            f"({stats.lines} records read); check the run id (`evalstream summaries` prints the closed runs, "
+            "the dashboard lists every run)",
+            ENVIRONMENT,
+        )
     _replayed(stats, f"records of {settings.events_topic}")
     return 0
 
@@ -121,15 +133,16 @@ def _worker(args: argparse.Namespace) -> int:
     except TopicsUnsafe as error:
         raise CommandError(f"the worker's stored state is not safe: {error}", ENVIRONMENT) from None
     # faust leaves logging alone (override_logging=False); without a handler only warnings show.
-    level = {"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper())
-    logging.basicConfig(level=level, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    worker_log.setup({"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper()))
     redact.install(settings.secrets())  # aiokafka's debug log holds the SASL handshake's bytes
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
     stopped: list[BaseException] = []
     app = build_app(settings, stopped)
     quiet_collector()
+    worker = faust.Worker(app, loglevel=args.loglevel, override_logging=False)
+    worker.spinner = None  # its cursor codes would go into the log; faust logs "Ready" instead
     try:
-        faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
+        worker.execute_from_commandline()
     except SystemExit:
         if stopped:
             raise CommandError(str(stopped[0]), ENVIRONMENT) from None
@@ -138,14 +151,17 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from worker.commands.checked import checked
     from worker.commands.clients import publish
     from worker.runtime.topics import ensure_topics
 
     settings = _settings(args)
     with opened(args.path, EVENT_LOG) as stream:
+        log = checked(stream, sys.stderr, skip_invalid=args.skip_invalid)  # before any broker is asked
         asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
-        sent = asyncio.run(publish(settings, stream))
-    print(f"published {sent} messages to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
+        sent = asyncio.run(publish(settings, log.lines))
+    skipped = f" ({log.invalid} invalid lines skipped)" if log.invalid else ""
+    print(f"published {sent} messages to {settings.events_topic} at {settings.bootstrap}{skipped}", file=sys.stderr)
     return 0
 
 
@@ -345,7 +361,7 @@ def _replay_parser(commands: Commands) -> None:
         action="store_true",
         help="fold the events topic itself (as it stands now) instead of a file; no worker, no state touched",
     )
-    command.add_argument("--run", metavar="ID", help="with --from-topic: only this run")
+    command.add_argument("--run", metavar="ID", help="with --from-topic: only this run (exit 1 when it has no event)")
     command.add_argument("--progress", action="store_true", help="also print run.progress events")
     command.add_argument(
         "--progress-every",
@@ -509,11 +525,16 @@ def _client_parsers(commands: Commands) -> None:
     publish = _command(
         commands,
         "publish",
-        "publish a JSONL event log to the events topic, keyed by run_id",
+        "publish a JSONL event log to the events topic, keyed by run_id, once every line is a valid event",
         "evalstream publish log.jsonl --bootstrap kafka:9092",
         _publish,
     )
     publish.add_argument("path", help="a JSON Lines event log, or - for stdin")
+    publish.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="publish the valid lines and report the rest (default: an invalid line publishes nothing, exit 2)",
+    )
     _connection_flags(publish)
 
     summaries = _command(
@@ -655,6 +676,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
+        if isinstance(error, BrokenPipeError) and reader_gone():
+            return CLOSED
         if debug:
             raise
         message, code = _explained(error, args)
@@ -674,11 +697,7 @@ def _explained(error: Exception, args: argparse.Namespace) -> tuple[str, int]:
     if (refused := refusal(error, settings)) is not None:
         return refused, ENVIRONMENT
     if isinstance(error, KafkaConnectionError):
-        return (
-            f"cannot reach a Kafka broker at {settings.bootstrap} (the connection failed). Start one with "
-            "`evalstream broker start`, or point --bootstrap (or EVALSTREAM_BOOTSTRAP) at a running cluster.",
-            ENVIRONMENT,
-        )
+        return unreachable(settings.bootstrap, secure=settings.security.protocol != "PLAINTEXT"), ENVIRONMENT
     if isinstance(error, TopicMissing):
         missing = topic_missing(error.topic, settings.bootstrap)
         return str(missing), missing.code

@@ -30,8 +30,8 @@ def event_producer(settings: Settings) -> AIOKafkaProducer:
 
 
 async def publish(settings: Settings, lines: Iterable[bytes]) -> int:
-    """Send each line to the events topic keyed by its run_id, as it is (the worker
-    dead-letters what is not a valid event)."""
+    """Send each line to the events topic keyed by its run_id, as it is (`evalstream publish`
+    checks its lines first: `worker.commands.checked`)."""
     async with running(event_producer(settings)) as producer:
         return await send(producer, settings, lines)
 

@@ -135,6 +135,7 @@ def _sharded(
     owner: dict[bytes, int] = {}
     load = [0] * jobs
     in_flight = 0
+    finished = False
     try:
         while chunk := list(islice(numbered, CHUNK_LINES)):
             shards: list[tuple[list[int], list[bytes]]] = [([], []) for _ in range(jobs)]
@@ -159,8 +160,11 @@ def _sharded(
             inbox.put(None)
         for connection in connections:
             stats.add(ReplayStats(*pickle.loads(connection.recv_bytes())))
+        finished = True
     finally:
         for process in processes:
+            if not finished:  # abandoned (the output's reader went away, an interrupt): nobody reads their results
+                process.kill()
             process.join(timeout=10)
             if process.is_alive():
                 process.kill()

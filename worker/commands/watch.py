@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import orjson
+from rich import box
 from rich.console import Group
 from rich.live import Live
 from rich.markup import escape
@@ -34,15 +35,19 @@ def render(record: dict[str, Any]) -> Group:
         detail=detail,
     )
     tasks = record["tasks"]
+    # Fits 80 columns: rules only under the header, one space between columns, the figures and
+    # their headers never cut; a long key wraps instead.
     table = Table(
-        title=f"pass@k  ({tasks['declared']} tasks, {tasks['pending']} pending, {record['scores_applied']} scores)"
+        title=f"pass@k  ({tasks['declared']} tasks, {tasks['pending']} pending, {record['scores_applied']} scores)",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+        show_edge=False,
     )
-    table.add_column("key", no_wrap=True)
+    table.add_column("key", overflow="fold")
     ks = sorted({int(k) for by_k in record["pass_at_k"].values() for k in by_k})[:3]
-    for k in ks:
-        table.add_column(f"pass@{k}", justify="right")
-    for column in ("solved", "flaky", "failed", "unmeas.", "pending"):
-        table.add_column(column, justify="right")
+    for header in [*(f"pass@{k}" for k in ks), "solved", "flaky", "failed", "unmeas.", "pending"]:
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     for key, verdicts in record["verdicts"].items():
         by_k = record["pass_at_k"].get(key, {})
         cells = [f"{by_k[str(k)]['mean']:.3f}" if str(k) in by_k else "" for k in ks]

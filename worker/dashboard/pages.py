@@ -277,6 +277,8 @@ def runs_page_fragments(shown: RunsListing, now: float) -> list[Fragment]:
 
 
 def run_page(view: RunView, *, now: float, version: int, footer: Html) -> Html:
+    """A run's page; for a run nothing has come of (`figures_from` "nothing": no such run, or
+    not started), a page that says so, whose sections the run's first record fills in."""
     body = html(
         '<h1>Run <span class="run-id">{}</span></h1>{}{}{}',
         view.row.run_id,
@@ -284,11 +286,19 @@ def run_page(view: RunView, *, now: float, version: int, footer: Html) -> Html:
         run_figures(view),
         run_details(view),
     )
-    return layout(f"run {view.row.run_id}", body, version=version, footer=footer)
+    title = f"run {view.row.run_id}" + (": not found" if view.figures_from == "nothing" else "")
+    return layout(title, body, version=version, footer=footer)
 
 
 def run_head(view: RunView, now: float) -> Html:
     row = view.row
+    if view.figures_from == "nothing":
+        return html(
+            '<section id="run-head" data-seq="" data-revision=""><p class="not-found">Run not found: no progress '
+            "or summary of run {} has reached this dashboard. Check the run id (the runs page lists every run); "
+            "if the run has not started yet, this page fills in when it does.</p></section>",
+            row.run_id,
+        )
     facts = [
         ("status", status(row)),
         ("progress", bar(row)),
@@ -312,11 +322,13 @@ def run_head(view: RunView, now: float) -> Html:
 
 
 def run_figures(view: RunView) -> Html:
-    source = {
-        "summary": f"from summary revision {view.row.revision}",
-        "progress": f"live, from progress event {view.row.seq}",
-        "nothing": "no figures yet",
-    }[view.figures_from]
+    if view.figures_from == "nothing":
+        return html('<section id="run-figures" data-from="nothing"></section>')
+    source = (
+        f"from summary revision {view.row.revision}"
+        if view.figures_from == "summary"
+        else f"live, from progress event {view.row.seq}"
+    )
     return html(
         '<section id="run-figures" data-from="{}"><h2>pass@k and pass^k <small>{}</small></h2>'
         '<p class="legend">Bars: the 95% interval (Student\'s t, clustered by task), none below two tasks. '
@@ -420,6 +432,8 @@ def verdict_table(keys: Sequence[KeyFigures]) -> Html:
 
 
 def run_details(view: RunView) -> Html:
+    if view.figures_from == "nothing":
+        return html('<section id="run-details"></section>')
     if view.row.revision is None:
         return html(
             '<section id="run-details"><p class="empty">The flaky and failed tasks, their attempts and the error '

@@ -3,8 +3,15 @@
 Jars come from Maven Central via ``deploy/kafka/pom.xml`` (cached, re-resolved
 when the pom changes); the broker runs as a detached ``java`` process.
 Usage: ``python -m worker.local.broker start|stop|status [--port N] [--secure]``.
-With ``--secure`` it is a broker of its own (its state in ``secure/`` of the state dir,
-port 9094) with TLS, SASL users and ACLs: ``worker.local.secured``.
+With ``--secure`` it is a broker of its own (port 9094) with TLS, SASL users and ACLs:
+``worker.local.secured``.
+
+Each port's broker keeps its state in a folder of its own (`port_dir`: ``<port>/`` of the
+state dir, ``secure-<port>/`` for a secured one), so that a command for one port never acts
+on another's broker. A command acts only on the broker its folder records (its pid file,
+checked against the process's command line), and kills it only when it answers on its port
+or is this process's own child: a broker it cannot reach (another network namespace's, whose
+pid this one sees) is never killed.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from string import Template
 from typing import TYPE_CHECKING
 
 from worker.local import secured
-from worker.local.broker_flags import SECURE_PORT, add_arguments
+from worker.local.broker_flags import DEFAULT_PORT, SECURE_PORT, add_arguments
 from worker.local.certs import CertificateError
 
 if TYPE_CHECKING:
@@ -51,7 +58,12 @@ class BrokerError(RuntimeError):
 
 def _broker_dir() -> Path:
     env = os.environ.get("EVALSTREAM_BROKER_DIR")
-    return Path(env or "~/.cache/evalstream/broker").expanduser()
+    return Path(env or "~/.cache/evalstream/broker").expanduser().absolute()
+
+
+def port_dir(port: int, *, secure: bool = False) -> Path:
+    """The state folder of `evalstream broker` on `port`: one per port."""
+    return _broker_dir() / (f"secure-{port}" if secure else str(port))
 
 
 def _jars_dir() -> Path:
@@ -61,9 +73,9 @@ def _jars_dir() -> Path:
 
 @dataclass(frozen=True)
 class BrokerConfig:
-    port: int = 9092
-    controller_port: int = 9093
-    state_dir: Path = field(default_factory=_broker_dir)
+    port: int
+    controller_port: int
+    state_dir: Path
     jars_dir: Path = field(default_factory=_jars_dir)
     secure: bool = False
     """SASL_SSL with users and ACLs (`worker.local.secured`) instead of PLAINTEXT."""
@@ -83,6 +95,11 @@ class BrokerConfig:
     @property
     def pid_path(self) -> Path:
         return self.state_dir / "broker.pid"
+
+    @property
+    def properties_path(self) -> Path:
+        """Its server.properties: the argument that names this broker on its command line."""
+        return self.state_dir / "server.properties"
 
 
 @dataclass(frozen=True)
@@ -174,25 +191,34 @@ def _answers(config: BrokerConfig) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
+def _child(pid: int) -> bool | None:
+    """Whether `pid` is this process's own child and running (None: not its child). Its pid
+    cannot be recycled while unreaped, and right after spawn its cmdline is not yet java's."""
     try:
-        # Our own child: running unless waitpid reaps it. Its pid cannot be recycled while
-        # unreaped, and right after spawn its cmdline is not yet java's, so ask no more.
         return os.waitpid(pid, os.WNOHANG)[0] != pid
     except ChildProcessError:
-        pass
+        return None
+
+
+def _alive(config: BrokerConfig, pid: int) -> bool:
+    """Whether `pid` is `config`'s broker, running: this process's child, or a process whose
+    command line names `config`'s server.properties (a recycled pid is another program's)."""
+    child = _child(pid)
+    if child is not None:
+        return child
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass
-    try:  # guard against a recycled pid (Linux only; elsewhere trust kill(0))
-        return b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    try:  # Linux only; elsewhere trust kill(0)
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except FileNotFoundError:
         return not Path("/proc/self").exists()
     except OSError:
         return True
+    return b"kafka.Kafka" in arguments and os.fsencode(config.properties_path) in arguments
 
 
 def _read_pid(config: BrokerConfig) -> int | None:
@@ -200,11 +226,10 @@ def _read_pid(config: BrokerConfig) -> int | None:
         pid = int(config.pid_path.read_text().strip())
     except (OSError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return pid if _alive(config, pid) else None
 
 
-def status(config: BrokerConfig | None = None) -> BrokerStatus:
-    config = config or BrokerConfig()
+def status(config: BrokerConfig) -> BrokerStatus:
     pid = _read_pid(config)
     running = pid is not None and _answers(config)
     return BrokerStatus(running, pid, config.bootstrap, config.log_path)
@@ -212,7 +237,7 @@ def status(config: BrokerConfig | None = None) -> BrokerStatus:
 
 def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
     """Write server.properties; format the log dir once with a stored cluster id."""
-    data_dir, props = config.state_dir / "data", config.state_dir / "server.properties"
+    data_dir, props = config.state_dir / "data", config.properties_path
     ports = {"port": config.port, "controller_port": config.controller_port}
     try:
         security = secured.prepare(config.state_dir) if config.secure else ""
@@ -247,24 +272,34 @@ def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
 def _wait_ready(config: BrokerConfig, pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not _alive(config, pid):
             config.pid_path.unlink(missing_ok=True)
             msg = f"Kafka broker exited during startup{_tail(config)}"
             raise BrokerError(msg)
         if _answers(config):
             return
         time.sleep(0.25)
-    stop(config)
-    msg = f"Kafka broker not ready after {timeout:g}s{_tail(config)}"
-    raise BrokerError(msg)
+    if _child(pid):  # started by this call: ours to end
+        stop(config)
+        msg = f"Kafka broker not ready after {timeout:g}s{_tail(config)}"
+        raise BrokerError(msg)
+    raise _unreachable(config, pid, f"after {timeout:g}s")
 
 
-def start(config: BrokerConfig | None = None, timeout: float = 60.0) -> int:
+def _unreachable(config: BrokerConfig, pid: int, when: str) -> BrokerError:
+    """A broker of `config` that runs but does not answer: left alone."""
+    return BrokerError(
+        f"the broker of {config.state_dir} (pid {pid}) runs but does not answer at {config.bootstrap} {when}: it "
+        "is still starting, hung, or another network namespace's. It is left running; once it answers, "
+        f"`evalstream broker stop --port {config.port}` stops it (if it is hung: `kill {pid}`)"
+    )
+
+
+def start(config: BrokerConfig, timeout: float = 60.0) -> int:
     """Start the broker (or find the running one); return its pid once it answers."""
-    config = config or BrokerConfig()
     pid = _read_pid(config)
     if pid is not None:  # already running, or still starting up
-        rendered = (config.state_dir / "server.properties").read_text()
+        rendered = config.properties_path.read_text()
         if f"{config.protocol}://{config.bootstrap}," not in rendered:
             msg = f"broker pid {pid} of {config.state_dir} uses other ports; stop it"
             raise BrokerError(msg)
@@ -319,20 +354,22 @@ def _secure(config: BrokerConfig) -> None:
     secured.write_env_files(config.state_dir, config.bootstrap)
 
 
-def stop(config: BrokerConfig | None = None, timeout: float = 30.0) -> bool:
-    """SIGTERM the broker, SIGKILL after timeout. False if none was running."""
-    config = config or BrokerConfig()
+def stop(config: BrokerConfig, timeout: float = 30.0) -> bool:
+    """SIGTERM the broker, SIGKILL after timeout. False if none was running. A broker that
+    does not answer on its port is stopped only if it is this process's child."""
     pid = _read_pid(config)
     if pid is not None:
+        if not _child(pid) and not _answers(config):
+            raise _unreachable(config, pid, "now")
         for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 break
             deadline = time.monotonic() + wait
-            while _alive(pid) and time.monotonic() < deadline:
+            while _alive(config, pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            if not _alive(pid):
+            if not _alive(config, pid):
                 break
         else:
             msg = f"Kafka broker pid {pid} survived SIGKILL"
@@ -350,8 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Start, stop or show the local broker (`add_arguments` gives the flags); exit 3 from
     `status` when it is not running."""
-    port = args.port or (SECURE_PORT if args.secure else 9092)
-    state_dir = _broker_dir() / "secure" if args.secure else _broker_dir()
+    port = args.port or (SECURE_PORT if args.secure else DEFAULT_PORT)
+    state_dir = port_dir(port, secure=args.secure)
     config = BrokerConfig(port, args.controller_port or port + 1, state_dir, secure=args.secure)
     try:
         if args.command == "start":

@@ -1,10 +1,13 @@
 """Malformed Kafka messages for the fault-injection suite, deterministic by seed.
 
 Each kind is one way a bad message reaches the events topic: a producer bug, a text encoding
-mix-up, a binary file sent by mistake, a client of a newer contract. `Poison.reason` is the
+mix-up, a binary file sent by mistake, a client of a newer contract, a hostile sender (nesting
+past any parser's depth, lone surrogates, NUL bytes, a key given twice, every field of every
+type with a value of the wrong type: `worker.local.wrong_types`). `Poison.reason` is the
 dead-letter reason code the worker must give it (its `evalstream.reason` header). The codes
 are not guesses: each was found by running the kind through `events.codec.decode` and
 `worker.runtime.processor.Processor`, and `tests/faults/test_poison.py` checks them still hold.
+None is "internal-error": bad input is the sender's fault.
 
 Apart from its one fault each message looks valid: the envelope names the target run,
 `event_id` is unique (`poison:<kind>:<index>`), and the message is keyed by the run (except the
@@ -16,6 +19,11 @@ State-dependent kinds (`STATEFUL`): "second-run-started" is a valid `run.started
 before the real `run.started`, it is applied and becomes the run's declaration, and the real
 one is dead-lettered instead. The caller must deliver these after the run's valid
 `run.started`. Every other kind is dead-lettered whatever the state of its run.
+
+Kinds that are Kafka's alone (`NOT_A_LINE`): those whose fault is the message key (a file has
+no keys: their value is a valid event) and the empty value (an empty line is no event). Kinds
+that are a file's alone (`NOT_A_MESSAGE`): a 10 MB line, past what the events topic takes.
+`line(poison)` is a poison as a line of a JSONL log.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from pydantic import BaseModel
 from events import builders
 from events.codec import MAX_EVENT_BYTES, encode
 from events.models import INT_LIMIT
+from worker.local.wrong_types import FIELDS, Event, WrongType, given
 
 TASK_ID: Final = "task-00000"
 """The task the poisons name: the first task of an `events.synthetic` run, so that a poison
@@ -42,6 +51,12 @@ OVERSIZED_BYTES: Final = MAX_EVENT_BYTES + 1
 
 NESTING_DEPTH: Final = 10_000
 """Arrays nested this deep in an output value: far past any parser's recursion limit."""
+
+DEEP_OBJECTS: Final = 3_000
+"""Objects nested this deep: past Python's recursion limit in msgspec (~1,000), which it meets
+skipping a value it does not read."""
+
+TEN_MEGABYTES: Final = 10 * 2**20
 
 GIANT_DIGITS: Final = 5_000
 """Digits of the "giant-integer" kind: more than Python's default int-to-string limit (4,300)."""
@@ -228,6 +243,82 @@ def _utf8_bom(target: _Target) -> tuple[bytes | None, bytes]:
     return target.key, b"\xef\xbb\xbf" + orjson.dumps(_trial(target))
 
 
+def _deep_objects(target: _Target) -> tuple[bytes | None, bytes]:
+    # Before "type": a reader looking for the tag skips it, recursing all the way down.
+    nested = b'{"a":' * DEEP_OBJECTS + b"1" + b"}" * DEEP_OBJECTS
+    return target.key, b'{"nested":' + nested + b"," + orjson.dumps(_trial(target))[1:]
+
+
+def _deep_arrays(target: _Target) -> tuple[bytes | None, bytes]:
+    return target.key, b"[" * DEEP_OBJECTS + orjson.dumps(_trial(target)) + b"]" * DEEP_OBJECTS
+
+
+def _utf16(target: _Target) -> tuple[bytes | None, bytes]:
+    # A producer on Windows: UTF-16 with its byte order mark.
+    return target.key, orjson.dumps(_trial(target)).decode().encode("utf-16")
+
+
+def _lone_surrogate(target: _Target) -> tuple[bytes | None, bytes]:
+    # Half of a UTF-16 pair, escaped: valid JSON syntax, no Unicode text.
+    return target.key, orjson.dumps(_trial(target)).replace(b'"poison-', b'"\\ud83dpoison-', 1)
+
+
+def _surrogate_bytes(target: _Target) -> tuple[bytes | None, bytes]:
+    # The same half written as UTF-8 would write it (CESU-8, "WTF-8"): not UTF-8.
+    return target.key, orjson.dumps(_trial(target)).replace(b'"poison-', b'"\xed\xa0\xbdpoison-', 1)
+
+
+def _nul_byte(target: _Target) -> tuple[bytes | None, bytes]:
+    # A C string's terminator inside a JSON string, unescaped.
+    return target.key, orjson.dumps(_trial(target)).replace(b'"poison-', b'"\x00poison-', 1)
+
+
+def _infinity_literal(target: _Target) -> tuple[bytes | None, bytes]:
+    return target.key, _score_value(target, b"-Infinity")
+
+
+def _duplicate_key(target: _Target) -> tuple[bytes | None, bytes]:
+    # "status" twice: the last one counts (as pydantic reads JSON), and it is wrong.
+    return target.key, orjson.dumps(_trial(target))[:-1] + b',"status":"running"}'
+
+
+def _ten_megabytes(target: _Target) -> tuple[bytes | None, bytes]:
+    body = {**_trial(target), "status": "failed", "error": {"type": "Log", "message": ""}}
+    body["error"]["message"] = "x" * (TEN_MEGABYTES - len(orjson.dumps(body)))
+    return target.key, orjson.dumps(body)
+
+
+def _full(target: _Target, event: Event) -> dict[str, Any]:
+    """A valid event of type `event` with every field it can have given, nested ones too."""
+    at = {"occurred_at": "2026-11-30T12:00:00Z"}
+    if event == "trial.finished":
+        usage = {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.5}
+        return {
+            **_trial(target),
+            **at,
+            "status": "failed",
+            "error": {"type": "Timeout", "message": "m"},
+            "usage": usage,
+        }
+    if event == "score.emitted":
+        return {**_score(target), **at, "error": {"type": "Warning", "message": "m"}}
+    if event == "run.closed":
+        return _wire(builders.closed(target.run_id, "cancelled", event_id=target.event_id))
+    signal = {"metric": "reward", "output": "score", "weight": 1.0}
+    view = {"name": "mean", "reducer": "mean", "signals": [signal]}
+    task = builders.task_spec(TASK_ID, {"reward.score": "continuous"}, [view])
+    return _wire(
+        builders.started(target.run_id, [task], event_id=target.event_id, attempts_per_task=5, labels={"s": "x"})
+    )
+
+
+def _wrongly_typed(wrong: WrongType) -> Callable[[_Target], tuple[bytes | None, bytes]]:
+    def build(target: _Target) -> tuple[bytes | None, bytes]:
+        return target.key, orjson.dumps(given(_full(target, wrong.event), wrong))
+
+    return build
+
+
 _KINDS: Final[dict[str, tuple[Callable[[_Target], tuple[bytes | None, bytes]], str]]] = {
     "truncated-json": (_truncated_json, "not-json"),
     "binary-garbage": (_binary_garbage, "not-json"),
@@ -254,6 +345,16 @@ _KINDS: Final[dict[str, tuple[Callable[[_Target], tuple[bytes | None, bytes]], s
     "failed-with-outputs": (_failed_with_outputs, "invalid-field"),
     "giant-integer": (_giant_integer, "not-json"),
     "utf8-bom": (_utf8_bom, "not-json"),
+    "deep-objects": (_deep_objects, "not-json"),
+    "deep-arrays": (_deep_arrays, "not-json"),
+    "utf-16": (_utf16, "not-json"),
+    "lone-surrogate": (_lone_surrogate, "not-json"),
+    "surrogate-bytes": (_surrogate_bytes, "not-json"),
+    "nul-byte": (_nul_byte, "not-json"),
+    "infinity-literal": (_infinity_literal, "invalid-field"),
+    "duplicate-key": (_duplicate_key, "invalid-field"),
+    "ten-megabytes": (_ten_megabytes, "oversized"),
+    **{wrong.kind: (_wrongly_typed(wrong), wrong.reason) for wrong in FIELDS},
 }
 """kind -> (builder, reason code), codes as observed (see the module docstring)."""
 
@@ -262,6 +363,12 @@ KINDS: Final = tuple(_KINDS)
 STATEFUL: Final = frozenset({"second-run-started"})
 """Kinds dead-lettered only if delivered after the run's valid `run.started`."""
 
+NOT_A_LINE: Final = frozenset({"key-mismatch", "empty-key", "null-key", "empty-value"})
+"""Kinds of Kafka's alone: a log's lines have no keys, and an empty line is no event."""
+
+NOT_A_MESSAGE: Final = frozenset({"ten-megabytes"})
+"""Kinds of a file's alone: past the events topic's `max.message.bytes`, the broker refuses them."""
+
 
 def poison(kind: str, run_id: str, index: int) -> Poison:
     """One message of `kind` aimed at `run_id`; `index` makes its event id unique and seeds its bytes."""
@@ -269,6 +376,11 @@ def poison(kind: str, run_id: str, index: int) -> Poison:
     target = _Target(run_id, f"poison:{kind}:{index}", f"poison-{index}", random.Random(f"{run_id}:{kind}:{index}"))
     key, value = build(target)
     return Poison(kind, key, value, reason)
+
+
+def line(poison: Poison) -> bytes:
+    """`poison` as one line of a JSONL log: its value, a newline in it (random bytes) a space."""
+    return poison.value.replace(b"\n", b" ")
 
 
 def poisons(run_id: str, count: int, seed: int) -> list[Poison]:

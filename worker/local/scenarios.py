@@ -8,6 +8,7 @@ import os
 import random
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from worker.local.chaos import (
     replayed,
 )
 from worker.local.clusters import local_broker
-from worker.local.poison import STATEFUL, poisons
+from worker.local.poison import NOT_A_MESSAGE, STATEFUL, poisons
 from worker.local.processes import isolated_settings
 from worker.local.records import create_compacting_fast, read_topic
 from worker.runtime.topics import ensure_topics
@@ -154,17 +155,22 @@ def bad_input(
     bootstrap: str, root: Path, *, count: int, runs: int, tasks: int, seconds: float, seed: int
 ) -> tuple[Result, list[str]]:
     """`count` malformed messages interleaved with valid runs. Besides the summaries, every
-    dead letter must be the oracle's (reason and source coordinates), and the worker must
-    never restart. Returns the result and the problems found."""
+    dead letter must be the oracle's (reason and source coordinates), every poison sent must
+    be dead-lettered with its own reason (never "internal-error"), and the worker must never
+    restart nor log a traceback. Returns the result and the problems found."""
     settings = _prepared(bootstrap)
     rng = random.Random(seed)
     log = chaos_log("dirty", runs=runs, tasks=tasks, attempts=5, seed=seed)
     oversized = 0
+    reasons: Counter[str] = Counter()
     for index, bad in enumerate(poisons("dirty-0", count, seed)):
+        if bad.kind in NOT_A_MESSAGE:
+            continue
         if bad.kind == "oversized":
             oversized += 1
             if oversized > 2:  # 8 MiB each: two say as much as two thousand (so ~4% of `count` is dropped)
                 continue
+        reasons[bad.reason] += 1
         run = f"dirty-{index % runs}".encode()
         # After the run's run.started (the first message of the run), as STATEFUL requires.
         first = next(at for at, (key, _) in enumerate(log) if key == run)
@@ -178,8 +184,9 @@ def bad_input(
     got = {(r.headers["evalstream.source.offset"], r.headers["evalstream.reason"]) for r in dead}
     if got != want:
         problems.append(f"dead letters: {len(want - got)} missing, {len(got - want)} unexpected")
-    if len(want) < count // 2:
-        problems.append(f"only {len(want)} dead letters for {count} poisons")
+    said = Counter(r.headers["evalstream.reason"].decode() for r in dead)
+    if said != reasons:
+        problems.append(f"dead-letter reasons {dict(said)}, the poisons' own {dict(reasons)}")
     log_text = Group(settings, root).logs()
     if "Traceback" in log_text or "internal error" in log_text:
         problems.append("the worker logged a traceback")

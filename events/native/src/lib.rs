@@ -91,6 +91,38 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
+/// A record, read from a JSON object only: serde's derived readers take a struct's fields
+/// given as an array, in order, too (`"usage": [1, 2, 0.5]`), where the models want an object.
+struct Object<T>(T);
+
+impl<T> std::ops::Deref for Object<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = Object<T>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("an object")
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<Object<T>, M::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Object)
+            }
+        }
+
+        input.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Message<'a> {
@@ -114,11 +146,11 @@ struct Message<'a> {
     #[serde(borrow, default, deserialize_with = "given")]
     failure: Given<Text<'a>>,
     #[serde(borrow, default, deserialize_with = "given")]
-    outputs: Given<Vec<OutputMessage<'a>>>,
+    outputs: Given<Vec<Object<OutputMessage<'a>>>>,
     #[serde(borrow, default, deserialize_with = "given")]
-    error: Given<ErrorMessage<'a>>,
+    error: Given<Object<ErrorMessage<'a>>>,
     #[serde(default, deserialize_with = "given")]
-    usage: Given<UsageMessage>,
+    usage: Given<Object<UsageMessage>>,
     #[serde(borrow, default, deserialize_with = "given")]
     reason: Given<Text<'a>>,
 }
@@ -184,7 +216,7 @@ struct StartedMessage<'a> {
     #[serde(borrow, default, deserialize_with = "given")]
     occurred_at: Given<Text<'a>>,
     #[serde(borrow)]
-    tasks: Vec<TaskMessage<'a>>,
+    tasks: Vec<Object<TaskMessage<'a>>>,
     #[serde(default, deserialize_with = "given")]
     attempts_per_task: Option<Box<RawValue>>,
     #[serde(borrow, default, deserialize_with = "given")]
@@ -208,9 +240,9 @@ struct TaskMessage<'a> {
     #[serde(borrow)]
     task_id: Text<'a>,
     #[serde(borrow, default, deserialize_with = "given")]
-    metrics: Given<Vec<MetricMessage<'a>>>,
+    metrics: Given<Vec<Object<MetricMessage<'a>>>>,
     #[serde(borrow, default, deserialize_with = "given")]
-    views: Given<Vec<ViewMessage<'a>>>,
+    views: Given<Vec<Object<ViewMessage<'a>>>>,
 }
 
 #[derive(Deserialize)]
@@ -219,7 +251,7 @@ struct MetricMessage<'a> {
     #[serde(borrow)]
     metric_type: Text<'a>,
     #[serde(borrow)]
-    outputs: Vec<OutputSpecMessage<'a>>,
+    outputs: Vec<Object<OutputSpecMessage<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -239,7 +271,7 @@ struct ViewMessage<'a> {
     #[serde(borrow)]
     reducer: Text<'a>,
     #[serde(borrow)]
-    signals: Vec<SignalMessage<'a>>,
+    signals: Vec<Object<SignalMessage<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -545,10 +577,12 @@ impl Recogniser {
         } else {
             return None;
         };
-        match serde_json::from_str::<Message<'_>>(text) {
-            Ok(message) => self.build(py, message).ok(),
+        match serde_json::from_str::<Object<Message<'_>>>(text) {
+            Ok(Object(message)) => self.build(py, message).ok(),
             // Its fields are none of the other types': a run.started fails that shape.
-            Err(_) if text.contains("\"run.started\"") => self.started(py, serde_json::from_str(text).ok()?).ok(),
+            Err(_) if text.contains("\"run.started\"") => {
+                self.started(py, serde_json::from_str::<Object<_>>(text).ok()?.0).ok()
+            }
             Err(_) => None,
         }
     }
@@ -725,7 +759,12 @@ impl Recogniser {
     }
 
     /// The `error` value (an `ErrorInfo` for an object, empty or not), noting it given.
-    fn error(&self, py: Python<'_>, error: &Given<ErrorMessage<'_>>, given: &Bound<'_, PySet>) -> Built<PyObject> {
+    fn error(
+        &self,
+        py: Python<'_>,
+        error: &Given<Object<ErrorMessage<'_>>>,
+        given: &Bound<'_, PySet>,
+    ) -> Built<PyObject> {
         let Some(error) = error else {
             return Ok(py.None());
         };
