@@ -10,7 +10,9 @@ due, already encoded. The callers differ only in I/O, and in when they publish p
 A step fails closed: if applying the event or building the summary it makes due raises,
 the run is rolled back to what it was before the event (`projections.savepoint`) and the
 message is rejected with the code "internal-error", so that the worker dead-letters it,
-replay reports it and goes on, and both fold the rest of the log from the same state. A
+replay reports it and goes on, and both fold the rest of the log from the same state. If the
+rollback itself raises, the step raises `RollbackFailed`, naming the run: its state is no
+longer one any log gives, and both stop rather than fold or store it. A
 decode that raises anything but `DecodeError` (a bug: bad input is always a `DecodeError`)
 is rejected the same way, touching no run.
 """
@@ -106,11 +108,27 @@ def step(
         due = summary_bytes(run) if summary_due(run, applied) else None
         return Stepped(run, applied.outcome, None, applied.task_id, due)
     except Exception as error:
-        saved.rollback(run)
+        try:
+            saved.rollback(run)
+        except Exception as failed:
+            raise RollbackFailed(event.run_id, error, failed) from failed
         return Stepped(run, None, Rejected("internal-error", _failed(event, error)), failure=error)
     except BaseException:  # an interrupt: the run stays consistent for whoever goes on with it
         saved.rollback(run)
         raise
+
+
+class RollbackFailed(Exception):
+    """A step failed, and so did putting its run back: the run's state is no longer one any
+    log gives, and nothing may fold into it or store it. Whoever holds it must stop."""
+
+    def __init__(self, run_id: str, error: Exception, failed: Exception) -> None:
+        super().__init__(
+            f"run {run_id!r}: an event could not be applied ({type(error).__name__}: {error}), and the run could not "
+            f"be put back as it was before it ({type(failed).__name__}: {failed}). This is a bug in evalstream: "
+            "report it with the run's events"
+        )
+        self.run_id = run_id
 
 
 def _failed(event: InputEvent, error: Exception) -> str:

@@ -131,3 +131,23 @@ def test_a_decode_that_raises_costs_its_message_alone(monkeypatch: pytest.Monkey
     assert (rejected.code, stepped[1].run, type(stepped[1].failure)) == ("internal-error", None, RecursionError)
     assert "decoding failed (RecursionError: maximum recursion depth exceeded)" in rejected.detail
     assert [done.summary for done in stepped[:1] + stepped[2:]] == clean(log[:1] + log[2:])
+
+
+def test_a_rollback_that_fails_raises_naming_the_run_instead_of_dead_lettering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the undo itself raises, the run is neither the state before the event nor after
+    it: the step raises `RollbackFailed` (whoever holds the run stops) rather than reject the
+    event and go on folding into a broken run."""
+    runs = {"run": RunState("run")}
+    step(encode(builders.started("run", [builders.task_spec("t")])), runs.__getitem__)
+
+    def broken_apply(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("apply broke")
+
+    def broken_rollback(self: object, run: RunState) -> None:
+        raise RuntimeError("rollback broke")
+
+    monkeypatch.setattr("projections.step.apply", broken_apply)
+    monkeypatch.setattr("projections.step.Savepoint.rollback", broken_rollback)
+    with pytest.raises(step_module.RollbackFailed, match=r"run 'run': .*apply broke.*rollback broke") as raised:
+        step(encode(builders.trial("t", "t-1", run_id="run")), runs.__getitem__)
+    assert raised.value.run_id == "run"

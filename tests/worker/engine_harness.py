@@ -108,6 +108,8 @@ class Broker:
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
     """(changelog or archive, partition) -> its next offset (aborted records take offsets too)."""
     commits: int = 0
+    batched: bool = False
+    """A refusal takes every write to its place that is still waiting, as a refused batch does."""
     _pending: list[tuple[Write, asyncio.Future[int]]] = field(default_factory=list)
 
     def acknowledge(self, count: int) -> None:
@@ -128,6 +130,10 @@ class Broker:
             elif self.refuse(write) == "answered":
                 self.refused.append(write)
                 answered.set_exception(too_large(write))
+                if self.batched:
+                    for other, waiting in self._pending:
+                        if other.place == write.place and not waiting.done():
+                            waiting.set_exception(too_large(other))
             else:
                 answered.set_result(write.offset)
 

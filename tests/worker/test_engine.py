@@ -250,11 +250,11 @@ def test_a_run_whose_state_the_broker_refuses_is_parked_and_the_others_go_on() -
     def refuse(write: Write) -> str | None:
         return "answered" if write.stream == "changelog" and write.key == b't["run-a","t"]' else None
 
-    broker = Broker(refuse=refuse)
+    broker = Broker(refuse=refuse, batched=True)
     solo = worker(broker, messages)
     asyncio.run(_assigned_and_run(solo))
     summaries, _ = outputs(broker.committed)
-    assert set(summaries) == {b"run-c"}
+    assert set(summaries) == {b"run-c"}, "run-c shared a refused batch with run-a, and was not parked for it"
     assert summaries[b"run-c"] == outputs(crash_free([m for m in messages if m[1] == b"run-c"]).committed)[0][b"run-c"]
     reasons = [dict(write.headers)["evalstream.reason"] for write in broker.committed if write.stream == "deadletter"]
     assert reasons == [b"state-refused"] * 3
@@ -636,3 +636,44 @@ def test_a_run_changed_while_its_retirement_is_being_written_writes_every_part_b
     asyncio.run(go())
     _late_checkpoint(broker, messages + late, later, None)
     assert outputs(broker.committed) == want
+
+
+def test_a_run_that_could_not_be_put_back_stops_the_worker_with_nothing_of_it_committed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step failed and its rollback too: the worker stops (naming the run) before anything
+    of the batch is committed, and the partition's records are handled no more."""
+    from projections import step as step_module
+
+    messages = _messages(_events(trials=2))
+    broker = Broker()
+    solo = worker(broker, messages, flush_every=1)
+    real_apply = step_module.apply  # type: ignore[attr-defined]
+
+    def apply(run: object, event: InputEvent, position: int | None) -> object:
+        if getattr(event, "trial_id", None) == "t-1":
+            raise RuntimeError("apply broke")
+        return real_apply(run, event, position)  # type: ignore[arg-type]
+
+    def rollback(self: object, run: object) -> None:
+        raise RuntimeError("rollback broke")
+
+    monkeypatch.setattr("projections.step.apply", apply)
+    monkeypatch.setattr("projections.step.Savepoint.rollback", rollback)
+
+    async def go() -> None:
+        solo.engine.assigned([0])
+        await settle()
+        await solo.engine.tick(rebalancing=False)
+        await solo.engine.handle(0, solo.consumer.take(0, 3))  # run.started, t-0, then t-1 breaks
+        await settle()
+        broker.acknowledge_all()
+        await settle()
+        await solo.engine.handle(0, solo.consumer.take(0, 1))
+
+    asyncio.run(go())
+    assert [type(error).__name__ for error in solo.gave_up] == ["RollbackFailed"]
+    assert "run 'run-a'" in str(solo.gave_up[0])
+    assert not solo.engine.ready(0)
+    assert broker.offsets.get(0, 0) <= 2, "nothing past the broken event is committed"
+    assert all(write.stream != "summary" for write in broker.committed)

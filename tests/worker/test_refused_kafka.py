@@ -1,5 +1,6 @@
-"""A summary too large for its topic, over a real broker: refused, dead-lettered, counted,
-and the worker goes on consuming."""
+"""Refusals over a real broker: a summary too large for its topic (refused, dead-lettered,
+counted) and a run's state too large for the changelog (the run parked); the worker goes on
+consuming."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from pathlib import Path
 import orjson
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from events.synthetic import synthetic_run
 from worker.commands.clients import publish
 from worker.commands.replay import replay
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.local.records import read_topic
-from worker.runtime.topics import ensure_topics
+from worker.runtime.topics import CHANGELOG_CONFIGS, ensure_topics
 from worker.settings import Settings
 
 pytestmark = pytest.mark.kafka
@@ -93,6 +95,53 @@ def test_a_summary_too_large_for_its_topic_is_dead_lettered_and_later_runs_still
         until("/metrics counts the refusal", counted)
         assert worker.process.poll() is None, "the worker stopped"
         assert "the broker refused the summary of run 'big'" in worker.log()
+    finally:
+        worker.stop()
+        print(worker.log()[-3000:], file=sys.stderr)
+
+
+def test_a_run_whose_state_the_changelog_refuses_is_parked_and_the_partition_goes_on(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    """A task record larger than the changelog takes: nothing of that checkpoint is
+    committed, the run is parked (its events dead-lettered as state-refused, each once), and
+    the partition's other runs land exactly as replay gives them; the worker keeps going."""
+    settings = isolated_settings(bootstrap)
+    asyncio.run(ensure_topics(settings))
+
+    async def small_changelog() -> None:
+        # AlterConfigs replaces every config the topic was given: all of them, one changed.
+        configs = {**CHANGELOG_CONFIGS, "max.message.bytes": "3000"}
+        admin = AIOKafkaAdminClient(**settings.client_options())
+        await admin.start()
+        try:
+            await admin.alter_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, settings.changelog_topic, configs=configs)]
+            )
+        finally:
+            await admin.close()
+
+    asyncio.run(small_changelog())
+    worker = WorkerProcess(settings, tmp_path / "worker")
+    try:
+        worker.wait_serving()
+        before, big = run_lines("before", 2), [orjson.dumps(e) for e in synthetic_run("big", tasks=1, attempts=40)]
+        asyncio.run(publish(settings, before + big))
+        letters = read_topic(settings, settings.deadletter_topic, until=len(big), timeout=60)
+        after = run_lines("after", 2)
+        asyncio.run(publish(settings, after))
+        landed = read_topic(settings, settings.summaries_topic, until=2, timeout=60)
+
+        assert [record.value for record in landed] == replayed(before) + replayed(after)
+        assert {record.key for record in letters} == {b"big"}
+        assert sorted(record.value for record in letters) == sorted(big), "each of its events, once"
+        assert {record.headers["evalstream.reason"] for record in letters} == {b"state-refused"}
+        assert "MessageSizeTooLarge" in letters[0].headers["evalstream.detail"].decode()
+        until(
+            "/metrics counts the parked run",
+            lambda: worker.scrape().get('evalstream_runs_parked_total{reason="state-refused"}') == 1,
+        )
+        assert worker.process.poll() is None, "the worker stopped"
     finally:
         worker.stop()
         print(worker.log()[-3000:], file=sys.stderr)

@@ -688,9 +688,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _explained(error: Exception, args: argparse.Namespace) -> tuple[str, int]:
     """What to tell the user about `error`, and the exit code."""
     from events.clients.kafka import TopicMissing
+    from projections.step import RollbackFailed
 
     if isinstance(error, CommandError):
         return str(error), error.code
+    if isinstance(error, RollbackFailed):
+        return f"stopped: {error}", ENVIRONMENT
     if isinstance(error, SourceError | SecurityError):
         return str(error), USAGE
     settings = _settings(args)

@@ -23,6 +23,7 @@ import faust
 from faust.types import TP
 
 from events.codec import MAX_EVENT_BYTES
+from projections.step import RollbackFailed
 from projections.storage import NewerStore
 from worker.runtime import consumer, internals, web
 from worker.runtime.archive import TopicArchive
@@ -35,7 +36,7 @@ from worker.settings import Settings
 
 log = logging.getLogger("evalstream.worker")
 
-STOPS = (NewerStore, EventsTopicChanged, Fatal)
+STOPS = (NewerStore, EventsTopicChanged, Fatal, RollbackFailed)
 """What stops the worker as a clean stop does, its reason told by the command (exit 1):
 restarting would meet it again."""
 

@@ -46,10 +46,12 @@ size check refuses it. The transaction is then aborted before any commit, and wr
 with a new producer (aiokafka's idempotent producer cannot write to that partition after a
 refusal): an output is replaced by its dead letter (`output-refused`), a dead letter refused
 in turn is dropped (both counted and logged), a retirement whose archive record is refused
-is left out (the run stays in the changelog), and a changelog record refused raises
-`StateRefused`, so that its run is parked and the partition read again without it. Every
-other failure raises as it is: the caller treats the partition as unknown, and reads it
-again from what the broker committed.
+is left out (the run stays in the changelog). The broker refuses a whole batch, and the
+producer batches a partition's records together, so a refused changelog record may be
+another's fault: the checkpoint is written again with each changelog record in a batch of
+its own, and a record refused then raises `StateRefused`, so that its run alone is parked and
+the partition read again without it. Every other failure raises as it is: the caller treats
+the partition as unknown, and reads it again from what the broker committed.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
+
+from aiokafka.errors import OutOfOrderSequenceNumber
 
 from projections.storage import ArchiveRef
 from worker.runtime.changes import Snapshot
@@ -98,7 +102,7 @@ class Refused(Exception):
     archives: dict[str, Exception] = field(default_factory=dict)
     """Run id of a retirement -> the refusal of its archive record."""
     state: dict[str, str] = field(default_factory=dict)
-    """Run id -> why a changelog record of it was refused."""
+    """Run id ("" for the checkpoint record) -> why a changelog record of it was refused."""
 
     def __bool__(self) -> bool:
         return bool(self.outputs or self.archives or self.state)
@@ -118,6 +122,10 @@ class Checkpoint:
         self.outputs: list[Publish] = []
         self.output_bytes = 0
         self.snapshot: Snapshot | None = None
+        self.singly = False
+        """Each changelog record in a batch of its own (after a refused batch: to find the
+        record the broker refuses)."""
+
         self.last = Source(topic, partition, -1)
         """The last event its partition had handled when it was sealed: the source named by
         the dead letter of a refused output that came from no one event (progress)."""
@@ -176,6 +184,7 @@ class Checkpoint:
             raise refused  # the producer may not write the partition a refusal was of: a new one
         changes: list[Change] = []
         acknowledgements: list[tuple[str | None, Awaitable[int]]] = []
+        at = -1
         if snapshot is not None:
             markers = [
                 change
@@ -186,26 +195,48 @@ class Checkpoint:
             changes = [*snapshot.records, *markers, snapshot.checkpoint]
             for key, value in changes:
                 acknowledgement = await producer.send("changelog", key, value, partition=self.partition)
-                acknowledgements.append((run_of_key(key), acknowledgement))
+                if self.singly:
+                    at = await self._alone(run_of_key(key), acknowledgement)
+                else:
+                    acknowledgements.append((run_of_key(key), acknowledgement))
+        after_refusal = False
         for index, acknowledgement in sent:
             try:
                 await acknowledgement
             except Exception as error:
-                refused.outputs[index] = _refusal_or_raise(error)
-        at = -1
+                why = _refusal_or_collateral(error)
+                if why is None:
+                    after_refusal = True
+                else:
+                    refused.outputs[index] = why
         for run_id, acknowledgement in acknowledgements:
             try:
                 at = await acknowledgement
             except Exception as error:
-                if run_id is None:
-                    raise
-                refused.state[run_id] = repr(_refusal_or_raise(error))
+                why = _refusal_or_collateral(error)
+                if why is None:
+                    after_refusal = True
+                else:
+                    refused.state[run_id or ""] = repr(why)
         if refused.state:
-            raise StateRefused(refused.state)
+            self.singly = True  # a batch refused: written again a record a batch, to find which
         if refused:
             raise refused
+        if after_refusal:
+            raise RuntimeError("records were answered out of sequence with no record refused before them")
         await producer.commit(snapshot.offset + 1 if snapshot is not None else None)
         return changes, at, retired
+
+    async def _alone(self, run_id: str | None, acknowledgement: Awaitable[int]) -> int:
+        """A changelog record answered before the next is sent (a batch of its own), its
+        offset: one the broker refuses is its run's state (`StateRefused`)."""
+        try:
+            return await acknowledgement
+        except Exception as error:
+            why = _refusal_or_raise(error)
+            if run_id is None:
+                raise RuntimeError(f"the broker refused a checkpoint record: {why!r}") from error
+            raise StateRefused({run_id: repr(why)}) from error
 
     async def _archived(self, producer: Transactions, snapshot: Snapshot, refused: Refused) -> dict[str, ArchiveRef]:
         """Step 3: the retired runs' archive records, answered: where each one the broker
@@ -236,8 +267,16 @@ class Checkpoint:
 
     def amend(self, refused: Refused, counts: Counts) -> None:
         """After `Refused`: each refused output replaced by its dead letter (a refused dead
-        letter dropped), each refused retirement left out; all counted and logged once."""
+        letter dropped), each refused retirement left out; all counted and logged once. Refused
+        changelog records are sought one by one at the next write (`singly`)."""
         assert self.stage is Stage.ABORTED
+        if refused.state:
+            log.warning(
+                "the broker refused a batch of changelog records of partition %d (runs %s): writing them a record "
+                "a batch, to find the one it refuses",
+                self.partition,
+                sorted(run for run in refused.state if run),
+            )
         outputs = []
         for index, item in enumerate(self.outputs):
             error = refused.outputs.get(index)
@@ -269,6 +308,15 @@ class Checkpoint:
             kept = tuple(item for item in self.snapshot.retirements if item.run_id not in refused.archives)
             self.snapshot = replace(self.snapshot, retirements=kept)
         self.stage = Stage.SEALED
+
+
+def _refusal_or_collateral(error: Exception) -> Exception | None:
+    """The broker's refusal in `error`; None if `error` only follows an earlier refusal of
+    the same topic partition (aiokafka's producer cannot write a partition in sequence after
+    one: the records are sent again by a new producer); raises `error` if it is neither."""
+    if isinstance(error, OutOfOrderSequenceNumber):
+        return None
+    return _refusal_or_raise(error)
 
 
 def _refusal_or_raise(error: Exception) -> Exception:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from projections.step import Rejected
+from projections.step import Rejected, RollbackFailed
 from projections.storage import ArchiveRef, digest_of
 from worker.runtime.archive import Found, Read, Slow
 from worker.runtime.changes import Snapshot
@@ -330,7 +330,13 @@ class Engine:
         archives = await self._archives(held, records)
         if archives is None or not self._current(held) or held.phase is not Phase.READY:
             return  # the partition moved, or was claimed again: the batch is read again
-        items = self.processor.handle(partition, records, self.clock(), archives)
+        try:
+            items = self.processor.handle(partition, records, self.clock(), archives)
+        except RollbackFailed as error:
+            # Nothing of the broken run is committed: a restart reads it again from what was.
+            held.phase = Phase.CLAIMING
+            await self._stop(error)
+            return
         held.gathering.add(items)
         if self.processor.checkpoint_due(partition) or held.gathering.output_bytes >= FLUSH_BYTES:
             writing = held.writing

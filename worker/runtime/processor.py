@@ -25,7 +25,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from projections.run import Outcome, RunState
-from projections.step import Rejected, step
+from projections.step import Rejected, RollbackFailed, step
 from projections.storage import (
     ArchiveMismatch,
     ArchiveRef,
@@ -287,8 +287,8 @@ class Processor:
             try:
                 stepped = step(value, lookup, position=offset, keyed=True, key=key)
             except Exception as error:  # outside the step's rollback (restoring the run failed): nothing applied
-                if self.refused is not None or isinstance(error, ArchiveNeeded | ArchiveMismatch):
-                    raise  # not the event's fault: the store is newer, or the batch was not prepared
+                if self.refused is not None or isinstance(error, ArchiveNeeded | ArchiveMismatch | RollbackFailed):
+                    raise  # not the event's fault: the store is newer, the batch was not prepared, the run is lost
                 rejected = Rejected("internal-error", repr(error))
                 out.append(self._dead_letter(key, value, rejected, source, error))
                 continue

@@ -10,7 +10,7 @@ output: the worker stops, and its restart sends the output again.
 
 from __future__ import annotations
 
-from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, OutOfOrderSequenceNumber
 
 
 def refusal(error: BaseException) -> KafkaError | None:
@@ -19,7 +19,10 @@ def refusal(error: BaseException) -> KafkaError | None:
     seen: BaseException | None = error
     while seen is not None:
         if isinstance(seen, KafkaError):
-            transient = seen.retriable or isinstance(seen, KafkaTimeoutError | KafkaConnectionError)
+            # Out of sequence: the producer's state after another record's refusal, not this one's.
+            transient = seen.retriable or isinstance(
+                seen, KafkaTimeoutError | KafkaConnectionError | OutOfOrderSequenceNumber
+            )
             return None if transient else seen
         seen = seen.__cause__
     return None
