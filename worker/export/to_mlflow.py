@@ -55,8 +55,10 @@ RUN_KEY, RUN_ID, REVISION, VERSION = (
     "evalstream.version",
 )
 DEFAULT_EXPERIMENT = "evalstream"
-THREADS = 4
+THREADS = 8
 """Runs written at once."""
+ONE_REQUEST, ONE_REQUEST_TAGS = 1000, 100
+"""What MLflow's `log_batch` sends in one request, at most."""
 STATUS = {"completed": RunStatus.FINISHED, "failed": RunStatus.FAILED, "cancelled": RunStatus.KILLED}
 _REFUSED_CHARACTER = re.compile(r"[^/\w.\- :]")
 
@@ -161,18 +163,21 @@ class MlflowSink:
         held = run.data.params
         wanted = params(summary)
         now = int(time.time() * 1000)
-        client.log_batch(
-            run_id,
-            metrics=[Metric(name, value, now, summary.revision) for name, value in metrics(summary).items()],
-            params=[Param(name, value) for name, value in wanted.items() if name not in held],
-            tags=[
-                RunTag(VERSION, self._version),
-                *(RunTag(f"param.{name}", value) for name, value in wanted.items() if held.get(name, value) != value),
-            ],
-        )
+        tags = [
+            RunTag(VERSION, self._version),
+            *(RunTag(f"param.{name}", value) for name, value in wanted.items() if held.get(name, value) != value),
+        ]
+        figures = [Metric(name, value, now, summary.revision) for name, value in metrics(summary).items()]
+        news = [Param(name, value) for name, value in wanted.items() if name not in held]
         client.log_text(run_id, exported.raw.decode(), "summary.json")
         client.log_text(run_id, attempts_csv(summary), "attempts.csv")
-        client.set_tag(run_id, REVISION, str(summary.revision))
+        done = RunTag(REVISION, str(summary.revision))
+        if len(figures) + len(news) + len(tags) < ONE_REQUEST and len(news) + len(tags) < ONE_REQUEST_TAGS:
+            # One request: MLflow's server writes its params, metrics, then tags, in that order.
+            client.log_batch(run_id, metrics=figures, params=news, tags=[*tags, done])
+        else:  # MLflow splits it into several requests: the revision goes after them all
+            client.log_batch(run_id, metrics=figures, params=news, tags=tags)
+            client.set_tag(run_id, done.key, done.value)
         return Result(summary.run_id, summary.revision, WRITTEN)
 
     def _experiment_id(self, summary: RunSummary) -> str:

@@ -18,7 +18,7 @@ from worker.local.processes import free_port
 
 
 @contextmanager
-def mlflow_server(folder: Path, *, workers: int = 2, timeout: float = 120.0) -> Iterator[str]:
+def mlflow_server(folder: Path, *, workers: int = 4, timeout: float = 120.0) -> Iterator[str]:
     """The server's tracking URI while it runs; stopped after the block."""
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
