@@ -206,7 +206,15 @@ def _summaries(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from worker.commands.gate import Options, run
 
-    options = Options(keys=args.key, threshold=args.threshold, max_regressions=args.max_regressions, as_json=args.json)
+    options = Options(
+        keys=args.key,
+        threshold=args.threshold,
+        max_regressions=args.max_regressions,
+        as_json=args.json,
+        fail_on=frozenset(args.fail_on),
+        report_format=args.format,
+        report=args.report,
+    )
     if args.live:
         from worker.commands.gate_live import run_live
 
@@ -470,11 +478,16 @@ def _gate_parser(commands: Commands) -> None:
     command.description = (
         f"{command.description}\nPer pass@k key, on the tasks both runs have: per-task pass rates, their paired\n"
         "difference with a 95% interval (tasks as the unit), pass@1 and pass@k of both, verdicts that changed.\n\n"
-        "exit codes: 0 passed; 1 no broker, no summaries topic, or no summary of a run in it yet;\n"
-        "2 bad usage or input; 3 the gate failed\n\n"
-        "--live: fold the candidate from the events topic as it runs and decide as soon as an anytime-valid\n"
-        "95% confidence sequence of the paired difference lies wholly below -THRESHOLD (exit 3) or above it\n"
-        "(exit 0), or the candidate closes (exit 0): evalstream gate --live run-main run-pr-42"
+        "Each key is PASS (a drop beyond THRESHOLD ruled out), WARN (a real drop within it), INCONCLUSIVE (the\n"
+        "interval holds both 0 and -THRESHOLD; how many more paired tasks would decide is said) or BLOCK (a drop\n"
+        "beyond it); the gate is its worst key. The interval: exact sign-flip below 20 paired tasks, Student's t\n"
+        "from 20 on.\n\n"
+        "exit codes: 0 PASS (and WARN, INCONCLUSIVE unless --fail-on names them); 1 no broker, no summaries\n"
+        "topic, or no summary of a run in it yet; 2 bad usage or input; 3 BLOCK; 4 WARN with --fail-on warn;\n"
+        "5 INCONCLUSIVE with --fail-on inconclusive\n\n"
+        "--live: fold the candidate from the events topic as it runs, on an anytime-valid 95% confidence\n"
+        "sequence: exit 3 once a key's lies wholly below -THRESHOLD, 0 (or WARN's) once every key's lies above\n"
+        "it, or decide at the candidate's close: evalstream gate --live run-main run-pr-42"
     )
     command.add_argument("baseline", help="run id of the baseline (e.g. the main branch's run)")
     command.add_argument("candidate", help="run id of the candidate (the change under test)")
@@ -494,6 +507,23 @@ def _gate_parser(commands: Commands) -> None:
         "--max-regressions", type=int, metavar="N", help="fail when a key has more than N tasks that got worse"
     )
     command.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
+    command.add_argument(
+        "--format",
+        choices=("json", "junit", "markdown"),
+        help="print this report instead of the table (JUnit XML for CI test views, Markdown for a job summary)",
+    )
+    command.add_argument(
+        "--report",
+        metavar="PATH",
+        help="write the report (--format, or by the name: .json, .xml, .md) to PATH; the table still prints",
+    )
+    command.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        choices=("warn", "inconclusive"),
+        help="exit non-zero on this decision too (warn: 4, inconclusive: 5); repeatable",
+    )
     command.add_argument(
         "--live", action="store_true", help="decide while the candidate runs, from the events topic (see above)"
     )

@@ -1,0 +1,165 @@
+"""The gate's decisions (projections.decision) and its small-sample interval (projections.exact)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from events.outputs import RunSummary
+from projections.compare import compare
+from projections.decision import (
+    BLOCK,
+    EXACT,
+    EXACT_BELOW,
+    INCONCLUSIVE,
+    PASS,
+    T,
+    WARN,
+    decide,
+    decide_key,
+    worst,
+)
+from projections.exact import subset_mean_interval
+from tests.builders import scored_run, summary_of
+from tests.projections.examples import BASELINE, CANDIDATE
+
+
+def summaries(
+    baseline: Mapping[str, Sequence[object]], candidate: Mapping[str, Sequence[object]]
+) -> tuple[RunSummary, RunSummary]:
+    return summary_of(scored_run("base", baseline), "base"), summary_of(scored_run("cand", candidate), "cand")
+
+
+@pytest.mark.parametrize(
+    ("interval", "threshold", "expected"),
+    [
+        ((-0.3, -0.2), 0.1, BLOCK),  # wholly below -threshold
+        ((-0.3, -0.2), 0.0, BLOCK),
+        ((-0.08, -0.02), 0.1, WARN),  # below 0, within the tolerance
+        ((-0.15, -0.02), 0.1, WARN),  # below 0, the tolerance neither shown nor ruled out
+        ((-0.15, 0.05), 0.1, INCONCLUSIVE),  # holds both 0 and -0.1
+        ((-0.05, 0.05), 0.0, INCONCLUSIVE),  # holds 0, which is -threshold too
+        ((-0.05, 0.05), 0.1, PASS),  # a drop beyond 0.1 ruled out
+        ((0.0, 0.0), 0.0, PASS),  # no change at all is no drop
+        ((0.02, 0.3), 0.0, PASS),
+    ],
+)
+def test_the_four_decisions(interval: tuple[float, float], threshold: float, expected: str) -> None:
+    assert decide(interval, threshold) == expected
+
+
+def test_the_worst_key_decides() -> None:
+    assert worst([PASS, WARN, PASS]) == WARN
+    assert worst([WARN, INCONCLUSIVE]) == INCONCLUSIVE
+    assert worst([INCONCLUSIVE, BLOCK, PASS]) == BLOCK
+    assert worst([]) == PASS
+
+
+def brute_force(differences: Sequence[float]) -> tuple[float, float]:
+    """Hartigan's interval by listing every non-empty subset."""
+    means = sorted(
+        sum(subset) / len(subset)
+        for size in range(1, len(differences) + 1)
+        for subset in itertools.combinations(differences, size)
+    )
+    cut = int(0.025 * 2 ** len(differences))
+    return (-1.0, 1.0) if cut == 0 else (means[cut - 1], means[-cut])
+
+
+@given(st.lists(st.sampled_from([-1.0, -0.5, -1 / 3, 0.0, 0.25, 0.5, 1.0]), min_size=1, max_size=10))
+def test_the_exact_interval_is_hartigans(differences: list[float]) -> None:
+    low, high = subset_mean_interval(differences)
+    expected = brute_force(differences)
+    assert (low, high) == pytest.approx(expected)
+    assert -1.0 <= low <= high <= 1.0
+
+
+def test_the_exact_interval_covers_at_least_95_percent_under_symmetry() -> None:
+    """Every sign pattern of eight fixed magnitudes is equally likely when nothing changed: the
+    share of patterns whose interval excludes 0 is the false-alarm rate, at most 5%."""
+    magnitudes = [0.1, 0.2, 0.3, 0.5, 0.5, 0.7, 0.9, 1.0]
+    excluded = 0
+    for signs in itertools.product((-1, 1), repeat=len(magnitudes)):
+        low, high = subset_mean_interval([sign * value for sign, value in zip(signs, magnitudes, strict=True)])
+        excluded += not low <= 0.0 <= high
+    assert excluded / 2 ** len(magnitudes) <= 0.05
+    assert excluded > 0  # and it can decide with eight tasks
+
+
+def test_few_tasks_use_the_exact_interval_and_cannot_block_below_six() -> None:
+    worse = {"a": [1, 1], "b": [1, 1], "c": [1, 0]}
+    much_worse = {"a": [1, 0], "b": [0, 1], "c": [0, 0]}
+    (key,) = compare(*summaries(worse, much_worse)).keys
+    assert key.interval == (-0.5, -0.5)  # Student's t, with no spread among three tasks
+    decided = decide_key(key, 0.0)
+    assert (decided.method, decided.interval, decided.decision) == (EXACT, (-1.0, 1.0), INCONCLUSIVE)
+    assert "exact sign-flip 95% interval [-1.0000, +1.0000] over 3 paired tasks holds 0" in decided.reason
+    assert (decided.tasks_to_decide, decided.more_tasks) == (6, 3)  # the exact interval's least
+    eight = {f"t{i}": [1, 1] for i in range(8)}
+    (key,) = compare(*summaries(eight, {task: [1, 0] for task in eight})).keys
+    assert decide_key(key, 0.0).decision == BLOCK
+    assert decide_key(key, 0.0).interval == (-0.5, -0.5)
+    assert decide_key(key, 0.5).decision == WARN  # a real drop, within the tolerance
+    assert "within the tolerance (-0.5)" in decide_key(key, 0.5).reason
+
+
+def test_from_twenty_tasks_on_students_t_decides() -> None:
+    base = {f"t{i}": [1, 1] for i in range(EXACT_BELOW)}
+    cand = {task: [1, 0] if i % 10 == 0 else [1, 1] for i, task in enumerate(base)}
+    (key,) = compare(*summaries(base, cand)).keys
+    decided = decide_key(key, 0.0)
+    assert (decided.method, decided.interval) == (T, key.interval)
+    assert decided.decision == INCONCLUSIVE  # mean -0.05 over 20 tasks: the t interval holds 0
+    assert decided.tasks_to_decide is not None and decided.more_tasks == decided.tasks_to_decide - EXACT_BELOW
+    assert decided.more_tasks > 0
+
+
+def test_the_worked_example_is_inconclusive_and_regressions_block() -> None:
+    (key,) = compare(*summaries(BASELINE, CANDIDATE)).keys
+    assert decide_key(key, 0.0).decision == INCONCLUSIVE  # four paired tasks: too few to tell
+    blocked = decide_key(key, 0.0, max_regressions=1)
+    assert (blocked.decision, blocked.reason) == (BLOCK, "2 regressions, more than the 1 allowed")
+    assert decide_key(key, 0.0, max_regressions=2).decision == INCONCLUSIVE
+
+
+def test_one_paired_task_is_inconclusive() -> None:
+    (key,) = compare(*summaries({"a": [1, 1]}, {"a": [0, 0]})).keys
+    decided = decide_key(key, 0.0)
+    assert (decided.decision, decided.interval, decided.method) == (INCONCLUSIVE, None, None)
+    assert decided.reason == "1 paired task: too few for an interval"
+
+
+tasks_attempts = st.dictionaries(
+    st.sampled_from([f"t{i}" for i in range(8)]),
+    st.lists(st.sampled_from([0, 1, 1.0, 0.5, None, "NaN"]), min_size=1, max_size=5),
+    min_size=1,
+)
+
+
+@given(tasks_attempts)
+def test_a_run_against_itself_never_blocks_nor_warns(attempts: dict[str, list[object]]) -> None:
+    for key in compare(*summaries(attempts, attempts)).keys:
+        assert decide_key(key, 0.0, max_regressions=0).decision in (PASS, INCONCLUSIVE)
+
+
+@given(tasks_attempts)
+def test_a_candidate_failing_every_task_the_baseline_solved_is_blocked(
+    baseline_attempts: dict[str, list[object]],
+) -> None:
+    solved_tasks = [
+        task for task, values in baseline_attempts.items() if all(isinstance(v, int | float) and v >= 1 for v in values)
+    ]
+    assume(solved_tasks)
+    candidate_attempts = {
+        task: [0] * len(values) if task in solved_tasks else values for task, values in baseline_attempts.items()
+    }
+    (key,) = compare(*summaries(baseline_attempts, candidate_attempts)).keys
+    assert decide_key(key, 0.0, max_regressions=0).decision == BLOCK
+    assert decide_key(key, 0.0, max_regressions=len(solved_tasks) - 1).decision == BLOCK
+    if len(solved_tasks) == len(baseline_attempts) >= 6:
+        # Every task went from solved to failed: the exact interval alone blocks, whatever drop is tolerated below 1.
+        assert decide_key(key, 0.99).decision == BLOCK
