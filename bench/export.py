@@ -38,6 +38,7 @@ from events.synthetic import synthetic_run
 from worker.commands import export
 from worker.commands.clients import publish
 from worker.export.flat import run_key
+from worker.export.sink import Sink
 from worker.export.to_mlflow import MlflowSink, metrics
 from worker.export.to_parquet import ParquetSink
 from worker.local.clusters import cluster
@@ -68,10 +69,12 @@ def summaries_file(folder: Path, runs: int) -> Path:
     return path
 
 
-def timed_export(path: Path, sink: export.Sink) -> float:
+def timed_export(path: Path, sink: Sink) -> float:
     """Seconds to export the file with the command's own loop."""
     began = time.perf_counter()
-    code = export.run(lambda: sink, settings=Settings(), group="-", follow=False, from_file=str(path), err=io.StringIO())
+    code = export.run(
+        lambda: sink, settings=Settings(), group="-", follow=False, from_file=str(path), err=io.StringIO()
+    )
     if code != 0:
         raise RuntimeError(f"export exited {code}")
     return time.perf_counter() - began
@@ -137,9 +140,7 @@ def close_to_visible(folder: Path, count: int) -> None:
         asyncio.run(ensure_topics(settings))
         worker = WorkerProcess(settings, folder / "worker")
         command = [sys.executable, "-m", "worker.commands.cli", "export", "mlflow", "--follow", *topic_flags(settings)]
-        follower = subprocess.Popen(
-            command, env={**os.environ, "MLFLOW_TRACKING_URI": uri}, stderr=subprocess.DEVNULL
-        )
+        follower = subprocess.Popen(command, env={**os.environ, "MLFLOW_TRACKING_URI": uri}, stderr=subprocess.DEVNULL)
         client = MlflowClient(uri)
         try:
             worker.wait_serving()

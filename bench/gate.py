@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from projections.live_gate import gate_of_rates
 from projections.decision import BLOCK, INCONCLUSIVE, decide
+from projections.live_gate import gate_of_rates
 from projections.t975 import t975
 
 KEY = "reward.score"

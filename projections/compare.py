@@ -66,6 +66,8 @@ class TaskDelta:
     baseline: float
     candidate: float
     difference: float
+    baseline_attempts: int
+    candidate_attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +171,9 @@ def _compare_key(baseline: RunSummary, candidate: RunSummary, key: str) -> KeyCo
             continue
         base_rate, base_verdict = _rate(base_attempts)
         cand_rate, cand_verdict = _rate(cand_attempts)
-        paired.append(TaskDelta(task_id, base_rate, cand_rate, cand_rate - base_rate))
+        paired.append(
+            TaskDelta(task_id, base_rate, cand_rate, cand_rate - base_rate, len(base_attempts), len(cand_attempts))
+        )
         if (base_verdict, cand_verdict) in _WORSE:
             regressions.append(VerdictChange(task_id, base_verdict, cand_verdict))
         elif (cand_verdict, base_verdict) in _WORSE:

@@ -8,8 +8,10 @@ The four decisions, for an interval [low, high]:
 - INCONCLUSIVE: low < -threshold and high >= 0: the interval holds both 0 and -threshold, so
   the data cannot tell "no drop" from "a drop past the tolerance";
 - PASS: low >= -threshold and high >= 0: a drop past the tolerance is ruled out.
-A gate over several keys decides the worst of its keys, in the order BLOCK, INCONCLUSIVE,
-WARN, PASS (an inconclusive key may hide a block).
+(An empty interval, low > high, the running intersection of a confidence sequence on its
+alpha event, is read by its high end: the safe side.) A gate over several keys decides the
+worst of its keys, in the order BLOCK, INCONCLUSIVE, WARN, PASS (an inconclusive key may hide
+a block).
 
 Which interval, for a fixed gate over n paired tasks (the rule the README states): below
 `EXACT_BELOW` tasks the exact sign-flip interval (`projections.exact`), which needs no
@@ -20,8 +22,10 @@ verdict regressions than `max_regressions` is BLOCK whatever its interval.
 To decide an INCONCLUSIVE key, its interval must shrink to exclude 0 or -threshold; about how
 many paired tasks that takes, if the mean difference stays what it is: Miller's 80%-power
 rule (`projections.power`) for an effect of the distance from the mean to the farther of 0
-and -threshold (the one the interval can clear first), and at least `EXACT_MINIMUM` (the
-fewest tasks with which the exact interval excludes anything).
+and -threshold (the one the interval can clear first), at least one more than compared and at
+least `EXACT_MINIMUM` (the fewest tasks with which the exact interval excludes anything); or, on the same tasks, about
+how many attempts per task of the candidate (`power.candidate_attempts_needed`), when more
+attempts can do it at all (from `EXACT_MINIMUM` tasks on).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Final
 
 from projections.compare import KeyComparison
 from projections.exact import subset_mean_interval
-from projections.power import tasks_needed
+from projections.power import candidate_attempts_needed, tasks_needed
 
 PASS: Final = "pass"
 WARN: Final = "warn"
@@ -58,6 +62,9 @@ class KeyDecision:
     """For INCONCLUSIVE: about how many paired tasks in all would decide (None: unknown)."""
     more_tasks: int | None = None
     """tasks_to_decide minus those compared."""
+    attempts_to_decide: int | None = None
+    """For INCONCLUSIVE: about how many attempts per task of the candidate would decide on the
+    same tasks (None: no number would, or unknown)."""
 
 
 def decide(interval: tuple[float, float], threshold: float) -> str:
@@ -118,12 +125,17 @@ def _name(method: str | None) -> str:
     return "exact sign-flip" if method == EXACT else "Student's t"
 
 
-def _to_decide(key: KeyComparison, threshold: float) -> tuple[int | None, int | None]:
+def _to_decide(key: KeyComparison, threshold: float) -> tuple[int | None, int | None, int | None]:
     if key.mean_difference is None or key.sample_std_dev is None:
-        return None, None
+        return None, None, None
     mean = key.mean_difference
     effect = max(mean + threshold, -mean)
     if not effect > 0:
-        return None, None
-    needed = max(EXACT_MINIMUM, tasks_needed(key.sample_std_dev, effect))
-    return needed, max(0, needed - len(key.tasks))
+        return None, None, None
+    # One more than compared at least: the rule is the normal one, and the interval that left
+    # the key undecided may be the exact one, wider.
+    needed = max(EXACT_MINIMUM, len(key.tasks) + 1, tasks_needed(key.sample_std_dev, effect))
+    attempts = None
+    if len(key.tasks) >= EXACT_MINIMUM:
+        attempts = candidate_attempts_needed(key.tasks, key.sample_std_dev, effect)
+    return needed, max(0, needed - len(key.tasks)), attempts

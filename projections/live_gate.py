@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from events.outputs import RunSummary
 from projections.attempts import summary_tasks
 from projections.compare import NotComparable, key_attempts, pass_rate, passk_keys
+from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide, worst
 from projections.declarations import key_name
 from projections.run import RunState
-from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide, worst
 from projections.sequence import ConfidenceSequence
 from projections.task import TaskState
 

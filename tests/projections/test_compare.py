@@ -44,10 +44,10 @@ def test_the_hand_computed_example() -> None:
     (key,) = comparison.keys
     assert key.key == "reward.score"
     assert key.tasks == (
-        TaskDelta("a", 1.0, 2 / 3, 2 / 3 - 1.0),
-        TaskDelta("b", 2 / 3, 0.0, 0.0 - 2 / 3),
-        TaskDelta("c", 0.0, 1 / 3, 1 / 3),
-        TaskDelta("d", 1.0, 1.0, 0.0),
+        TaskDelta("a", 1.0, 2 / 3, 2 / 3 - 1.0, 3, 3),
+        TaskDelta("b", 2 / 3, 0.0, 0.0 - 2 / 3, 3, 3),
+        TaskDelta("c", 0.0, 1 / 3, 1 / 3, 3, 3),
+        TaskDelta("d", 1.0, 1.0, 0.0, 2, 4),
     )
     # d = (-1/3, -2/3, 1/3, 0): mean -1/6; deviations -1/6, -1/2, 1/2, 1/6 square to 5/9 in all,
     # so the sample variance is 5/27 and the standard error sqrt(5/27) / sqrt(4) = sqrt(5/108).

@@ -17,8 +17,8 @@ from projections.decision import (
     EXACT_BELOW,
     INCONCLUSIVE,
     PASS,
-    T,
     WARN,
+    T,
     decide,
     decide_key,
     worst,
@@ -46,6 +46,7 @@ def summaries(
         ((-0.05, 0.05), 0.1, PASS),  # a drop beyond 0.1 ruled out
         ((0.0, 0.0), 0.0, PASS),  # no change at all is no drop
         ((0.02, 0.3), 0.0, PASS),
+        ((0.1, -0.1), 0.0, BLOCK),  # a confidence sequence's empty running intersection: the safe side
     ],
 )
 def test_the_four_decisions(interval: tuple[float, float], threshold: float, expected: str) -> None:
@@ -114,7 +115,8 @@ def test_from_twenty_tasks_on_students_t_decides() -> None:
     decided = decide_key(key, 0.0)
     assert (decided.method, decided.interval) == (T, key.interval)
     assert decided.decision == INCONCLUSIVE  # mean -0.05 over 20 tasks: the t interval holds 0
-    assert decided.tasks_to_decide is not None and decided.more_tasks == decided.tasks_to_decide - EXACT_BELOW
+    assert decided.tasks_to_decide is not None
+    assert decided.more_tasks == decided.tasks_to_decide - EXACT_BELOW
     assert decided.more_tasks > 0
 
 
@@ -163,3 +165,27 @@ def test_a_candidate_failing_every_task_the_baseline_solved_is_blocked(
     if len(solved_tasks) == len(baseline_attempts) >= 6:
         # Every task went from solved to failed: the exact interval alone blocks, whatever drop is tolerated below 1.
         assert decide_key(key, 0.99).decision == BLOCK
+
+
+def test_what_would_decide_an_inconclusive_key() -> None:
+    """Ten tasks every baseline attempt passes; the candidate passes 3 of 4 on half of them and
+    4 of 4 on the rest: the differences are -0.25 and 0, mean -0.125, sd 0.1318, and with a
+    tolerance of 0.2 the exact interval [-0.25, 0] holds both 0 and -0.2."""
+    base = {f"t{i}": [1, 1, 1, 1] for i in range(10)}
+    cand = {task: [1, 1, 1, 0] if i % 2 else [1, 1, 1, 1] for i, task in enumerate(base)}
+    (key,) = compare(*summaries(base, cand)).keys
+    decided = decide_key(key, 0.2)
+    assert (decided.decision, decided.interval) == (INCONCLUSIVE, (-0.25, 0.0))
+    # Miller's rule for an effect of max(-0.125 + 0.2, 0.125): 9 tasks, but never fewer than 11.
+    assert (decided.tasks_to_decide, decided.more_tasks) == (11, 1)
+    # The candidate's per-attempt noise (0.75 x 0.25 x 4/3 on half the tasks: 0.125 a task) over
+    # the room 10 x (0.125 / 2.8016)^2 = 0.0199 that the tasks' own differences (none beyond the
+    # attempts' noise) and the baseline's (none) leave: 7 attempts a task.
+    assert decided.attempts_to_decide == 7
+    # A baseline as noisy as the candidate leaves no room: more candidate attempts cannot decide.
+    noisy = {task: [1, 1, 0, 0] for task in base}
+    (key,) = compare(*summaries(noisy, {t: [1, 1, 1, 0] if i % 2 else [1, 0, 0, 0] for i, t in enumerate(noisy)})).keys
+    decided = decide_key(key, 0.1)
+    assert decided.decision == INCONCLUSIVE
+    assert decided.attempts_to_decide is None
+    assert decided.tasks_to_decide is not None

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from events.models import InputEvent
 from projections.compare import NotComparable, compare
+from projections.decision import BLOCK, INCONCLUSIVE, WARN
 from projections.live_gate import LiveGate, Look, live_gate
 from projections.run import RunState, apply
-from projections.decision import BLOCK, INCONCLUSIVE, WARN
 from tests.builders import broken, closed, dead, score, scored_run, started, summary_of, task_spec
 
 

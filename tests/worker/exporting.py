@@ -6,7 +6,9 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import orjson
 
 from events.codec import encode
@@ -15,8 +17,8 @@ from events.outputs import RunSummary
 from events.synthetic import synthetic_run
 from tests.builders import scored_run
 
-OLD = {"a": [1, 1], "b": [1, 1], "c": [0, 0], "d": [1, 0], "e": [1, 1]}
-NEW = {"a": [0, 0], "b": [1, 1], "c": [1, 1], "d": [0, 0], "e": [0, None]}
+OLD: dict[str, list[object]] = {"a": [1, 1], "b": [1, 1], "c": [0, 0], "d": [1, 0], "e": [1, 1]}
+NEW: dict[str, list[object]] = {"a": [0, 0], "b": [1, 1], "c": [1, 1], "d": [0, 0], "e": [0, None]}
 """Two runs of one benchmark: a and e flip from solved to failed, c the other way, d flaky to failed."""
 
 
@@ -34,7 +36,7 @@ def evalstream(
     )
 
 
-def replayed(folder: Path, events: Iterable[InputEvent | dict[str, object]], name: str = "summaries") -> Path:
+def replayed(folder: Path, events: Iterable[InputEvent | dict[str, Any]], name: str = "summaries") -> Path:
     """The summaries (and progress lines) `evalstream replay --progress` prints for `events`."""
     log = folder / f"{name}.log.jsonl"
     log.write_bytes(b"".join((orjson.dumps(e) if isinstance(e, dict) else encode(e)) + b"\n" for e in events))
@@ -45,7 +47,7 @@ def replayed(folder: Path, events: Iterable[InputEvent | dict[str, object]], nam
     return path
 
 
-def benchmark_runs() -> list[InputEvent | dict[str, object]]:
+def benchmark_runs() -> list[InputEvent | dict[str, Any]]:
     """`old` and `new` of benchmark `flips`, a synthetic run of another benchmark, and `late`,
     whose attempts after its close make revisions 2 and 3."""
     return [
@@ -84,3 +86,8 @@ def expected_pass_figures(
 
 def keep(lines: Sequence[str], word: str) -> list[str]:
     return [line for line in lines if word in line]
+
+
+def query(sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of a DuckDB query (named parameters: `$name`)."""
+    return duckdb.execute(sql, params or {}).fetchall()

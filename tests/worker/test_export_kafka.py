@@ -8,18 +8,18 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import duckdb
 import pytest
 from aiokafka import AIOKafkaProducer
 from mlflow import MlflowClient
 
 from events.clients.kafka import running
 from events.codec import encode
+from events.models import InputEvent
 from tests.builders import scored_run
-from tests.worker.exporting import evalstream, replayed
+from tests.worker.exporting import evalstream, query, replayed
 from worker.export.flat import run_key
 from worker.local.mlflow_server import mlflow_server
 from worker.local.processes import WorkerProcess, topic_flags
@@ -28,9 +28,9 @@ from worker.settings import Settings
 pytestmark = pytest.mark.kafka
 
 
-def publish(settings: Settings, folder: Path, events: list[object]) -> None:
+def publish(settings: Settings, folder: Path, events: Sequence[InputEvent]) -> None:
     log = folder / f"events-{time.monotonic_ns()}.jsonl"
-    log.write_bytes(b"".join(encode(event) + b"\n" for event in events))  # type: ignore[arg-type]
+    log.write_bytes(b"".join(encode(event) + b"\n" for event in events))
     done = evalstream("publish", str(log), *topic_flags(settings))
     assert done.returncode == 0, done.stderr
 
@@ -43,10 +43,10 @@ def wait_for_summary(settings: Settings, run_id: str, revision: int = 1) -> None
 
 
 def figures_of(out: Path) -> list[tuple[str, int]]:
-    return duckdb.sql(
+    return query(
         f"SELECT DISTINCT run_id, revision FROM read_parquet('{out}/figures/*/*.parquet', hive_partitioning = true) "
         "ORDER BY ALL"
-    ).fetchall()
+    )
 
 
 async def aborted_then_committed(settings: Settings, aborted: bytes, committed: bytes) -> None:
@@ -117,10 +117,12 @@ def test_mlflow_follows_the_topic(worker: WorkerProcess, tracking: str, tmp_path
     try:
         publish(settings, tmp_path, scored_run("followed", {"a": [1, 1], "b": [0, 1]}))
         deadline = time.monotonic() + 120
-        while not (found := client.search_runs(
-            [e.experiment_id for e in client.search_experiments()],
-            f"tags.`evalstream.run_key` = '{run_key('followed')}' and tags.`evalstream.revision` = '1'",
-        )):
+        while not (
+            found := client.search_runs(
+                [e.experiment_id for e in client.search_experiments()],
+                f"tags.`evalstream.run_key` = '{run_key('followed')}' and tags.`evalstream.revision` = '1'",
+            )
+        ):
             assert follower.poll() is None, follower.stderr.read() if follower.stderr else ""
             assert time.monotonic() < deadline, "the followed run never reached MLflow"
             time.sleep(0.5)

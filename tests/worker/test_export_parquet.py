@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import duckdb
 import orjson
 import pytest
 
 from tests.builders import scored_run
-from tests.worker.exporting import benchmark_runs, evalstream, expected_pass_figures, replayed, summaries_of
+from tests.worker.exporting import benchmark_runs, evalstream, expected_pass_figures, query, replayed, summaries_of
 
 
 def read(out: Path, table: str) -> str:
@@ -34,30 +33,28 @@ def exported(summaries: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_figures_equal_the_summaries(summaries: Path, exported: Path) -> None:
     latest = summaries_of(summaries)
     for run_id, summary in latest.items():
-        rows = duckdb.sql(
+        rows = query(
             f"SELECT key, figure, k, value, stderr, ci95_low, ci95_high FROM {read(exported, 'figures')} "
             "WHERE run_id = $run AND figure IN ('pass@k', 'pass^k') ORDER BY ALL",
-            params={"run": run_id},
-        ).fetchall()
+            {"run": run_id},
+        )
         assert rows == expected_pass_figures(summary), run_id
-        revisions = duckdb.sql(
-            f"SELECT DISTINCT revision FROM {read(exported, 'figures')} WHERE run_id = $run", params={"run": run_id}
-        ).fetchall()
+        revisions = query(
+            f"SELECT DISTINCT revision FROM {read(exported, 'figures')} WHERE run_id = $run", {"run": run_id}
+        )
         assert revisions == [(summary.revision,)]
     means = dict(
-        duckdb.sql(
-            f"SELECT key, value FROM {read(exported, 'figures')} WHERE run_id = 'synthetic' AND figure = 'mean'"
-        ).fetchall()
+        query(f"SELECT key, value FROM {read(exported, 'figures')} WHERE run_id = 'synthetic' AND figure = 'mean'")
     )
     # A mean over no finite value (the boolean output's: booleans are not numbers there) is left out.
     scores = {
         s.name: s.mean for s in latest["synthetic"].summary.scores if ".pass@" not in s.name and s.mean is not None
     }
     assert means == scores
-    verdicts = duckdb.sql(
+    verdicts = query(
         f"SELECT figure, value FROM {read(exported, 'figures')} WHERE run_id = 'new' AND key = 'reward.score' "
         "AND figure LIKE 'verdicts.%' ORDER BY figure"
-    ).fetchall()
+    )
     assert verdicts == [
         ("verdicts.failed", 3.0),
         ("verdicts.flaky", 0.0),
@@ -68,11 +65,11 @@ def test_figures_equal_the_summaries(summaries: Path, exported: Path) -> None:
 
 def test_attempts_equal_the_summaries(summaries: Path, exported: Path) -> None:
     for run_id, summary in summaries_of(summaries).items():
-        rows = duckdb.sql(
+        rows = query(
             f"SELECT task_id, key, attempt, trial_id, value, passed, labels FROM {read(exported, 'attempts')} "
             "WHERE run_id = $run ORDER BY task_id, key, attempt",
-            params={"run": run_id},
-        ).fetchall()
+            {"run": run_id},
+        )
         expected = []
         for task_id, keys in summary.summary.task_metric_attempts.items():
             for key, attempts in keys.items():
@@ -88,11 +85,12 @@ def test_attempts_equal_the_summaries(summaries: Path, exported: Path) -> None:
 
 
 def test_flipped_tasks_in_sql_are_those_history_reports(summaries: Path, exported: Path) -> None:
-    flipped = duckdb.sql(
+    flipped = query(
         f"""
         WITH verdicts AS (
             SELECT run_id, task_id, key,
-                   CASE WHEN bool_and(passed) THEN 'solved' WHEN bool_or(passed) THEN 'flaky' ELSE 'failed' END AS verdict
+                   CASE WHEN bool_and(passed) THEN 'solved' WHEN bool_or(passed) THEN 'flaky' ELSE 'failed' END
+                   AS verdict
             FROM {read(exported, "attempts")}
             WHERE labels['benchmark'] = 'flips'
             GROUP BY ALL)
@@ -100,7 +98,7 @@ def test_flipped_tasks_in_sql_are_those_history_reports(summaries: Path, exporte
         WHERE was.run_id = 'old' AND now.run_id = 'new' AND was.verdict = 'solved' AND now.verdict = 'failed'
         ORDER BY 1
         """
-    ).fetchall()
+    )
     done = evalstream("history", "--label", "benchmark=flips", "--json", "--from-file", str(summaries))
     assert done.returncode == 0, done.stderr
     history = orjson.loads(done.stdout)
@@ -132,7 +130,7 @@ def test_a_second_export_writes_nothing_and_doubles_nothing(summaries: Path, exp
     assert "0 runs written" in done.stderr
     assert "4 unchanged" in done.stderr
     assert {path: path.stat().st_mtime_ns for path in exported.rglob("*.parquet")} == before
-    counts = duckdb.sql(f"SELECT run_id, count(*) FROM {read(exported, 'figures')} GROUP BY 1").fetchall()
+    counts = query(f"SELECT run_id, count(*) FROM {read(exported, 'figures')} GROUP BY 1")
     assert len(counts) == 4
 
 
@@ -144,7 +142,7 @@ def test_a_later_revision_replaces_its_runs_files(tmp_path: Path) -> None:
     # An older revision read afterwards (a file exported again) changes nothing.
     older = evalstream("export", "parquet", "--out", str(out), "--from-file", str(first))
     assert "1 unchanged" in older.stderr
-    rows = duckdb.sql(f"SELECT revision, value FROM {read(out, 'attempts')} ORDER BY attempt").fetchall()
+    rows = query(f"SELECT revision, value FROM {read(out, 'attempts')} ORDER BY attempt")
     assert rows == [(2, 1.0), (2, 1.0), (2, 0.0)]
     assert len(list((out / "attempts").rglob("*.parquet"))) == 1
     assert not list((out / ".evalstream-tmp").iterdir())
@@ -157,13 +155,11 @@ def test_partitioned_by_a_label_read_selectively(summaries: Path, tmp_path: Path
     assert done.returncode == 0, done.stderr
     folders = sorted(path.name for path in (tmp_path / "figures").iterdir())
     assert folders == ["benchmark=flips", "benchmark=late%2Fone", "benchmark=synthetic"]
-    assert duckdb.sql(
-        f"SELECT DISTINCT run_id FROM {read(tmp_path, 'figures')} WHERE benchmark = 'late/one'"
-    ).fetchall() == [("late",)]
+    assert query(f"SELECT DISTINCT run_id FROM {read(tmp_path, 'figures')} WHERE benchmark = 'late/one'") == [("late",)]
     # Only the partition asked for is opened: a file elsewhere that is not Parquet at all breaks nothing.
     (tmp_path / "figures" / "benchmark=synthetic" / "broken.parquet").write_bytes(b"not parquet")
-    runs = duckdb.sql(f"SELECT DISTINCT run_id FROM {read(tmp_path, 'figures')} WHERE benchmark = 'flips' ORDER BY 1")
-    assert runs.fetchall() == [("new",), ("old",)]
+    runs = query(f"SELECT DISTINCT run_id FROM {read(tmp_path, 'figures')} WHERE benchmark = 'flips' ORDER BY 1")
+    assert runs == [("new",), ("old",)]
     again = evalstream("export", "parquet", "--out", str(tmp_path), "--from-file", str(summaries))
     assert again.returncode == 1
     assert "is partitioned by 'benchmark', not 'date'" in again.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -200,7 +201,7 @@ def test_junit_has_a_case_per_key_and_task_and_agrees_with_json(summaries: Path,
     (key,) = report["comparison"]["keys"]
     (suite,) = list(JUnitXml.fromfile(str(path)))
     assert suite.name == "reward.score"
-    properties = {prop.name: prop.value for prop in suite.properties()}
+    properties = _properties(suite)
     assert properties["decision"] == report["decision"] == "inconclusive"
     assert properties["reason"] == report["decisions"]["reward.score"]["reason"]
     cases = {case.name: case for case in suite}
@@ -211,7 +212,9 @@ def test_junit_has_a_case_per_key_and_task_and_agrees_with_json(summaries: Path,
         + key["only_candidate"]
         + [task["task_id"] for task in key["unmeasured"]]
     )
-    failed = {name: case.result[0] for name, case in cases.items() if case.result and isinstance(case.result[0], Failure)}
+    failed = {
+        name: case.result[0] for name, case in cases.items() if case.result and isinstance(case.result[0], Failure)
+    }
     assert sorted(failed) == [change["task_id"] for change in key["regressions"]] == ["a", "b"]
     assert failed["a"].message == "solved -> flaky: pass rate 1.00 -> 0.67"
     assert failed["a"].text == "baseline base: a-0=1.0 a-1=1.0 a-2=1.0\ncandidate cand: a-0=1.0 a-1=1.0 a-2=NaN"
@@ -227,7 +230,7 @@ def test_a_blocked_gate_in_junit_and_markdown(summaries: Path) -> None:
     assert done.returncode == 3
     xml = JUnitXml.fromstring(done.stdout.decode())
     (suite,) = list(xml)
-    assert {prop.name: prop.value for prop in suite.properties()}["decision"] == "block"
+    assert _properties(suite)["decision"] == "block"
     assert suite.failures == 9  # every task regressed: solved -> flaky or failed, flaky -> failed
     markdown = evalstream("gate", "worse", "much-worse", "--from-file", str(summaries), "--format", "markdown")
     text = markdown.stdout.decode()
@@ -241,3 +244,7 @@ def test_a_report_needs_a_format(summaries: Path, tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--report " in done.stderr.decode()
     assert "say its --format (json, junit or markdown), or name it .json, .xml or .md" in done.stderr.decode()
+
+
+def _properties(suite: Any) -> dict[str, str]:
+    return {prop.name: prop.value for prop in suite.properties()}

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO, TextIO
 
-import orjson
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
@@ -50,10 +49,10 @@ from events.codec import decode_output, output_problem
 from events.latest import Latest, revision, seq
 from events.outputs import RunProgress, RunSummary
 from projections.compare import Comparison, KeyComparison, NotComparable, PassAt, compare
-from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, KeyDecision, decide_key, worst
+from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide_key, worst
 from projections.power import Power, power
-from worker.commands.gate_report import SHOWN_CHANGES, GateReport, as_json, junit, markdown
 from worker.commands.clients import summary_subscriber
+from worker.commands.gate_report import SHOWN_CHANGES, GateReport, as_json, junit, markdown, to_decide
 from worker.commands.replay import route_key
 from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing
 from worker.settings import Settings
@@ -279,7 +278,8 @@ def render(report: GateReport, remarks: list[str], out: TextIO, effect: float | 
         )
     )
     columns = (
-        "key", "tasks", "pass@1", "pass@k", "mean diff", "95% interval", "method", "80% power", "regr.", "fixes", "gate",
+        "key", "tasks", "pass@1", "pass@k", "mean diff", "95% interval", "method", "80% power",
+        "regr.", "fixes", "gate",
     )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column in {"key", "pass@k", "method"} else "right", no_wrap=True)
@@ -312,19 +312,10 @@ def _verdict(report: GateReport) -> str:
         return "gate FAILED: " + "; ".join(report.failures)
     if report.decision == PASS:
         return "gate passed"
-    said = "; ".join(f"{each.key}: {_said(each)}" for each in report.decisions if each.decision == report.decision)
+    said = "; ".join(f"{each.key}: {to_decide(each)}" for each in report.decisions if each.decision == report.decision)
     if report.decision == WARN:
         return f"gate passed with a WARNING: {said}"
     return f"gate INCONCLUSIVE: {said}"
-
-
-def _said(decided: KeyDecision) -> str:
-    if decided.tasks_to_decide is None:
-        return decided.reason
-    return (
-        f"{decided.reason}; about {decided.more_tasks} more paired tasks ({decided.tasks_to_decide} in all) "
-        "would decide at 80% power, if the mean difference holds"
-    )
 
 
 def _power(figures: Power | None) -> str:

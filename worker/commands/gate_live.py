@@ -34,9 +34,9 @@ from typing import TextIO
 import orjson
 
 from projections.compare import NotComparable
+from projections.decision import BLOCK, INCONCLUSIVE, WARN
 from projections.live_gate import LiveGate, Look, live_gate
 from projections.run import RunState
-from projections.decision import BLOCK, INCONCLUSIVE, WARN
 from projections.step import step
 from projections.trials import count
 from worker.commands.gate import Options, load_summaries

@@ -69,6 +69,7 @@ def as_json(report: GateReport) -> str:
                 "reason": each.reason,
                 "tasks_to_decide": each.tasks_to_decide,
                 "more_tasks": each.more_tasks,
+                "attempts_to_decide": each.attempts_to_decide,
             }
             for each in report.decisions
         },
@@ -140,7 +141,9 @@ def _not_compared(key: KeyComparison) -> list[tuple[str, str]]:
     found = [(task_id, "only the baseline has this task") for task_id in key.only_baseline]
     found += [(task_id, "only the candidate has this task") for task_id in key.only_candidate]
     for task in key.unmeasured:
-        sides = " and ".join(side for side, empty in (("baseline", task.baseline), ("candidate", task.candidate)) if empty)
+        sides = " and ".join(
+            side for side, empty in (("baseline", task.baseline), ("candidate", task.candidate)) if empty
+        )
         found.append((task.task_id, f"no attempt in the {sides}"))
     return found
 
@@ -160,7 +163,8 @@ def markdown(report: GateReport) -> str:
         f"## evalstream gate: {report.decision.upper()}",
         "",
         f"candidate `{_code(comparison.candidate)}` (revision {comparison.candidate_revision}) against baseline "
-        f"`{_code(comparison.baseline)}` (revision {comparison.baseline_revision}); drop tolerated: {report.threshold:g}",
+        f"`{_code(comparison.baseline)}` (revision {comparison.baseline_revision}); "
+        f"drop tolerated: {report.threshold:g}",
         "",
         "| key | paired tasks | pass@1 | mean diff | 95% interval | method | regressions | fixes | decision |",
         "|---|---:|---|---:|---|---|---:|---:|---|",
@@ -185,13 +189,7 @@ def markdown(report: GateReport) -> str:
         )
     lines.append("")
     for decided in report.decisions:
-        more = ""
-        if decided.tasks_to_decide is not None:
-            more = (
-                f"; about {decided.more_tasks} more paired tasks ({decided.tasks_to_decide} in all) would decide at "
-                "80% power, if the mean difference holds"
-            )
-        lines.append(f"- **{_cell(decided.key)}**, {decided.decision.upper()}: {_cell(decided.reason)}{more}")
+        lines.append(f"- **{_cell(decided.key)}**, {decided.decision.upper()}: {_cell(to_decide(decided))}")
     changes = [
         f"| {_cell(key.key)} | {_cell(change.task_id)} | {change.baseline} → {change.candidate} | {kind} |"
         for key in comparison.keys
@@ -203,6 +201,19 @@ def markdown(report: GateReport) -> str:
     if report.notes:
         lines += ["", "### Notes", "", *(f"- {_cell(note)}" for note in report.notes)]
     return "\n".join(lines) + "\n"
+
+
+def to_decide(decided: KeyDecision) -> str:
+    """A decision's reason, and for an inconclusive one what would decide it."""
+    if decided.tasks_to_decide is None:
+        return decided.reason
+    attempts = ""
+    if decided.attempts_to_decide is not None:
+        attempts = f", or about {decided.attempts_to_decide} attempts per task of the candidate on the same tasks"
+    return (
+        f"{decided.reason}; about {decided.more_tasks} more paired tasks ({decided.tasks_to_decide} in all){attempts} "
+        "would decide at 80% power, if the mean difference holds"
+    )
 
 
 def _pass_at_1(key: KeyComparison) -> str:

@@ -137,7 +137,7 @@ class MlflowSink:
         try:
             return self._write_run(exported)
         except MlflowException as error:
-            if 400 <= error.get_http_status_code() < 500:
+            if 400 <= error.get_http_status_code() < 500:  # type: ignore[no-untyped-call]  # MLflow leaves it untyped
                 return Result(summary.run_id, summary.revision, REFUSED, f"MLflow refused it: {_first_line(error)}")
             raise SinkUnavailable(f"{self.name} failed: {_first_line(error)}") from None
 
