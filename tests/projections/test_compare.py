@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
 import pytest
 from hypothesis import given
@@ -19,15 +18,9 @@ from projections.compare import (
     VerdictChange,
     compare,
 )
-from tests.builders import closed, score, scored_run, started, summary_of, task_spec
+from tests.builders import closed, score, scored_run, started, summary_of, summary_pair, task_spec
 from tests.projections.examples import BASELINE, CANDIDATE
 from tests.strategies import run_logs
-
-
-def summaries(
-    baseline: Mapping[str, Sequence[object]], candidate: Mapping[str, Sequence[object]]
-) -> tuple[RunSummary, RunSummary]:
-    return summary_of(scored_run("base", baseline), "base"), summary_of(scored_run("cand", candidate), "cand")
 
 
 def figure(summary: RunSummary, name: str) -> float | None:
@@ -35,7 +28,7 @@ def figure(summary: RunSummary, name: str) -> float | None:
 
 
 def test_the_hand_computed_example() -> None:
-    baseline, candidate = summaries(BASELINE, CANDIDATE)
+    baseline, candidate = summary_pair(BASELINE, CANDIDATE)
     comparison = compare(baseline, candidate)
     assert (comparison.baseline, comparison.candidate) == ("base", "cand")
     assert comparison.only_baseline_tasks == ("e",)
@@ -77,7 +70,7 @@ def test_the_hand_computed_example() -> None:
 
 
 def test_the_t_interval_of_equal_drops_has_no_width() -> None:
-    baseline, candidate = summaries({"a": [1, 1], "b": [1, 1], "c": [1, 0]}, {"a": [1, 0], "b": [0, 1], "c": [0, 0]})
+    baseline, candidate = summary_pair({"a": [1, 1], "b": [1, 1], "c": [1, 0]}, {"a": [1, 0], "b": [0, 1], "c": [0, 0]})
     comparison = compare(baseline, candidate)
     (key,) = comparison.keys
     assert [task.difference for task in key.tasks] == [-0.5, -0.5, -0.5]
@@ -87,12 +80,12 @@ def test_the_t_interval_of_equal_drops_has_no_width() -> None:
 
 
 def test_below_two_paired_tasks_there_is_no_interval() -> None:
-    baseline, candidate = summaries({"a": [1, 1]}, {"a": [0, 0]})
+    baseline, candidate = summary_pair({"a": [1, 1]}, {"a": [0, 0]})
     comparison = compare(baseline, candidate)
     (key,) = comparison.keys
     assert key.mean_difference == -1.0
     assert (key.sample_std_dev, key.standard_error, key.critical_value, key.interval) == (None, None, None, None)
-    none_shared = compare(*summaries({"a": [1]}, {"b": [1]}))
+    none_shared = compare(*summary_pair({"a": [1]}, {"b": [1]}))
     assert (none_shared.keys[0].tasks, none_shared.keys[0].mean_difference) == ((), None)
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from events.outputs import RunSummary
 from projections.compare import compare
 from projections.decision import (
     BLOCK,
@@ -24,14 +23,8 @@ from projections.decision import (
     worst,
 )
 from projections.exact import subset_mean_interval
-from tests.builders import scored_run, summary_of
+from tests.builders import summary_pair
 from tests.projections.examples import BASELINE, CANDIDATE
-
-
-def summaries(
-    baseline: Mapping[str, Sequence[object]], candidate: Mapping[str, Sequence[object]]
-) -> tuple[RunSummary, RunSummary]:
-    return summary_of(scored_run("base", baseline), "base"), summary_of(scored_run("cand", candidate), "cand")
 
 
 @pytest.mark.parametrize(
@@ -94,14 +87,14 @@ def test_the_exact_interval_covers_at_least_95_percent_under_symmetry() -> None:
 def test_few_tasks_use_the_exact_interval_and_cannot_block_below_six() -> None:
     worse = {"a": [1, 1], "b": [1, 1], "c": [1, 0]}
     much_worse = {"a": [1, 0], "b": [0, 1], "c": [0, 0]}
-    (key,) = compare(*summaries(worse, much_worse)).keys
+    (key,) = compare(*summary_pair(worse, much_worse)).keys
     assert key.interval == (-0.5, -0.5)  # Student's t, with no spread among three tasks
     decided = decide_key(key, 0.0)
     assert (decided.method, decided.interval, decided.decision) == (EXACT, (-1.0, 1.0), INCONCLUSIVE)
     assert "exact sign-flip 95% interval [-1.0000, +1.0000] over 3 paired tasks holds 0" in decided.reason
     assert (decided.tasks_to_decide, decided.more_tasks) == (6, 3)  # the exact interval's least
     eight = {f"t{i}": [1, 1] for i in range(8)}
-    (key,) = compare(*summaries(eight, {task: [1, 0] for task in eight})).keys
+    (key,) = compare(*summary_pair(eight, {task: [1, 0] for task in eight})).keys
     assert decide_key(key, 0.0).decision == BLOCK
     assert decide_key(key, 0.0).interval == (-0.5, -0.5)
     assert decide_key(key, 0.5).decision == WARN  # a real drop, within the tolerance
@@ -111,7 +104,7 @@ def test_few_tasks_use_the_exact_interval_and_cannot_block_below_six() -> None:
 def test_from_twenty_tasks_on_students_t_decides() -> None:
     base = {f"t{i}": [1, 1] for i in range(EXACT_BELOW)}
     cand = {task: [1, 0] if i % 10 == 0 else [1, 1] for i, task in enumerate(base)}
-    (key,) = compare(*summaries(base, cand)).keys
+    (key,) = compare(*summary_pair(base, cand)).keys
     decided = decide_key(key, 0.0)
     assert (decided.method, decided.interval) == (T, key.interval)
     assert decided.decision == INCONCLUSIVE  # mean -0.05 over 20 tasks: the t interval holds 0
@@ -121,7 +114,7 @@ def test_from_twenty_tasks_on_students_t_decides() -> None:
 
 
 def test_the_worked_example_is_inconclusive_and_regressions_block() -> None:
-    (key,) = compare(*summaries(BASELINE, CANDIDATE)).keys
+    (key,) = compare(*summary_pair(BASELINE, CANDIDATE)).keys
     assert decide_key(key, 0.0).decision == INCONCLUSIVE  # four paired tasks: too few to tell
     blocked = decide_key(key, 0.0, max_regressions=1)
     assert (blocked.decision, blocked.reason) == (BLOCK, "2 regressions, more than the 1 allowed")
@@ -129,7 +122,7 @@ def test_the_worked_example_is_inconclusive_and_regressions_block() -> None:
 
 
 def test_one_paired_task_is_inconclusive() -> None:
-    (key,) = compare(*summaries({"a": [1, 1]}, {"a": [0, 0]})).keys
+    (key,) = compare(*summary_pair({"a": [1, 1]}, {"a": [0, 0]})).keys
     decided = decide_key(key, 0.0)
     assert (decided.decision, decided.interval, decided.method) == (INCONCLUSIVE, None, None)
     assert decided.reason == "1 paired task: too few for an interval"
@@ -144,7 +137,7 @@ tasks_attempts = st.dictionaries(
 
 @given(tasks_attempts)
 def test_a_run_against_itself_never_blocks_nor_warns(attempts: dict[str, list[object]]) -> None:
-    for key in compare(*summaries(attempts, attempts)).keys:
+    for key in compare(*summary_pair(attempts, attempts)).keys:
         assert decide_key(key, 0.0, max_regressions=0).decision in (PASS, INCONCLUSIVE)
 
 
@@ -159,7 +152,7 @@ def test_a_candidate_failing_every_task_the_baseline_solved_is_blocked(
     candidate_attempts = {
         task: [0] * len(values) if task in solved_tasks else values for task, values in baseline_attempts.items()
     }
-    (key,) = compare(*summaries(baseline_attempts, candidate_attempts)).keys
+    (key,) = compare(*summary_pair(baseline_attempts, candidate_attempts)).keys
     assert decide_key(key, 0.0, max_regressions=0).decision == BLOCK
     assert decide_key(key, 0.0, max_regressions=len(solved_tasks) - 1).decision == BLOCK
     if len(solved_tasks) == len(baseline_attempts) >= 6:
@@ -173,7 +166,7 @@ def test_what_would_decide_an_inconclusive_key() -> None:
     tolerance of 0.2 the exact interval [-0.25, 0] holds both 0 and -0.2."""
     base = {f"t{i}": [1, 1, 1, 1] for i in range(10)}
     cand = {task: [1, 1, 1, 0] if i % 2 else [1, 1, 1, 1] for i, task in enumerate(base)}
-    (key,) = compare(*summaries(base, cand)).keys
+    (key,) = compare(*summary_pair(base, cand)).keys
     decided = decide_key(key, 0.2)
     assert (decided.decision, decided.interval) == (INCONCLUSIVE, (-0.25, 0.0))
     # Miller's rule for an effect of max(-0.125 + 0.2, 0.125): 9 tasks, but never fewer than 11.
@@ -184,7 +177,9 @@ def test_what_would_decide_an_inconclusive_key() -> None:
     assert decided.attempts_to_decide == 7
     # A baseline as noisy as the candidate leaves no room: more candidate attempts cannot decide.
     noisy = {task: [1, 1, 0, 0] for task in base}
-    (key,) = compare(*summaries(noisy, {t: [1, 1, 1, 0] if i % 2 else [1, 0, 0, 0] for i, t in enumerate(noisy)})).keys
+    (key,) = compare(
+        *summary_pair(noisy, {t: [1, 1, 1, 0] if i % 2 else [1, 0, 0, 0] for i, t in enumerate(noisy)})
+    ).keys
     decided = decide_key(key, 0.1)
     assert decided.decision == INCONCLUSIVE
     assert decided.attempts_to_decide is None

@@ -162,46 +162,20 @@ def _revision(path: Path) -> int:
     return int(metadata.get(REVISION, b"0"))
 
 
-def _labels(summary: RunSummary) -> list[tuple[str, str]]:
-    return list(summary.labels.items())
-
-
 def _attempts(summary: RunSummary) -> pa.Table:
     rows = list(attempt_rows(summary))
-    count = len(rows)
-    return pa.table(
-        [
-            pa.array([summary.run_id] * count, pa.string()),
-            pa.array([summary.revision] * count, pa.int64()),
-            pa.array([row.task_id for row in rows], pa.string()),
-            pa.array([row.key for row in rows], pa.string()),
-            pa.array([row.attempt for row in rows], pa.int32()),
-            pa.array([row.trial_id for row in rows], pa.string()),
-            pa.array([row.value for row in rows], pa.float64()),
-            pa.array([row.passed for row in rows], pa.bool_()),
-            pa.array([_labels(summary)] * count, LABELS),
-        ],
-        schema=ATTEMPTS,
-    )
+    fields = ("task_id", "key", "attempt", "trial_id", "value", "passed")
+    return _table(ATTEMPTS, summary, len(rows), [[getattr(row, name) for row in rows] for name in fields])
 
 
 def _figures(summary: RunSummary) -> pa.Table:
     rows = figures(summary)
-    count = len(rows)
-    return pa.table(
-        [
-            pa.array([summary.run_id] * count, pa.string()),
-            pa.array([summary.revision] * count, pa.int64()),
-            pa.array([row.key for row in rows], pa.string()),
-            pa.array([row.figure for row in rows], pa.string()),
-            pa.array([row.k for row in rows], pa.int32()),
-            pa.array([row.value for row in rows], pa.float64()),
-            pa.array([row.stderr for row in rows], pa.float64()),
-            pa.array([row.ci95_low for row in rows], pa.float64()),
-            pa.array([row.ci95_high for row in rows], pa.float64()),
-            pa.array([row.count for row in rows], pa.int64()),
-            pa.array([row.nan_count for row in rows], pa.int64()),
-            pa.array([_labels(summary)] * count, LABELS),
-        ],
-        schema=FIGURES,
-    )
+    fields = ("key", "figure", "k", "value", "stderr", "ci95_low", "ci95_high", "count", "nan_count")
+    return _table(FIGURES, summary, len(rows), [[getattr(row, name) for row in rows] for name in fields])
+
+
+def _table(schema: pa.Schema, summary: RunSummary, count: int, columns: list[list[object]]) -> pa.Table:
+    """`columns` between the run's id and revision and its labels, each as `schema` types it."""
+    labels = list(summary.labels.items())
+    values = [[summary.run_id] * count, [summary.revision] * count, *columns, [labels] * count]
+    return pa.table([pa.array(each, field.type) for each, field in zip(values, schema, strict=True)], schema=schema)
