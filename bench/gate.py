@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from projections.decision import BLOCK, INCONCLUSIVE, decide
+from projections.decision import BLOCK, decide
 from projections.live_gate import gate_of_rates
 from projections.t975 import t975
 
@@ -111,7 +111,7 @@ def simulate(rng: random.Random, tasks: int, attempts: int, drop: float, order: 
         shown = naive.interval()
         if shown is not None:
             outcome.naive_regression |= decide(shown, 0.0) == BLOCK
-            outcome.naive_excluded_zero |= decide(shown, 0.0) != INCONCLUSIVE
+            outcome.naive_excluded_zero |= shown[1] < 0.0 or shown[0] > 0.0
     final = naive.interval()
     outcome.fixed_at_close_regression = final is not None and decide(final, 0.0) == BLOCK
     return outcome
