@@ -542,6 +542,8 @@ def _export_parser(commands: Commands) -> None:
         "file. Idempotent by (run, revision): a later revision replaces an earlier one, nothing is doubled.\n\n"
         "exit codes: 0 all written; 1 broker, topic or destination unreachable; 2 bad usage or input; "
         "3 some records skipped or runs not written (each named on stderr)",
+        epilog="example: evalstream export parquet --out results/ --from-file summaries.jsonl   "
+        "(evalstream export SINK --help for each)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sinks = export.add_subparsers(dest="sink", required=True, metavar="SINK")
