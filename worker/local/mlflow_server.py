@@ -32,7 +32,15 @@ def mlflow_server(folder: Path, *, workers: int = 4, timeout: float = 120.0) -> 
     ]  # fmt: skip
     with log.open("wb") as out:
         # A session of its own: `mlflow server` starts uvicorn and its workers as children, stopped together.
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=folder,
+            start_new_session=True,
+            # Tracking alone: no background job runner (eight processes of its own, unused here).
+            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        )
     try:
         deadline = time.monotonic() + timeout
         while not _healthy(uri):
