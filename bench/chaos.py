@@ -4,8 +4,8 @@ Run: `make bench-chaos` (or `python -m bench.chaos`). Uses EVALSTREAM_BOOTSTRAP 
 else starts a local broker (free ports, temporary state); the broker scenario always runs
 on a broker of its own, since it stops and kills it. Prints one table: scenario, faults
 injected, events published, runs, mismatches (runs whose latest summary differs from what
-their events give: 0 is the pass), and the max and median recovery time (from the fault to
-progress resuming for every open run).
+their events give, or with a revision published twice: 0 is the pass), and the max and
+median recovery time (from the fault to progress resuming for every open run).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--kills", type=int, default=20, help="worker kill -9s in the crash scenario")
+    parser.add_argument("--freezes", type=int, default=10, help="owners frozen past their session (SIGSTOP)")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (worker logs, broker state)")
     args = parser.parse_args()
     # The publisher and watchers retry through broker restarts; aiokafka logs each failed
@@ -56,6 +57,11 @@ def main() -> None:
                 results.append(dirty)
                 results.append(
                     scenarios.state_edges(bootstrap, root / "edge", restarts=3, tasks=300, seconds=90, seed=seed)
+                )
+                results.append(
+                    scenarios.frozen_owners(
+                        bootstrap, root / "frozen", freezes=args.freezes, runs=24, tasks=60, seconds=240, seed=seed
+                    )
                 )
         finally:
             print(TABLE_HEAD)

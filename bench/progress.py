@@ -6,7 +6,7 @@ Run: `python -m bench.progress` (EVALSTREAM_BOOTSTRAP if set, else a broker of i
 First, in process: the mean cost of one progress event of a run of 1 to 1,000 tasks (five
 trials each), made after every event or after every few (as the worker's coalescing window
 has them), and what the fixed part of a run's event is worth in tasks of a big run (the
-worker's progress budget counts it so: `worker.runtime.processor.PROGRESS_RUN_TASKS`).
+worker's progress budget counts it so: `worker.runtime.progress.PROGRESS_RUN_TASKS`).
 Then, through a broker:
 A progress event costs O(tasks of its run), so ten big open runs could take the worker
 over; the coalescing window grows with the tasks waiting for progress

@@ -13,8 +13,8 @@ score counts are always summed from the tasks.
 
 Format: orjson objects, version field "v" (2 added the log positions of trial and run-level
 events; 3 the archive; 4 a task's metrics as their packed records, `projections.columns`,
-where 3 had one array per field); arrays and records are base64 of their bytes in
-little-endian order.
+where 3 had one array per field; 5 the events topic's id in the checkpoint record); arrays
+and records are base64 of their bytes in little-endian order.
 
 **The archive.** A closed run whose parts are durable is retired out of the hot store: its
 whole stored form (header and tasks, these same encodings, as stored) goes into one archive
@@ -40,7 +40,10 @@ of version 2 would take for a run that never was: its checkpoint records (`{"v":
 stop such a worker before it reads any. Version 4 stores a metric's records as the fold
 holds them (`MetricColumns.records_bytes`): a task part is written at every checkpoint that
 covers a change of it, and gathering each field into an array of its own cost ~30 us a
-task, most of a worker's checkpoint on many small runs.
+task, most of a worker's checkpoint on many small runs. Version 5's parts are version 4's;
+its changelog is written in Kafka transactions, which a worker of version 4 (reading
+uncommitted records) would fold aborted writes from, and its checkpoint records name the
+events topic's id: version 4's workers refuse them at assignment.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from projections.run import RunState, rederive
 from projections.task import TaskState
 from projections.trials import joined, listed
 
-VERSION: Final = 4
+VERSION: Final = 5
 """The version this code writes."""
 OLDEST: Final = 2
 """The oldest version it reads (version 1 had no log positions, which revisions need)."""
@@ -164,6 +167,7 @@ def _upgrade_3(stored: dict[str, Any]) -> dict[str, Any]:
 UPGRADES: Final[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     2: lambda stored: {**stored, "v": 3},
     3: _upgrade_3,
+    4: lambda stored: {**stored, "v": 5},
 }
 """Version n -> the step that turns a stored part (header or task) of version n into n + 1."""
 
@@ -293,19 +297,22 @@ def restore_archived(run_id: str, ref: ArchiveRef, archive: bytes) -> RunState:
     return _restored(run_id, document["header"], tasks)
 
 
-def checkpoint_to_bytes(offset: int) -> bytes:
+class StoredCheckpoint(NamedTuple):
+    """A partition's checkpoint record, read."""
+
+    offset: int
+    """The offset of the last event it covers."""
+    version: int
+    """The storage version that wrote it."""
+    events_topic: str | None
+    """The id of the events topic those offsets are of (None: not recorded, before version 5)."""
+
+
+def checkpoint_to_bytes(offset: int, events_topic: str | None = None) -> bytes:
     """A partition's checkpoint record: {"v": version, "offset": the offset of the last
-    event it covers}. A worker of version 2 or later refuses it by its version (and one
-    before cannot parse it), so that it stops."""
-    return orjson.dumps({"v": VERSION, "offset": offset})
-
-
-def checkpoint_version(data: bytes) -> int:
-    """The storage version that wrote a checkpoint record."""
-    if data.isdigit():
-        return 2
-    version: int = orjson.loads(data)["v"]
-    return version
+    event it covers, "events": the events topic's id}. A worker of version 2 or later refuses
+    it by its version (and one before cannot parse it), so that it stops."""
+    return orjson.dumps({"v": VERSION, "offset": offset, "events": events_topic})
 
 
 def closed_header(header: bytes) -> bool:
@@ -315,19 +322,20 @@ def closed_header(header: bytes) -> bool:
     return _checked(orjson.loads(header), "run header")["closed_reason"] is not None
 
 
-def checkpoint_from_bytes(data: bytes) -> int:
-    """The offset a checkpoint record names (version 2's form: its ASCII digits);
-    `NewerStore` if a newer version wrote it."""
+def checkpoint_from_bytes(data: bytes) -> StoredCheckpoint:
+    """A checkpoint record (version 2's form: the offset's ASCII digits); `NewerStore` if a
+    newer version wrote it."""
     if data.isdigit():
-        return int(data)
+        return StoredCheckpoint(int(data), 2, None)
     stored = orjson.loads(data)
     version = stored.get("v") if isinstance(stored, dict) else None
     if isinstance(version, int) and version > VERSION:
         raise NewerStore(version)
     offset = stored.get("offset") if isinstance(stored, dict) else None
-    if not isinstance(offset, int):
+    if not isinstance(offset, int) or not isinstance(version, int):
         raise ValueError(f"stored checkpoint {data!r} names no offset; wipe the store and replay the topic")
-    return offset
+    events = stored.get("events")
+    return StoredCheckpoint(offset, version, events if isinstance(events, str) else None)
 
 
 def _checked(stored: Any, what: str) -> dict[str, Any]:

@@ -54,6 +54,8 @@ class Settings:
     summaries_topic: str = field(default_factory=lambda: _env("SUMMARIES_TOPIC", "evalstream.summaries"))
     deadletter_topic: str = field(default_factory=lambda: _env("DEADLETTER_TOPIC", "evalstream.deadletter"))
     partitions: int = field(default_factory=lambda: _int("PARTITIONS", "1"))
+    replication_factor: int = field(default_factory=lambda: _int("REPLICATION_FACTOR", "0"))
+    """Replicas of each topic the worker creates (0: the cluster's `default.replication.factor`)."""
     data_dir: Path = field(default_factory=lambda: Path(_env("DATA_DIR", "~/.cache/evalstream/worker")).expanduser())
     web_host: str = field(default_factory=lambda: _env("WEB_HOST", "127.0.0.1"))
     """Where the worker's web server (/ready, /live, /metrics) listens: 0.0.0.0 in a container."""
@@ -83,6 +85,11 @@ class Settings:
     under the same name takes its partitions back at once; unset, every start is a new member."""
     security: Security = field(default_factory=Security.from_env)
     """TLS and SASL (EVALSTREAM_SECURITY_PROTOCOL, _SASL_*, _SSL_*: `events.clients.security`)."""
+
+    @property
+    def changelog_topic(self) -> str:
+        """The worker's state (`worker.runtime.store`), under faust's name for a table's changelog."""
+        return f"{self.app_id}-state-changelog"
 
     @property
     def archive_topic(self) -> str:

@@ -142,14 +142,17 @@ async def whole_topic(
     topic: str, *, at_end: bool = False, wait: float, fetch_bytes: int = SUMMARY_MAX_BYTES, **client_options: Any
 ) -> AIOKafkaConsumer | None:
     """A started consumer, in no group, assigned every partition of `topic` at its start
-    (or its end). Waits up to `wait` seconds for the topic to exist; None if it does not
-    by then. `fetch_bytes` bounds a fetch (a record larger than it still comes, alone: brokers
-    return the first batch whole, KIP-74), so it bounds what a reader holds of a topic it reads
-    through. `client_options` are aiokafka's (bootstrap_servers, security). The caller stops
-    the consumer."""
+    (or its end), reading committed records only (the worker writes in transactions: an
+    aborted record is never seen, and a record is seen once its transaction commits). Waits
+    up to `wait` seconds for the topic to exist; None if it does not by then. `fetch_bytes`
+    bounds a fetch (a record larger than it still comes, alone: brokers return the first batch
+    whole, KIP-74), so it bounds what a reader holds of a topic it reads through.
+    `client_options` are aiokafka's (bootstrap_servers, security). The caller stops the
+    consumer."""
     consumer = AIOKafkaConsumer(
         **client_options,
         enable_auto_commit=False,
+        isolation_level="read_committed",
         max_partition_fetch_bytes=fetch_bytes,
         fetch_max_bytes=fetch_bytes,
     )

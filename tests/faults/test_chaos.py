@@ -35,3 +35,11 @@ def test_malformed_messages_are_dead_lettered_precisely_and_runs_stay_exact(boot
 def test_restarts_recover_empty_and_compacted_changelog_partitions(bootstrap: str, tmp_path: Path) -> None:
     result = scenarios.state_edges(bootstrap, tmp_path, restarts=2, tasks=60, seconds=20, seed=5)
     assert result.details == []
+
+
+def test_owners_frozen_past_their_session_then_thawed_write_nothing_after_the_new_owner(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    result = scenarios.frozen_owners(bootstrap, tmp_path, freezes=3, runs=8, tasks=30, seconds=45, seed=6)
+    assert result.details == []
+    assert result.mismatches == 0

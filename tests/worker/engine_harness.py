@@ -1,46 +1,56 @@
-"""The engine without faust or Kafka: a recording broker, and a worker driven over a log.
+"""The engine without faust or Kafka: a broker in memory with Kafka's transactional rules, an
+events topic read by a consumer the engine seeks, and a driver.
 
-`Broker` keeps every write in the order issued (outputs and changelog records alike) and
-acknowledges them in an order the test picks; what it acknowledged, in that order, is
-what survives a crash. Its `Store` is the worker's local copy, which gets a changelog
-record when it is acknowledged: after a crash it is exactly the durable changelog, so a
-restart from it (on the same machine) and one from the changelog (`Store.of`, on another)
-are the same. It refuses the outputs `refuse` names, as a broker refuses a record too
-large for its topic: at once (the producer's own check) or in its answer. `drive` runs an
-engine over a log in batches, letting the broker acknowledge some writes between steps, as
-a broker does while the worker goes on.
+`Broker` keeps, per events partition, the epoch of its transactional id: claiming a partition
+(`Claims.claim`) bumps it, aborts what the previous producer had open and fences it (its
+next send or commit raises `ProducerFenced`). A producer's records are answered
+(`acknowledge`) in an order the test picks, a topic partition's in the order sent, and are
+nothing until their transaction commits: `committed` is every committed write, in commit
+order, which is all that survives a crash and all a committed reader ever sees. Records the
+test names are refused, at once (the producer's own check) or in the answer; `fail` makes any
+step of a transaction raise, to try every failure. `Store` is a worker's local copy: the
+committed changelog up to an offset, restored from `committed` by a claim.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka.errors import MessageSizeTooLargeError
+from aiokafka.errors import MessageSizeTooLargeError, ProducerFenced
 
+from worker.runtime.archive import Found, Gone, Read
 from worker.runtime.engine import Engine
-from worker.runtime.outputs import Publish
+from worker.runtime.outputs import Headers
+from worker.runtime.ownership import Claim
 from worker.runtime.processor import Processor, Record
+from worker.runtime.store import Change
+from worker.runtime.transactions import Stream
+
+EVENTS_TOPIC_ID = "events-topic-id"
 
 
 @dataclass(frozen=True)
 class Write:
-    """One write as the broker got it: an output (`stream`) or a changelog record."""
+    """One record as the broker got it: an output, a changelog record or an archive record."""
 
     stream: str
-    """"summary", "progress", "deadletter", "changelog" or "archive"."""
     partition: int
+    """The events partition whose producer wrote it (a changelog or archive partition is its
+    events partition's number)."""
     key: bytes | None
     value: bytes | None
     """None: a changelog tombstone."""
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: Headers = ()
+    offset: int = -1
+    """Its offset in its changelog or archive partition (-1: an output)."""
 
     @property
-    def topic_partition(self) -> tuple[str, object]:
-        """Writes in one topic partition keep their order: a changelog partition, or (since
-        outputs are partitioned by key) an output topic's key."""
+    def place(self) -> tuple[str, object]:
+        """Writes to one topic partition are answered in the order sent: a changelog or archive
+        partition, or (outputs are partitioned by key) an output topic's key."""
         return (self.stream, self.partition if self.stream in ("changelog", "archive") else self.key)
 
 
@@ -49,227 +59,349 @@ Message = tuple[int, bytes | None, bytes]
 
 
 class Store:
-    """A partitioned store over dicts: the `StoredState` the processor reads; and the
-    archive topic as it stands (partition -> its records, in offset order), which outlives a
-    worker as the broker does."""
+    """A worker's local copy: per partition, the committed changelog up to an offset."""
 
     def __init__(self, records: dict[int, dict[bytes, bytes]] | None = None) -> None:
-        self.partitions = records or {}
-        self.archive: dict[int, list[tuple[bytes, bytes]]] = {}
+        self.partitions: dict[int, dict[bytes, bytes]] = records or {}
+        self.offsets: dict[int, int] = {}
 
-    def apply(self, write: Write) -> int:
-        """Take an acknowledged write (a changelog record or tombstone, or an archive record);
-        its offset in the archive for an archive record."""
-        assert write.key is not None
-        if write.stream == "archive":
-            assert write.value is not None
-            records = self.archive.setdefault(write.partition, [])
-            records.append((write.key, write.value))
-            return len(records) - 1
-        held = self.partitions.setdefault(write.partition, {})
-        if write.value is None:
-            held.pop(write.key, None)
-        else:
-            held[write.key] = write.value
-        return -1
+    def apply(self, partition: int, changes: Iterable[Change], offset: int) -> None:
+        held = self.partitions.setdefault(partition, {})
+        for key, value in changes:
+            if value is None:
+                held.pop(key, None)
+            else:
+                held[key] = value
+        self.offsets[partition] = offset
 
     def get(self, partition: int, key: bytes) -> bytes | None:
         return self.partitions.get(partition, {}).get(key)
 
     def scan(self, partition: int, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        for key in sorted(self.partitions.get(partition, {})):
+        held = self.partitions.get(partition, {})
+        for key in sorted(held):
             if key.startswith(prefix):
-                yield key, self.partitions[partition][key]
+                yield key, held[key]
 
-    @classmethod
-    def of(cls, durable: list[Write]) -> Store:
-        """The store a restarted worker restores: the durable changelog records, in order."""
-        store = cls()
-        for write in durable:
-            if write.stream in ("changelog", "archive"):
-                store.apply(write)
-        return store
+
+Refusal = Callable[[Write], str | None]
+"""A write's fate: None (taken), "at once" (the send raises) or "answered" (its answer fails)."""
+
+
+def never(write: Write) -> str | None:
+    return None
 
 
 @dataclass
 class Broker:
-    """The engine's `Outputs`, `Changelog`, `Archive` and `Seeker`, over one `Store`."""
-
-    store: Store
     choose: Callable[[list[Write]], int] = lambda candidates: 0
-    """Which of the writes that can be acknowledged next is (its index)."""
-    issued: list[Write] = field(default_factory=list)
-    durable: list[Write] = field(default_factory=list)
-    """Acknowledged writes, in the order acknowledged."""
-    commits: dict[int, int] = field(default_factory=dict)
-    commit_calls: int = 0
-    commits_wait: asyncio.Event | None = None
-    """Set: commits finish only once it is set (a slow group coordinator)."""
-    seeks: list[tuple[int, int]] = field(default_factory=list)
-    refuse: Callable[[Write], str | None] = lambda write: None
-    """Outputs refused: None (taken), "at once" (`send` raises) or "answered" (the
-    acknowledgement fails). A function of the write, so every worker is refused the same."""
+    """Which of the writes that can be answered next is (its index)."""
+    refuse: Refusal = never
+    fail: Callable[[str], BaseException | None] = lambda step: None
+    """Called at each step of a transaction ("begin", "send", "answer", "offsets", "commit",
+    "committed"): an error to raise there ("committed": after the commit took effect)."""
+    committed: list[Write] = field(default_factory=list)
+    offsets: dict[int, int] = field(default_factory=dict)
+    """The group's committed offset of each events partition."""
     refused: list[Write] = field(default_factory=list)
-    gave_up: list[BaseException] = field(default_factory=list)
-    """What the engine stopped on (its `on_failure`)."""
-    _pending: list[tuple[Write, asyncio.Future[Any]]] = field(default_factory=list)
-    archive: Archive = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.archive = Archive(self)
-
-    async def send(self, item: Publish) -> Awaitable[Any]:
-        write = Write(item.stream, -1, item.key, item.value, item.headers)
-        if self.refuse(write) == "at once":
-            self.refused.append(write)
-            raise RuntimeError("Error while sending") from too_large(write)
-        return self._issue(write)
-
-    async def write(self, partition: int, key: bytes, value: bytes | None) -> Awaitable[Any]:
-        return self._issue(Write("changelog", partition, key, value))
-
-    async def commit(self, partition: int, offset: int) -> bool:
-        self.commit_calls += 1
-        if self.commits_wait is not None:
-            await self.commits_wait.wait()
-        self.commits[partition] = offset
-        return True
-
-    async def seek(self, partition: int, offset: int) -> None:
-        self.seeks.append((partition, offset))
-
-    def _issue(self, write: Write) -> asyncio.Future[Any]:
-        acknowledged: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.issued.append(write)
-        self._pending.append((write, acknowledged))
-        return acknowledged
+    epochs: dict[int, int] = field(default_factory=dict)
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)
+    """(changelog or archive, partition) -> its next offset (aborted records take offsets too)."""
+    commits: int = 0
+    _pending: list[tuple[Write, asyncio.Future[int]]] = field(default_factory=list)
 
     def acknowledge(self, count: int) -> None:
-        """Acknowledge up to `count` pending writes, each picked by `choose` among those that
-        can be next: a topic partition's writes are acknowledged in the order sent (aiokafka
-        keeps one batch per partition in flight), other partitions' in any order."""
+        """Answer up to `count` pending writes, each picked by `choose` among those that can
+        be next (a topic partition's in the order sent)."""
         for _ in range(min(count, len(self._pending))):
             heads: dict[tuple[str, object], int] = {}
             for at, (write, _) in enumerate(self._pending):
-                heads.setdefault(write.topic_partition, at)
+                heads.setdefault(write.place, at)
             candidates = sorted(heads.values())
             picked = self.choose([self._pending[at][0] for at in candidates])
-            write, acknowledged = self._pending.pop(candidates[picked])
-            if self.refuse(write) == "answered":
+            write, answered = self._pending.pop(candidates[picked])
+            if answered.done():
+                continue  # aborted
+            error = self.fail("answer")
+            if error is not None:
+                answered.set_exception(error)
+            elif self.refuse(write) == "answered":
                 self.refused.append(write)
-                acknowledged.set_exception(too_large(write))
-                continue
-            self.durable.append(write)
-            offset = -1
-            if write.stream in ("changelog", "archive") and write.key is not None:
-                # The local copy gets a write once acknowledged (`worker.runtime.changelog`).
-                offset = self.store.apply(write)
-            acknowledged.set_result(offset if write.stream == "archive" else None)
+                answered.set_exception(too_large(write))
+            else:
+                answered.set_result(write.offset)
+
+    def acknowledge_all(self) -> None:
+        while self._pending:
+            self.acknowledge(len(self._pending))
 
     @property
     def pending(self) -> int:
-        """Writes issued and not yet acknowledged."""
-        return len(self._pending)
+        return sum(1 for _, answered in self._pending if not answered.done())
 
-    def acknowledge_all(self) -> None:
-        self.acknowledge(len(self._pending))
+    def changelog(self, partition: int) -> list[Write]:
+        return [write for write in self.committed if write.stream == "changelog" and write.partition == partition]
+
+    def read_archive(self, partition: int, offset: int) -> Read:
+        for write in self.committed:
+            if write.stream == "archive" and write.partition == partition and write.offset == offset:
+                return Found(write.key, write.value)
+        return Gone()
+
+    def outputs(self) -> list[Write]:
+        return [write for write in self.committed if write.stream in ("summary", "progress", "deadletter")]
+
+
+class Producer:
+    """One claim's transactional producer of an events partition."""
+
+    def __init__(self, broker: Broker, partition: int) -> None:
+        self.broker = broker
+        self.partition = partition
+        self.epoch = broker.epochs[partition]
+        self.open: list[tuple[Write, asyncio.Future[int]]] | None = None
+
+    def _check(self, step: str) -> None:
+        if self.broker.epochs[self.partition] != self.epoch:
+            raise ProducerFenced()
+        error = self.broker.fail(step)
+        if error is not None:
+            raise error
+
+    async def begin(self) -> None:
+        self._check("begin")
+        self.open = []
+
+    async def send(
+        self, stream: Stream, key: bytes | None, value: bytes | None, *, partition: int | None, headers: Headers = ()
+    ) -> Awaitable[int]:
+        self._check("send")
+        assert self.open is not None, "a send outside a transaction"
+        offset = -1
+        if stream in ("changelog", "archive"):
+            assert partition == self.partition
+            offset = self.broker.ends.get((stream, self.partition), 0)
+            self.broker.ends[stream, self.partition] = offset + 1
+        write = Write(stream, self.partition, key, value, headers, offset)
+        if self.broker.refuse(write) == "at once":
+            self.broker.refused.append(write)
+            raise RuntimeError("Error while sending") from too_large(write)
+        answered: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.open.append((write, answered))
+        self.broker._pending.append((write, answered))
+        return answered
+
+    async def commit(self, offset: int | None) -> None:
+        if offset is not None:
+            self._check("offsets")
+        self._check("commit")
+        assert self.open is not None
+        assert all(answered.done() and answered.exception() is None for _, answered in self.open), (
+            "a commit before every record of the transaction was answered"
+        )
+        self.broker.committed += [write for write, _ in self.open]
+        if offset is not None:
+            self.broker.offsets[self.partition] = offset
+        self.broker.commits += 1
+        self.open = None
+        error = self.broker.fail("committed")
+        if error is not None:
+            raise error
+
+    async def abort(self) -> None:
+        self._discard()
+
+    async def close(self) -> None:
+        self._discard()
+
+    def _discard(self) -> None:
+        for _, answered in self.open or ():
+            if not answered.done():
+                answered.set_exception(ProducerFenced())
+                answered.exception()  # nobody may wait for it: not an error to log
+        self.open = None
+
+
+class Claims:
+    """Claims over a `Broker`, restoring a worker's `Store` from what was committed."""
+
+    def __init__(self, broker: Broker, store: Store) -> None:
+        self.broker = broker
+        self.store = store
+        self.producers: list[Producer] = []
+        self.claimed = 0
+
+    async def claim(self, partition: int) -> Claim:
+        self.claimed += 1
+        self.broker.epochs[partition] = self.broker.epochs.get(partition, 0) + 1
+        for earlier in self.producers:
+            if earlier.partition == partition:
+                earlier._discard()  # the broker aborts what it left open
+        producer = Producer(self.broker, partition)
+        self.producers.append(producer)
+        log = self.broker.changelog(partition)
+        held = self.store.offsets.get(partition, -1)
+        newer = [write for write in log if write.offset > held]
+        if newer:
+            self.store.apply(partition, [(write.key or b"", write.value) for write in newer], newer[-1].offset)
+        return Claim(producer, len(newer), EVENTS_TOPIC_ID, 2**62)
 
 
 class Archive:
-    """The archive topic of a `Broker`: writes acknowledged as the broker's others are, reads
-    of what it acknowledged."""
-
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[int]:
-        return self.broker._issue(Write("archive", partition, key, value))
-
-    async def read(self, partition: int, offset: int) -> tuple[bytes | None, bytes | None] | None:
-        records = self.broker.store.archive.get(partition, [])
-        return records[offset] if 0 <= offset < len(records) else None
+    async def read(self, partition: int, offset: int) -> Read:
+        return self.broker.read_archive(partition, offset)
 
 
 def too_large(write: Write) -> MessageSizeTooLargeError:
     return MessageSizeTooLargeError(f"{len(write.value or b'')} bytes")
 
 
-def new_engine(
-    broker: Broker,
-    processor: Processor,
-    clock: Callable[[], float],
-    on_checkpoint: Callable[[float], None] = lambda seconds: None,
-) -> Engine:
-    async def fail(error: BaseException) -> None:
-        broker.gave_up.append(error)
-        raise AssertionError(f"the engine gave up: {error!r}")
+class Consumer:
+    """The events topic as the engine's consumer reads it: a position per partition, moved
+    by the engine's seeks and by each batch taken."""
 
-    return Engine(
-        processor,
-        broker,
-        broker,
-        broker,
-        archive=broker.archive,
-        flush_interval=0.25,
-        clock=clock,
-        on_failure=fail,
-        on_checkpoint=on_checkpoint,
-    )
+    def __init__(self, messages: list[Message]) -> None:
+        self.topic: dict[int, list[Record]] = {}
+        for partition, key, value in messages:
+            records = self.topic.setdefault(partition, [])
+            records.append(Record(len(records), key, value))
+        self.positions: dict[int, int] = {}
+        self.seeks: list[tuple[int, int]] = []
+
+    async def seek(self, partition: int, offset: int) -> None:
+        self.seeks.append((partition, offset))
+        self.positions[partition] = offset
+
+    def take(self, partition: int, count: int) -> list[Record]:
+        at = self.positions.get(partition, 0)
+        batch = self.topic.get(partition, [])[at : at + count]
+        self.positions[partition] = at + len(batch)
+        return batch
+
+    def at_end(self, partition: int) -> bool:
+        return self.positions.get(partition, 0) >= len(self.topic.get(partition, []))
 
 
-async def drive(
-    engine: Engine,
+@dataclass
+class Worker:
+    """An engine, its processor, local copy and consumer, over a shared `Broker`."""
+
+    broker: Broker
+    consumer: Consumer
+    store: Store
+    processor: Processor
+    engine: Engine
+    claims: Claims
+    clock: list[float]
+    gave_up: list[BaseException]
+
+    def idle(self) -> bool:
+        """Every assigned partition read to its end, and everything of it committed."""
+        engine = self.engine
+        if not engine.consuming or engine.checkpointing:
+            return False
+        partitions = engine.owned.keys()
+        if any(not self.consumer.at_end(partition) for partition in partitions):
+            return False
+        if self.processor.unsaved() or any(held.gathering.outputs for held in engine.owned.values()):
+            return False
+        return not any(entry.progress_pending for entry in self.processor.cache)
+
+
+def worker(
     broker: Broker,
     messages: list[Message],
-    first: dict[int, int],
+    store: Store | None = None,
+    *,
+    flush_every: int = 1000,
+    cache_runs: int = 100,
+    progress_interval: float = 0.2,
+    retire: bool = True,
+    on_checkpoint: Callable[[float], None] = lambda seconds: None,
+) -> Worker:
+    store = store if store is not None else Store()
+    clock = [0.0]
+    gave_up: list[BaseException] = []
+    processor = Processor(
+        store,
+        progress_interval=progress_interval,
+        flush_every=flush_every,
+        cache_runs=cache_runs,
+        retire=retire,
+    )
+    consumer = Consumer(messages)
+    claims = Claims(broker, store)
+
+    async def fail(error: BaseException) -> None:
+        gave_up.append(error)
+
+    engine = Engine(
+        processor,
+        claims,
+        store,
+        consumer,
+        archive=Archive(broker),
+        flush_interval=0.25,
+        clock=lambda: clock[0],
+        on_failure=fail,
+        on_checkpoint=on_checkpoint,
+        reclaim_after=0.0,
+        retry_after=0.0,
+    )
+    return Worker(broker, consumer, store, processor, engine, claims, clock, gave_up)
+
+
+async def settle(rounds: int = 8) -> None:
+    for _ in range(rounds):
+        await asyncio.sleep(0)
+
+
+async def step(
+    worker: Worker,
     *,
     batch: Callable[[], int] = lambda: 1000,
     acknowledgements: Callable[[], int] = lambda: 1000,
     clock_step: Callable[[], float] = lambda: 0.1,
-    clock: list[float],
 ) -> None:
-    """Feed `messages` (each partition's from offset `first[partition]` on, offsets in log
-    order) through `engine`, in batches; the broker acknowledges some writes after each
-    step and everything at the end, and every checkpoint under way finishes."""
-    offsets: dict[int, int] = {}
-    per_partition: dict[int, list[Record]] = {}
-    for partition, key, value in messages:
-        offset = offsets.get(partition, 0)
-        offsets[partition] = offset + 1
-        if offset >= first.get(partition, 0):
-            per_partition.setdefault(partition, []).append(Record(offset, key, value))
-    queues = {partition: list(records) for partition, records in per_partition.items()}
-    while any(queues.values()):
-        await engine.tick(rebalancing=False)
-        for partition, queue in queues.items():
-            size = max(1, batch())
-            taken, queue[:] = queue[:size], queue[size:]
+    """One fetch of the worker's consumer: a tick, a batch of each partition's records, some
+    answers from the broker, time passing."""
+    engine = worker.engine
+    await engine.tick(rebalancing=False)
+    for partition in sorted(engine.owned):
+        if engine.ready(partition):
+            taken = worker.consumer.take(partition, max(1, batch()))
             if taken:
-                await handled(engine.handle(partition, taken), broker)
-            broker.acknowledge(acknowledgements())
-            await _settle()
-        clock[0] += clock_step()
-    for _ in range(3):  # the last events' checkpoints are due by time
-        clock[0] += 1.0
-        await engine.tick(rebalancing=False)
-        while engine.checkpointing:
-            broker.acknowledge_all()
-            await _settle()
+                await handled(engine.handle(partition, taken), worker.broker)
+        worker.broker.acknowledge(acknowledgements())
+        await settle()
+    await settle()
+    worker.clock[0] += clock_step()
+
+
+async def run(worker: Worker, steps: int = 100_000, **pace: Any) -> None:
+    """Step the worker until it is idle (everything read and committed)."""
+    for _ in range(steps):
+        if worker.idle() or worker.gave_up:
+            return
+        await step(worker, **pace)
+        if not worker.broker.pending:
+            worker.clock[0] += 0.3  # nothing in flight: let the next checkpoint fall due
+    raise AssertionError("the worker did not become idle")
 
 
 async def handled(handling: Awaitable[None], broker: Broker) -> None:
     """Await the engine's `handle`; while it waits for the broker (backpressure), the broker
-    acknowledges one write at a time, as a broker does."""
+    answers one write at a time, as a broker does."""
     task = asyncio.ensure_future(handling)
-    await _settle()
+    await settle()
     while not task.done():
         if not broker.pending:
-            raise AssertionError("the engine waits for the broker with nothing left to acknowledge")
+            await settle()
+            if not task.done() and not broker.pending:
+                raise AssertionError("the engine waits for the broker with nothing left to answer")
         broker.acknowledge(1)
-        await _settle()
+        await settle()
     await task
-
-
-async def _settle() -> None:
-    for _ in range(5):
-        await asyncio.sleep(0)

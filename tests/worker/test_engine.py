@@ -1,27 +1,45 @@
-"""The crash law, and the engine's rewind and ownership rules, without a broker."""
+"""Exactly once, by the broker's rules: the crash law, the zombie law and a failure at every
+step of a transaction, then the engine's seek, ownership and backpressure rules, without a
+broker (`tests/worker/engine_harness.py` has one in memory)."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import random
 from collections.abc import Callable
 
 import orjson
+from aiokafka.errors import KafkaTimeoutError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events import builders
 from events.codec import encode
 from events.models import InputEvent
-from projections import storage
-from projections.storage import checkpoint_from_bytes
+from projections.storage import checkpoint_from_bytes, marker_of
 from tests.strategies import run_logs
-from tests.worker.engine_harness import Broker, Message, Store, Write, drive, handled, new_engine
-from worker.runtime.processor import Processor, Record, Snapshot
+from tests.worker.engine_harness import (
+    Broker,
+    Message,
+    Refusal,
+    Store,
+    Worker,
+    Write,
+    never,
+    run,
+    settle,
+    step,
+    worker,
+)
+from worker.runtime.archive import Read, Slow
+from worker.runtime.changes import Snapshot
+from worker.runtime.processor import Record
 
 RUNS = ("run-a", "run-b", "run-c")
 PARTITION_OF = {"run-a": 0, "run-b": 1, "run-c": 0}
 JUNK = (b"{nope", b'{"schema_version": 1}', encode(builders.closed("run-a", event_id="refused-twin"))[:-1])
+REFUSED_PROGRESS = b"the broker refused the progress"
 
 
 @st.composite
@@ -46,43 +64,36 @@ def topic_logs(draw: st.DrawFn) -> list[Message]:
     return merged
 
 
-def outputs(writes: list[Write]) -> tuple[dict[bytes | None, bytes], set[tuple[bytes, ...]]]:
-    """Each run's latest summary (a compacted topic keeps the last), and the dead letters.
-    Progress is coalesced by time, so which progress events a worker publishes depends on
-    its batches: neither progress nor the dead letters of refused progress are compared."""
-    latest = {write.key: write.value or b"" for write in writes if write.stream == "summary"}
-    dead = {
+def outputs(writes: list[Write]) -> tuple[dict[bytes | None, list[bytes]], list[tuple[bytes, ...]]]:
+    """Each run's summaries in the order committed, and the dead letters. Progress is
+    coalesced by time, so which progress events a worker publishes depends on its batches:
+    neither progress nor the dead letters of refused progress are compared."""
+    summaries: dict[bytes | None, list[bytes]] = {}
+    for write in writes:
+        if write.stream == "summary":
+            summaries.setdefault(write.key, []).append(write.value or b"")
+    dead = sorted(
         (write.value or b"", *(value for _, value in write.headers))
         for write in writes
         if write.stream == "deadletter" and not dict(write.headers)["evalstream.detail"].startswith(REFUSED_PROGRESS)
+    )
+    return summaries, dead
+
+
+def pace(rng: random.Random) -> dict[str, Callable[[], object]]:
+    """Batches, answers and time at random as the test goes: the orders that find a wrong
+    order of writes soonest."""
+    return {
+        "batch": lambda: rng.randint(1, 6),
+        "acknowledgements": lambda: rng.randint(0, 3),
+        "clock_step": lambda: rng.choice([0.0, 0.1, 0.3]),
     }
-    return latest, dead
 
 
-REFUSED_PROGRESS = b"the broker refused the progress"
-
-
-def acknowledgement_order(data: st.DataObject) -> Callable[[list[Write]], int]:
-    """The broker's choice of the next write to acknowledge: at random, or the changelog's
-    (or the outputs') first whenever it can, the orders that find a wrong order of writes soonest."""
-    preferred = data.draw(st.sampled_from(["none", "changelog", "outputs"]), label="acknowledged first")
-
-    def choose(candidates: list[Write]) -> int:
-        favoured = [
-            at for at, write in enumerate(candidates) if (write.stream == "changelog") == (preferred == "changelog")
-        ]
-        if preferred != "none" and favoured:
-            return favoured[0]
-        return data.draw(st.integers(0, len(candidates) - 1))
-
-    return choose
-
-
-Refusal = Callable[[Write], str | None]
-
-
-def never(write: Write) -> str | None:
-    return None
+def randomness(data: st.DataObject) -> random.Random:
+    """One draw for a whole run's pace and the broker's choices (a draw each would make the
+    smallest example too large to search)."""
+    return random.Random(data.draw(st.integers(0, 2**32), label="seed"))
 
 
 def refusals(data: st.DataObject) -> Refusal:
@@ -104,403 +115,415 @@ def refusals(data: st.DataObject) -> Refusal:
 
 
 def is_refusal_letter(write: Write) -> bool:
-    return (("evalstream.reason", b"output-refused")) in write.headers
+    return ("evalstream.reason", b"output-refused") in write.headers
 
 
-def run_worker(
-    messages: list[Message], store: Store, data: st.DataObject | None, refuse: Refusal = never, *, cache_runs: int = 100
-) -> Broker:
-    """A worker over `messages`, restored from `store`: from each partition's checkpoint on.
-    With `data`, its cache holds 0, 1 or 100 runs (a late event on a retired run that left
-    it is restored from its archive record)."""
-    broker = Broker(store, choose=acknowledgement_order(data) if data is not None else lambda candidates: 0)
-    broker.refuse = refuse
-    clock = [0.0]
-    processor = Processor(
-        store,
-        progress_interval=0.2,
-        flush_every=data.draw(st.integers(1, 8)) if data else 1000,
-        cache_runs=data.draw(st.sampled_from([0, 1, 100]), label="cache runs") if data else cache_runs,
-    )
-    engine = new_engine(broker, processor, lambda: clock[0])
-
-    async def go() -> None:
-        first = engine.assigned({partition for partition, _, _ in messages})
-        if data is None:
-            await drive(engine, broker, messages, first, clock=clock)
-            return
-        # A pause in the log, where every due checkpoint is written (and closed runs retired):
-        # the events after it are late ones on retired runs, as often as not.
-        lates = [at for at, (_, _, value) in enumerate(messages) if b'"late-' in value]
-        cut = data.draw(
-            st.sampled_from(lates) | st.integers(0, len(messages)) if lates else st.integers(0, len(messages)),
-            label="pause at",
-        )
-        for part in (messages[:cut], messages):
-            await drive(
-                engine,
-                broker,
-                part,
-                first,
-                clock=clock,
-                batch=lambda: data.draw(st.integers(1, 6)),
-                acknowledgements=lambda: data.draw(st.integers(0, 3)),
-                clock_step=lambda: data.draw(st.sampled_from([0.0, 0.1, 0.3])),
-            )
-            first = {partition: max(first.get(partition, 0), offset) for partition, offset in _ends(part).items()}
-
-    asyncio.run(go())
+def crash_free(messages: list[Message], refuse: Refusal = never) -> Broker:
+    broker = Broker(refuse=refuse)
+    solo = worker(broker, messages)
+    asyncio.run(_assigned_and_run(solo))
+    assert solo.gave_up == []
     return broker
 
 
-def _ends(messages: list[Message]) -> dict[int, int]:
-    """Each partition's offset after `messages`."""
-    ends: dict[int, int] = {}
-    for partition, _, _ in messages:
-        ends[partition] = ends.get(partition, 0) + 1
-    return ends
+async def _assigned_and_run(solo: Worker, **pace_: object) -> None:
+    solo.engine.assigned(solo.consumer.topic.keys())
+    await run(solo, **pace_)  # type: ignore[arg-type]
+
+
+def drawn_worker(broker: Broker, messages: list[Message], data: st.DataObject, store: Store | None = None) -> Worker:
+    return worker(
+        broker,
+        messages,
+        store,
+        flush_every=data.draw(st.integers(1, 8), label="flush every"),
+        cache_runs=data.draw(st.sampled_from([0, 1, 100]), label="cache runs"),
+    )
 
 
 @settings(max_examples=150, deadline=None)
 @given(topic_logs(), st.data())
-def test_a_crash_after_any_prefix_of_the_acknowledged_writes_loses_no_output(
+def test_a_crash_at_any_step_loses_nothing_and_publishes_nothing_twice(
     messages: list[Message], data: st.DataObject
 ) -> None:
-    """The worker's writes are acknowledged in an order the broker picks; a crash keeps the
-    writes acknowledged so far (in the changelog, the archive and the output topics alike:
-    archive records, markers and tombstones of retired runs too). A worker restarted on that
-    changelog, reading from its checkpoints, ends with every output a crash-free worker
-    publishes: each run's latest summary byte for byte, every dead letter at least once.
-    The broker may refuse some outputs for good: each is dead-lettered once, the worker
-    never gives up (`new_engine`), and the law still holds."""
+    """A worker crashes after any number of its steps, with transactions open or being
+    answered; what it committed is all that survives. A worker restarted on its local copy
+    (or on a new machine: from the changelog alone) reads on from the checkpoints, and the
+    committed outputs are exactly a crash-free worker's: each run's summaries in order, none
+    twice, every dead letter once. The broker may refuse some outputs for good: each is
+    dead-lettered once and the law still holds."""
     refuse = refusals(data)
-    crash_free = run_worker(messages, Store(), None, refuse)
-    want_latest, want_dead = outputs(crash_free.durable)
-    refused = sorted(write.value or b"" for write in crash_free.refused if write.stream != "deadletter")
-    letters = sorted(
-        write.value or b"" for write in crash_free.durable + crash_free.refused if is_refusal_letter(write)
-    )
-    assert letters == refused
-    assert crash_free.gave_up == []
-    first = run_worker(messages, Store(), data, refuse)
-    kept = first.durable[: data.draw(st.integers(0, len(first.durable)), label="crash after")]
-    restarted = run_worker(messages, Store.of(kept), None, refuse, cache_runs=data.draw(st.sampled_from([0, 100])))
-    got_latest, got_dead = outputs(kept + restarted.durable)
-    assert got_latest == want_latest
-    assert want_dead <= got_dead
-
-
-def test_the_crash_law_fails_when_the_checkpoint_is_written_before_the_outputs() -> None:
-    """The order the worker had: a checkpoint written before the outputs of the events it
-    covers were acknowledged. A crash right after the checkpoint loses the summary."""
-    run = [builders.started("run-a", [builders.task_spec("t")]), builders.trial("t", "t-1", run_id="run-a")]
-    run.append(builders.closed("run-a"))
-    messages: list[Message] = [(0, b"run-a", encode(event)) for event in run]
-    # The broker acknowledges changelog records first, then outputs: what the old order allowed.
-    first = run_worker(messages, Store(), None)
-    changelog_first = sorted(first.issued, key=lambda write: write.stream != "changelog")
-    crash = next(at for at, write in enumerate(changelog_first) if write.key == b"o0") + 1
-    restarted = run_worker(messages, Store.of(changelog_first[:crash]), None)
-    got_latest, _ = outputs(changelog_first[:crash] + restarted.durable)
-    assert got_latest == {}, "had the checkpoint not waited for the summary, the summary was lost"
-    # And the engine does wait: in its order of issue, the summary comes before the checkpoint.
-    streams = [write.stream if write.key != b"o0" else "checkpoint" for write in first.issued]
-    assert streams.index("summary") < streams.index("checkpoint")
-
-
-def test_records_fetched_before_a_rewind_are_dropped_and_the_seek_waits_for_the_rebalance() -> None:
-    store = Store({0: {b"o0": b"4"}})
-    broker = Broker(store)
-    processor = Processor(store, flush_every=1)
-    engine = new_engine(broker, processor, lambda: 0.0)
-    line = encode(builders.closed("run-a"))
+    want = outputs(crash_free(messages, refuse).committed)
+    rng = randomness(data)
+    broker = Broker(refuse=refuse, choose=lambda candidates: rng.randrange(len(candidates)))
+    first = drawn_worker(broker, messages, data)
+    crash_after = data.draw(st.integers(0, 60), label="crash after steps")
 
     async def go() -> None:
-        assert engine.assigned([0]) == {0: 5}
-        await engine.handle(0, [Record(9, b"run-a", line)])  # fetched before the rewind
-        await engine.tick(rebalancing=True)
-        assert broker.seeks == []
-        assert not engine.ready(0)
-        await engine.tick(rebalancing=False)
-        assert broker.seeks == [(0, 5)]
-        assert engine.ready(0)
-        await engine.handle(0, [Record(5, b"run-a", line)])
+        first.engine.assigned(first.consumer.topic.keys())
+        for _ in range(crash_after):
+            await step(first, **pace(rng))  # type: ignore[arg-type]
+        store = first.store if data.draw(st.booleans(), label="same machine") else None
+        restarted = drawn_worker(broker, messages, data, store)
+        await _assigned_and_run(restarted, **pace(rng))
+        assert restarted.gave_up == []
 
     asyncio.run(go())
-    summaries = [write for write in broker.issued if write.stream == "summary"]
-    assert len(summaries) == 1  # only the record fetched after the seek
+    assert outputs(broker.committed) == want
 
 
-def test_after_a_revocation_nothing_more_is_written_and_the_writes_made_are_waited_for() -> None:
-    store = Store()
-    broker = Broker(store)
-    processor = Processor(store, flush_every=1)
-    engine = new_engine(broker, processor, lambda: 0.0)
-    lines = [encode(builders.started("run-a", [builders.task_spec("t")])), encode(builders.closed("run-a"))]
+@settings(max_examples=100, deadline=None)
+@given(topic_logs(), st.data())
+def test_a_stalled_owner_that_wakes_up_writes_nothing_after_the_new_owner(
+    messages: list[Message], data: st.DataObject
+) -> None:
+    """A worker stalls past its session; the group gives its partitions to another, which
+    claims them (fencing the first) and goes on. The first wakes up and goes on too, its
+    steps interleaved with the new owner's, until the group tells it its partitions are gone:
+    whatever it tries, the committed outputs are exactly a crash-free worker's."""
+    want = outputs(crash_free(messages).committed)
+    rng = randomness(data)
+    broker = Broker(choose=lambda candidates: rng.randrange(len(candidates)))
+    stalled = drawn_worker(broker, messages, data)
+    owner = drawn_worker(broker, messages, data)
 
     async def go() -> None:
-        engine.assigned([0])
-        await engine.tick(rebalancing=False)
-        await engine.handle(0, [Record(0, b"run-a", lines[0])])  # a checkpoint starts, waiting on outputs
-        revoking = asyncio.ensure_future(engine.revoked(timeout=5))
-        await asyncio.sleep(0)
-        assert not revoking.done()  # it waits for the checkpoint under way
-        broker.acknowledge_all()
+        stalled.engine.assigned(stalled.consumer.topic.keys())
+        for _ in range(data.draw(st.integers(0, 30), label="steps before the stall")):
+            await step(stalled, **pace(rng))  # type: ignore[arg-type]
+        owner.engine.assigned(owner.consumer.topic.keys())
+        for _ in range(data.draw(st.integers(0, 40), label="steps until the group tells it")):
+            await step(rng.choice([stalled, owner]), **pace(rng))  # type: ignore[arg-type]
+        await stalled.engine.revoked(timeout=0)
+        await run(owner, **pace(rng))  # type: ignore[arg-type]
+        assert (owner.gave_up, stalled.gave_up) == ([], [])
+
+    asyncio.run(go())
+    assert outputs(broker.committed) == want
+
+
+STEPS = ("begin", "send", "answer", "offsets", "commit", "committed")
+
+
+@settings(max_examples=100, deadline=None)
+@given(topic_logs(), st.data())
+def test_a_failure_at_any_step_of_a_transaction_is_redone_exactly_once(
+    messages: list[Message], data: st.DataObject
+) -> None:
+    """Any step of a checkpoint's transaction fails (a timeout, a lost broker), some of them
+    after the commit took effect (the worker cannot tell): the partition is claimed again and
+    read from what was committed, and the committed outputs are exactly a crash-free worker's."""
+    want = outputs(crash_free(messages).committed)
+    failing = set(data.draw(st.lists(st.sampled_from(STEPS), min_size=1, unique=True), label="failing steps"))
+    budget = data.draw(st.integers(1, 6), label="failures")
+    rng = randomness(data)
+    injected: list[str] = []
+
+    def fail(step_: str) -> BaseException | None:
+        if step_ in failing and len(injected) < budget and rng.random() < 0.3:
+            injected.append(step_)
+            error: BaseException = KafkaTimeoutError()
+            return error
+        return None
+
+    broker = Broker(fail=fail)
+    flaky = drawn_worker(broker, messages, data)
+    asyncio.run(_assigned_and_run(flaky, **pace(rng)))
+    assert flaky.gave_up == []
+    assert outputs(broker.committed) == want
+    assert flaky.engine.counts.redone >= (1 if injected else 0)
+
+
+def test_a_run_whose_state_the_broker_refuses_is_parked_and_the_others_go_on() -> None:
+    """A changelog record refused (a task's state too large for the changelog): nothing of
+    that checkpoint is committed, the run is parked (its events dead-lettered as
+    state-refused) and the partition is read again; the partition's other run is exact."""
+    a = [builders.started("run-a", [builders.task_spec("t")]), builders.trial("t", "a-1", run_id="run-a")]
+    a.append(builders.closed("run-a"))
+    c = [builders.started("run-c", [builders.task_spec("t")]), builders.trial("t", "c-1", run_id="run-c")]
+    c.append(builders.closed("run-c"))
+    messages: list[Message] = [
+        (0, event.run_id.encode(), encode(event)) for pair in zip(a, c, strict=True) for event in pair
+    ]
+
+    def refuse(write: Write) -> str | None:
+        return "answered" if write.stream == "changelog" and write.key == b't["run-a","t"]' else None
+
+    broker = Broker(refuse=refuse)
+    solo = worker(broker, messages)
+    asyncio.run(_assigned_and_run(solo))
+    summaries, _ = outputs(broker.committed)
+    assert set(summaries) == {b"run-c"}
+    assert summaries[b"run-c"] == outputs(crash_free([m for m in messages if m[1] == b"run-c"]).committed)[0][b"run-c"]
+    reasons = [dict(write.headers)["evalstream.reason"] for write in broker.committed if write.stream == "deadletter"]
+    assert reasons == [b"state-refused"] * 3
+    assert solo.engine.counts.parked == {"state-refused": 1}
+
+
+# The engine's rules, one at a time.
+
+
+def _events(run_id: str = "run-a", trials: int = 1) -> list[InputEvent]:
+    events: list[InputEvent] = [builders.started(run_id, [builders.task_spec("t")])]
+    events += [builders.trial("t", f"t-{n}", run_id=run_id) for n in range(trials)]
+    return [*events, builders.closed(run_id)]
+
+
+def _messages(events: list[InputEvent], partition: int = 0) -> list[Message]:
+    return [(partition, event.run_id.encode(), encode(event)) for event in events]
+
+
+def test_records_fetched_before_the_seek_are_dropped_and_the_seek_waits_for_the_rebalance() -> None:
+    messages = _messages(_events())
+    broker = Broker()
+    solo = worker(broker, messages, flush_every=1)
+
+    async def go() -> None:
+        solo.engine.assigned([0])
+        await settle()
+        assert not solo.engine.ready(0)
+        await solo.engine.handle(0, [Record(0, b"run-a", messages[0][2])])  # fetched before the seek: dropped
+        await solo.engine.tick(rebalancing=True)
+        assert solo.consumer.seeks == []
+        await solo.engine.tick(rebalancing=False)
+        assert solo.consumer.seeks == [(0, 0)]
+        assert solo.engine.ready(0)
+        await run(solo)
+
+    asyncio.run(go())
+    summaries, _ = outputs(broker.committed)
+    assert len(summaries[b"run-a"]) == 1
+
+
+def test_a_revocation_waits_for_the_checkpoint_being_written_and_then_writes_nothing() -> None:
+    messages = _messages(_events())
+    broker = Broker()
+    solo = worker(broker, messages, flush_every=1)
+
+    async def go() -> None:
+        solo.engine.assigned([0])
+        await settle()
+        await solo.engine.tick(rebalancing=False)
+        await solo.engine.handle(0, solo.consumer.take(0, 1))  # a checkpoint starts, waiting for answers
+        assert solo.engine.checkpointing
+        revoking = asyncio.ensure_future(solo.engine.revoked(timeout=5))
+        await settle()
+        assert not revoking.done()  # it waits for the checkpoint being written
+        while not revoking.done():
+            broker.acknowledge_all()
+            await settle()
         await revoking
-        await engine.handle(0, [Record(1, b"run-a", lines[1])])  # not ready: dropped
+        await solo.engine.handle(0, solo.consumer.take(0, 2))  # not its partition any more: dropped
 
     asyncio.run(go())
-    assert [write for write in broker.issued if write.stream == "changelog"] == []
-    assert broker.commits == {}
+    assert broker.commits == 1
+    assert broker.offsets == {0: 1}
 
 
-def test_consuming_once_every_assigned_partition_is_sought_and_not_after_a_revocation() -> None:
-    store = Store({1: {b"o1": b"7"}})
-    engine = new_engine(Broker(store), Processor(store), lambda: 0.0)
+def test_consuming_once_every_assigned_partition_is_claimed_and_sought_and_not_after_a_revocation() -> None:
+    solo = worker(Broker(), [])
 
     async def go() -> list[bool]:
-        seen = [engine.consuming]  # nothing assigned yet
-        engine.assigned([0, 1])
-        seen.append(engine.consuming)  # restored, not sought
-        await engine.tick(rebalancing=True)
-        seen.append(engine.consuming)  # the seeks wait for the rebalance
-        await engine.tick(rebalancing=False)
-        seen.append(engine.consuming)
-        await engine.revoked(timeout=1)
-        seen.append(engine.consuming)
-        engine.assigned([])
-        seen.append(engine.consuming)  # the group has nothing for it: idle, and ready
+        seen = [solo.engine.consuming]  # nothing assigned yet
+        solo.engine.assigned([0, 1])
+        await settle()
+        seen.append(solo.engine.consuming)  # claimed, not sought
+        await solo.engine.tick(rebalancing=True)
+        seen.append(solo.engine.consuming)  # the seeks wait for the rebalance
+        await solo.engine.tick(rebalancing=False)
+        seen.append(solo.engine.consuming)
+        await solo.engine.revoked(timeout=1)
+        seen.append(solo.engine.consuming)
+        solo.engine.assigned([])
+        seen.append(solo.engine.consuming)  # the group has nothing for it: idle, and ready
         return seen
 
     assert asyncio.run(go()) == [False, False, False, True, False, True]
 
 
 def test_each_committed_checkpoint_reports_how_long_it_took() -> None:
-    store = Store()
-    broker = Broker(store)
-    clock = [0.0]
     took: list[float] = []
-    engine = new_engine(broker, Processor(store, flush_every=1), lambda: clock[0], took.append)
-    line = encode(builders.closed("run-a"))
+    broker = Broker()
+    solo = worker(broker, _messages([builders.closed("run-a")]), flush_every=1, on_checkpoint=took.append)
 
     async def go() -> None:
-        engine.assigned([0])
-        await engine.tick(rebalancing=False)
-        await engine.handle(0, [Record(0, b"run-a", line)])
-        assert engine.checkpointing
-        clock[0] += 0.125  # the broker takes its time
-        for _ in range(20):  # outputs, then the changelog writes, are acknowledged as they come
+        solo.engine.assigned([0])
+        await settle()
+        await solo.engine.tick(rebalancing=False)
+        await solo.engine.handle(0, solo.consumer.take(0, 1))
+        assert solo.engine.checkpointing
+        solo.clock[0] += 0.125  # the broker takes its time
+        for _ in range(5):
+            await settle()
             broker.acknowledge_all()
-            await asyncio.sleep(0)
-        assert not engine.checkpointing
+        assert not solo.engine.checkpointing
 
     asyncio.run(go())
     assert took == [0.125]
-    assert broker.commits == {0: 1}
+    assert broker.offsets == {0: 1}
 
 
 def test_a_broker_slower_than_the_fetcher_holds_the_fetcher_back_at_two_checkpoints() -> None:
     """Backpressure: with a checkpoint still being written, the fetcher takes the next due
     one's events and then waits; the changes in memory never pass two checkpoints'."""
-    store = Store()
-    broker = Broker(store)
-    processor = Processor(store, flush_every=2)
-    engine = new_engine(broker, processor, lambda: 0.0)
-    lines = [encode(builders.started("run-a", [builders.task_spec("t")]))]
-    lines += [encode(builders.trial("t", f"t-{n}", run_id="run-a")) for n in range(5)]
+    broker = Broker()
+    solo = worker(broker, _messages(_events(trials=5)), flush_every=2)
 
     async def go() -> None:
+        engine, processor = solo.engine, solo.processor
         engine.assigned([0])
+        await settle()
         await engine.tick(rebalancing=False)
-        await engine.handle(0, [Record(0, b"run-a", lines[0]), Record(1, b"run-a", lines[1])])
-        assert engine.checkpointing  # the first checkpoint waits for its outputs
-        await engine.handle(0, [Record(2, b"run-a", lines[2])])  # gathering: not due yet
-        held = asyncio.ensure_future(engine.handle(0, [Record(3, b"run-a", lines[3])]))
-        for _ in range(10):
-            await asyncio.sleep(0)
+        await engine.handle(0, solo.consumer.take(0, 2))
+        assert engine.checkpointing  # the first checkpoint waits for its answers
+        await engine.handle(0, solo.consumer.take(0, 1))  # gathering: not due yet
+        held = asyncio.ensure_future(engine.handle(0, solo.consumer.take(0, 1)))
+        await settle(20)
         assert not held.done(), "the fetcher went on while two checkpoints' changes were in memory"
         assert processor.partitions[0].handled == 2
         while not held.done():
             broker.acknowledge(1)
-            await asyncio.sleep(0)
+            await settle()
         await held
-        assert engine.checkpointing  # the second one, taken once the first was durable
+        assert engine.checkpointing  # the second one, sealed once the first was committed
         assert processor.partitions[0].handled == 0
 
     asyncio.run(go())
-    checkpoints = [checkpoint_from_bytes(write.value or b"") for write in broker.durable if write.key == b"o0"]
+    checkpoints = [
+        checkpoint_from_bytes(write.value or b"").offset for write in broker.changelog(0) if write.key == b"o0"
+    ]
     assert checkpoints == [1]
 
 
-def test_a_checkpoint_is_done_when_durable_and_its_commit_does_not_hold_the_next() -> None:
-    store = Store()
-    broker = Broker(store, commits_wait=asyncio.Event())
-    processor = Processor(store, flush_every=1)
-    engine = new_engine(broker, processor, lambda: 0.0)
-    lines = [encode(builders.started("run-a", [builders.task_spec("t")]))]
-    lines += [encode(builders.trial("t", f"t-{n}", run_id="run-a")) for n in range(3)]
-
-    async def go() -> None:
-        engine.assigned([0])
-        await engine.tick(rebalancing=False)
-        for offset, line in enumerate(lines):
-            await handled(engine.handle(0, [Record(offset, b"run-a", line)]), broker)
-        while engine.checkpointing:
-            broker.acknowledge_all()
-            await asyncio.sleep(0)
-        assert broker.commits == {}  # the first commit is still under way
-        assert broker.commit_calls == 1
-        assert broker.commits_wait is not None
-        broker.commits_wait.set()
-        for _ in range(10):
-            await asyncio.sleep(0)
-
-    asyncio.run(go())
-    assert [checkpoint_from_bytes(write.value or b"") for write in broker.durable if write.key == b"o0"] == [0, 1, 2, 3]
-    assert broker.commits == {0: 4}  # the newest, after the one under way; those between were overtaken
-    assert broker.commit_calls == 2
-
-
-def test_checkpoints_a_stuck_broker_never_answers_are_cancelled_at_a_revocation() -> None:
-    """A broker that never acknowledges: the revocation waits its timeout, then cancels the
+def test_a_checkpoint_a_stuck_broker_never_answers_is_abandoned_at_a_revocation() -> None:
+    """A broker that never answers: the revocation waits its timeout, then cancels the
     checkpoint, counts it, and nothing is left holding its snapshot."""
-    store = Store()
-    broker = Broker(store)
-    engine = new_engine(broker, Processor(store, flush_every=1), lambda: 0.0)
-    line = encode(builders.closed("run-a"))
+    broker = Broker()
+    solo = worker(broker, _messages([builders.closed("run-a")]), flush_every=1)
 
     async def go() -> None:
-        engine.assigned([0])
-        await engine.tick(rebalancing=False)
-        await engine.handle(0, [Record(0, b"run-a", line)])
-        assert engine.checkpointing
-        await engine.revoked(timeout=0.01)
-        assert not engine.checkpointing
-        await asyncio.sleep(0)
+        solo.engine.assigned([0])
+        await settle()
+        await solo.engine.tick(rebalancing=False)
+        await solo.engine.handle(0, solo.consumer.take(0, 1))
+        assert solo.engine.checkpointing
+        await solo.engine.revoked(timeout=0.01)
+        assert not solo.engine.checkpointing
+        await settle()
         assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
 
     asyncio.run(go())
-    assert engine.abandoned == 1
+    assert solo.engine.counts.abandoned == 1
+    assert broker.commits == 0
     gc.collect()
     assert [held for held in gc.get_objects() if isinstance(held, Snapshot)] == []
 
 
-def test_a_run_leaves_the_cache_only_once_its_writes_are_acknowledged() -> None:
-    """The local copy gets a write when the broker acknowledges it; a run that left the
-    cache is restored from it, so it must not leave while its checkpoint's writes wait."""
-    store = Store()
-    broker = Broker(
-        store,
-        choose=lambda candidates: next((at for at, write in enumerate(candidates) if write.stream != "changelog"), 0),
-    )
-    clock = [0.0]
-    processor = Processor(store, flush_every=100, cache_runs=0)
-    engine = new_engine(broker, processor, lambda: clock[0])
-    events = [builders.started("run-a", [builders.task_spec("t")]), builders.trial("t", "t-1", run_id="run-a")]
-    events.append(builders.closed("run-a"))
-    lines = [Record(offset, b"run-a", encode(event)) for offset, event in enumerate(events)]
+def test_the_local_copy_gets_a_checkpoint_only_once_it_is_committed_and_runs_stay_until_then() -> None:
+    """A run that left the cache is restored from the local copy, so it must not leave while
+    its checkpoint is uncommitted, and the copy must not hold what was not committed."""
+    broker = Broker(choose=lambda candidates: len(candidates) - 1)
+    solo = worker(broker, _messages(_events()), flush_every=100, cache_runs=0)
 
     async def go() -> None:
+        engine = solo.engine
         engine.assigned([0])
+        await settle()
         await engine.tick(rebalancing=False)
-        await engine.handle(0, lines[:1])
-        clock[0] += 1.0
-        await engine.tick(rebalancing=False)  # a checkpoint by time: outputs, then its writes
-        for _ in range(10):
-            if broker.pending and all(write.stream == "changelog" for write, _ in broker._pending):
-                break
-            broker.acknowledge(1)
-            await asyncio.sleep(0)
+        await engine.handle(0, solo.consumer.take(0, 1))
+        solo.clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # a checkpoint by time
+        broker.acknowledge(1)
+        await settle()
         assert engine.checkpointing
-        assert store.partitions == {}  # its writes wait for the broker
-        await engine.handle(0, lines[1:])
-        while engine.checkpointing or broker.pending:
-            broker.acknowledge_all()
-            clock[0] += 1.0
-            await engine.tick(rebalancing=False)
-            await asyncio.sleep(0)
+        assert solo.store.partitions == {}  # nothing committed: nothing in the copy
+        assert "run-a" in solo.processor.cache
+        await engine.handle(0, solo.consumer.take(0, 2))
+        await run(solo)
 
     asyncio.run(go())
-    want, _ = outputs(run_worker([(0, b"run-a", encode(event)) for event in events], Store(), None).durable)
-    got, _ = outputs(broker.durable)
-    assert got == want
+    assert outputs(broker.committed) == outputs(crash_free(_messages(_events())).committed)
 
 
-def test_a_crash_after_every_prefix_of_a_retirement_restores_the_run_for_its_late_events() -> None:
-    """Closed runs retired (archive records, markers, tombstones), their late events after
-    a crash at every point of those writes: each late event gives the revision one pass over
-    the log gives, byte for byte, from the run's parts or from its archive record."""
+def _retiring_log() -> tuple[list[Message], list[Message]]:
     messages: list[Message] = []
     for run_id in ("run-a", "run-c"):
         tasks = [builders.task_spec(f"t{n}") for n in range(3)]
         events: list[InputEvent] = [builders.started(run_id, tasks)]
         events += [builders.trial(f"t{n}", f"{run_id}-{n}", run_id=run_id) for n in range(3)]
         events.append(builders.closed(run_id))
-        messages += [(0, run_id.encode(), encode(event)) for event in events]
-    late: list[Message] = [
-        (0, run_id.encode(), encode(builders.trial("t1", f"late-{run_id}", run_id=run_id)))
-        for run_id in ("run-a", "run-c")
-    ]
-    want, _ = outputs(run_worker(messages + late, Store(), None).durable)
-    first = run_worker(messages, Store(), None, cache_runs=0)
-    retiring = [at for at, write in enumerate(first.durable) if write.stream == "archive"]
-    assert len(retiring) == 2, "both closed runs were retired"
-    assert first.store.partitions[0].keys() == {b'h"run-a"', b'h"run-c"', b"o0"}, "only markers are left"
-    for crash in range(retiring[0], len(first.durable) + 1):
-        kept = first.durable[:crash]
-        restarted = run_worker(messages + late, Store.of(kept), None, cache_runs=0)
-        got, _ = outputs(kept + restarted.durable)
-        assert got == want, f"crash after {crash} writes"
-        assert [orjson.loads(got[run.encode()])["revision"] for run in ("run-a", "run-c")] == [2, 2]
+        messages += _messages(events)
+    late = [_messages([builders.trial("t1", f"late-{run_id}", run_id=run_id)])[0] for run_id in ("run-a", "run-c")]
+    return messages, late
 
 
-def test_a_run_restored_while_its_retirement_is_being_written_writes_every_part_back() -> None:
-    """A late event between the archive's acknowledgement and the marker's: the run is
-    restored from its parts, still in the local copy, and the marker lands after. Its next
-    checkpoint must write every part back (not only the task the event changed), or the
-    marker would hide the late event from the next restore."""
-    tasks = [builders.task_spec("t0"), builders.task_spec("t1")]
-    events: list[InputEvent] = [builders.started("run-a", tasks)]
-    events += [builders.trial(f"t{n}", f"run-a-{n}", run_id="run-a") for n in range(2)]
-    events += [builders.closed("run-a"), builders.trial("t1", "late-1", run_id="run-a")]
-    messages: list[Message] = [(0, b"run-a", encode(event)) for event in events]
-    later: list[Message] = [(0, b"run-a", encode(builders.trial("t0", "late-2", run_id="run-a")))]
+def test_closed_runs_retire_and_their_late_events_give_the_next_revision_after_any_crash() -> None:
+    """Closed runs retired (archive records, markers, tombstones: one transaction), then a
+    crash before or after it committed, then their late events: each gives the revision one
+    pass over the log gives, byte for byte, from the run's parts or from its archive record,
+    on the same machine or a new one."""
+    messages, late = _retiring_log()
+    want = outputs(crash_free(messages + late).committed)
+    for crash_after in range(0, 12):
+        for same_machine in (True, False):
+            broker = Broker()
+            first = worker(broker, messages, cache_runs=0)
+
+            async def go(
+                first: Worker = first,
+                broker: Broker = broker,
+                crash_after: int = crash_after,
+                same: bool = same_machine,
+            ) -> None:
+                await _assigned_and_run(first)
+                first.consumer.topic[0] += [
+                    Record(len(first.consumer.topic[0]) + n, k, v) for n, (_, k, v) in enumerate(late)
+                ]
+                for _ in range(crash_after):
+                    first.clock[0] += 1.0
+                    await step(first, batch=lambda: 1, acknowledgements=lambda: 1)
+                restarted = worker(broker, messages + late, first.store if same else None, cache_runs=0)
+                await _assigned_and_run(restarted)
+
+            asyncio.run(go())
+            assert outputs(broker.committed) == want, f"crash after {crash_after} steps, same machine: {same_machine}"
+            summaries = outputs(broker.committed)[0]
+            assert [orjson.loads(summaries[run.encode()][-1])["revision"] for run in ("run-a", "run-c")] == [2, 2]
+    retired = Broker()
+    asyncio.run(_assigned_and_run(worker(retired, messages, cache_runs=0)))
     store = Store()
-    broker = Broker(store)
-    clock = [0.0]
-    engine = new_engine(broker, Processor(store, cache_runs=0), lambda: clock[0])
-    records = [Record(offset, key, value) for offset, (_, key, value) in enumerate(messages)]
+    store.apply(0, [(write.key or b"", write.value) for write in retired.changelog(0)], 0)
+    assert set(store.partitions[0]) == {b'h"run-a"', b'h"run-c"', b"o0"}, "only markers are left"
+    assert all(marker_of(store.partitions[0][key]) is not None for key in (b'h"run-a"', b'h"run-c"'))
 
-    async def settled() -> None:
-        while engine.checkpointing or broker.pending:
-            broker.acknowledge_all()
-            await asyncio.sleep(0)
 
-    async def go() -> None:
-        engine.assigned([0])
-        await engine.tick(rebalancing=False)
-        await engine.handle(0, records[:4])
-        clock[0] += 1.0
-        await engine.tick(rebalancing=False)  # the close's checkpoint
-        await settled()
-        clock[0] += 1.0
-        await engine.tick(rebalancing=False)  # the retirement's
-        while not any(write.stream == "archive" for write in broker.durable):
-            broker.acknowledge(1)
-            await asyncio.sleep(0)
-        for _ in range(5):
-            await asyncio.sleep(0)
-        assert storage.marker_of(store.partitions[0][b'h"run-a"']) is None, "the marker is not acknowledged yet"
-        await engine.handle(0, records[4:])
-        await settled()
-        clock[0] += 1.0
-        await engine.tick(rebalancing=False)
-        await settled()
+def test_a_slow_archive_read_is_asked_again_and_a_gone_one_parks_only_its_run() -> None:
+    """The archive does not answer in time, twice: the read is asked again (counted), the
+    batch waits, and the late event gives revision 2. A run whose archive record is gone is
+    parked: its late event dead-lettered as archive-lost, the other run's exact."""
+    messages, late = _retiring_log()
+    broker = Broker()
+    first = worker(broker, messages, cache_runs=0)
+    asyncio.run(_assigned_and_run(first))
+    second = worker(broker, messages + late, cache_runs=0)
+    reads: list[tuple[int, int]] = []
+    slow = [2]
 
-    asyncio.run(go())
-    assert storage.marker_of(store.partitions[0][b'h"run-a"']) is None, "back in the changelog, every part"
-    restarted = run_worker(messages + later, Store.of(broker.durable), None, cache_runs=0)
-    got, _ = outputs(broker.durable + restarted.durable)
-    want, _ = outputs(run_worker(messages + later, Store(), None).durable)
-    assert got == want
-    assert orjson.loads(got[b"run-a"])["revision"] == 3
+    async def read(partition: int, offset: int) -> Read:
+        reads.append((partition, offset))
+        if slow[0]:
+            slow[0] -= 1
+            return Slow()
+        found = broker.read_archive(partition, offset)
+        return found if b"run-c" in (getattr(found, "key", b"") or b"") else broker.read_archive(partition, -1)
+
+    second.engine.archive.read = read  # type: ignore[method-assign]
+    asyncio.run(_assigned_and_run(second))
+    summaries, _ = outputs(broker.committed)
+    assert orjson.loads(summaries[b"run-c"][-1])["revision"] == 2
+    assert len(summaries[b"run-a"]) == 1, "the parked run gets no new revision"
+    letters = [write for write in broker.committed if write.stream == "deadletter"]
+    assert [(write.key, dict(write.headers)["evalstream.reason"]) for write in letters] == [(b"run-a", b"archive-lost")]
+    assert b"replay the events topic into a new app id" in dict(letters[0].headers)["evalstream.detail"]
+    assert second.engine.counts.archive_retries == 2
+    assert second.engine.counts.parked == {"archive-lost": 1}

@@ -19,7 +19,9 @@ def test_a_named_worker_is_a_static_member_whose_url_does_not_follow_its_web_por
     assert build_app(Settings(data_dir=tmp_path)).conf.consumer_group_instance_id is None
 
 
-def test_standby_replicas_are_off(tmp_path: Path) -> None:
-    """A standby's copy has holes behind its offset; the local copy must only ever be written
-    by the partition's owner and by faust's recovery."""
-    assert build_app(Settings(data_dir=tmp_path)).conf.table_standby_replicas == 0
+def test_faust_keeps_no_table_so_nothing_but_the_worker_writes_its_local_copy(tmp_path: Path) -> None:
+    """faust's recovery and standbys would write the copy from the changelog on their own
+    account (a standby's reading left holes behind its offset); the worker restores it itself."""
+    app = build_app(Settings(data_dir=tmp_path))
+    assert not app.tables
+    assert not (tmp_path / "evalstream").exists(), "nothing is opened before a partition is claimed"

@@ -22,7 +22,8 @@ from tests.builders import fold
 from tests.worker.engine_harness import Store
 from worker.commands.replay import replay
 from worker.runtime.keys import checkpoint_key
-from worker.runtime.processor import PROGRESS_RUN_TASKS, PROGRESS_TASKS, Admission, Processor, Record
+from worker.runtime.processor import Admission, Processor, Record
+from worker.runtime.progress import PROGRESS_RUN_TASKS, PROGRESS_TASKS
 
 
 def records(events: Sequence[InputEvent], first: int = 0) -> list[Record]:

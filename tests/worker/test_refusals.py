@@ -17,8 +17,7 @@ from faust.exceptions import ProducerSendError
 
 from events import builders
 from events.codec import encode
-from tests.worker.engine_harness import Broker, Store, new_engine
-from worker.runtime.processor import Processor, Record
+from tests.worker.engine_harness import Broker, run, worker
 from worker.runtime.refusals import refusal
 
 
@@ -46,45 +45,43 @@ def test_an_error_that_says_nothing_about_the_output_is_no_refusal(error: Except
     assert refusal(sent_through_faust(error)) is None
 
 
-def test_an_output_that_times_out_stops_the_worker_and_is_not_dead_lettered() -> None:
-    """A broker gone is not a refusal: the worker stops, and its restart sends it again."""
-    store = Store()
-    broker = Broker(store)
-    engine = new_engine(broker, Processor(store, flush_every=1), lambda: 0.0)
+def test_an_output_that_times_out_is_no_refusal_and_its_partition_is_read_again() -> None:
+    """A broker gone is not a refusal: nothing of the checkpoint is committed, the partition
+    is read again from its checkpoint, and the summary is committed once, not dead-lettered."""
+    timeouts = [KafkaTimeoutError()]
+
+    def fail(step: str) -> BaseException | None:
+        return timeouts.pop() if step == "answer" and timeouts else None
+
+    broker = Broker(fail=fail)
+    solo = worker(broker, [(0, b"run-a", encode(builders.closed("run-a")))], flush_every=1)
 
     async def go() -> None:
-        engine.assigned([0])
-        await engine.tick(rebalancing=False)
-        await engine.handle(0, [Record(0, b"run-a", encode(builders.closed("run-a")))])
-        [(_, acknowledged)] = [pending for pending in broker._pending if pending[0].stream == "summary"]
-        acknowledged.set_exception(KafkaTimeoutError())
-        for _ in range(10):
-            await asyncio.sleep(0)
+        solo.engine.assigned([0])
+        await run(solo)
 
     asyncio.run(go())
-    assert [type(error) for error in broker.gave_up] == [KafkaTimeoutError]
-    assert [write for write in broker.issued if write.stream == "deadletter"] == []
+    assert [write.stream for write in broker.outputs() if write.stream != "progress"] == ["summary"]
+    assert solo.engine.counts.redone == 1
+    assert solo.gave_up == []
 
 
 def test_a_refusal_is_counted_once_and_its_dead_letter_names_the_run_and_the_event() -> None:
-    store = Store()
-    broker = Broker(store, refuse=lambda write: "at once" if write.stream == "summary" else None)
-    processor = Processor(store, flush_every=1)
-    engine = new_engine(broker, processor, lambda: 0.0)
+    broker = Broker(refuse=lambda write: "at once" if write.stream == "summary" else None)
+    solo = worker(broker, [(0, b"run-a", encode(builders.closed("run-a")))], flush_every=1)
 
     async def go() -> None:
-        engine.assigned([0])
-        await engine.tick(rebalancing=False)
-        await engine.handle(0, [Record(0, b"run-a", encode(builders.closed("run-a")))])
+        solo.engine.assigned([0])
+        await run(solo)
 
     asyncio.run(go())
     [summary] = broker.refused
-    [letter] = [write for write in broker.issued if write.stream == "deadletter"]
+    [letter] = [write for write in broker.committed if write.stream == "deadletter"]
     headers = dict(letter.headers)
     assert (letter.key, letter.value) == (b"run-a", summary.value)
     assert headers["evalstream.reason"] == b"output-refused"
     assert headers["evalstream.detail"].startswith(b"the broker refused the summary of run 'run-a'")
     assert (headers["evalstream.source.partition"], headers["evalstream.source.offset"]) == (b"0", b"0")
-    assert processor.counts.refused == {"summary": 1}
-    assert processor.counts.dead_lettered == {"output-refused": 1}
-    assert broker.gave_up == []
+    assert solo.processor.counts.refused == {"summary": 1}
+    assert solo.processor.counts.dead_lettered == {"output-refused": 1}
+    assert solo.gave_up == []

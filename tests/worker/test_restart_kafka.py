@@ -69,7 +69,7 @@ def test_a_kill_9_restart_under_the_same_name_resumes_from_its_local_copy(bootst
         second.stop()
     assert got == want  # byte for byte; closed-before at revision 2
     assert orjson.loads(got[b"closed-before"])["revision"] == 2
-    assert "not in the changelog" not in log, "the local copy was not kept"
+    assert "is wiped" not in log, "the local copy was not kept"
 
 
 def test_a_store_of_a_newer_version_stops_the_worker_before_it_consumes(bootstrap: str, tmp_path: Path) -> None:
@@ -111,44 +111,6 @@ def _no_summary(settings: Settings) -> bool:
     from worker.local.records import read_topic
 
     return read_topic(settings, settings.summaries_topic, until=1, timeout=2.0) == []
-
-
-def test_a_local_copy_not_in_the_changelog_is_wiped_and_one_in_it_kept(bootstrap: str, tmp_path: Path) -> None:
-    import rocksdict
-    from aiokafka import AIOKafkaProducer
-
-    from worker.runtime import internals
-    from worker.runtime.changelog import verify_local_copies
-
-    settings = isolated_settings(bootstrap, partitions=2)
-    topic = f"{settings.app_id}-state-changelog"
-
-    async def write_changelog() -> None:
-        producer = AIOKafkaProducer(**settings.client_options())
-        await producer.start()
-        try:
-            for partition in (0, 1):
-                await producer.send_and_wait(topic, b"7", checkpoint_key(partition), partition=partition)
-        finally:
-            await producer.stop()
-
-    def copy(partition: int, value: bytes) -> Path:
-        path = tmp_path / f"state-{partition}.db"
-        db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True))
-        db[checkpoint_key(partition)] = value
-        db[internals.persisted_offset_key()] = b"0"
-        db.close()
-        return path
-
-    paths = {0: copy(0, b"7"), 1: copy(1, b"8")}  # partition 1's copy is of another changelog
-    assert asyncio.run(verify_local_copies(settings, topic, paths)) == [0, 1]  # no changelog yet
-    paths = {0: copy(0, b"7"), 1: copy(1, b"8")}
-    asyncio.run(ensure_topics(settings))
-    topic = settings.events_topic  # a topic of 2 partitions stands for the changelog
-    asyncio.run(write_changelog())
-    assert asyncio.run(verify_local_copies(settings, topic, paths)) == [1]
-    assert paths[0].exists()
-    assert not paths[1].exists()
 
 
 def test_closed_runs_are_retired_and_a_fresh_worker_restores_only_markers_and_open_runs(

@@ -216,7 +216,10 @@ REFUSALS = {
     "the reader runs a worker": Refusal(
         "reader",
         ("worker",),
-        ("not authorised for topics '{archive}', '{deadletter}', '{events}'", "may neither see nor create"),
+        (
+            "not authorised for topics '{archive}', '{changelog}', '{deadletter}', '{events}'",
+            "may neither see nor create",
+        ),
     ),
 }
 
@@ -229,6 +232,7 @@ def test_a_refused_client_is_told_why_at_once(
     names = {
         **{"events": topics.events_topic, "summaries": topics.summaries_topic, "deadletter": topics.deadletter_topic},
         "archive": Settings().archive_topic,  # the commands run under the default app id
+        "changelog": Settings().changelog_topic,
         "other_ca": str(cluster.other_ca),
     }
     variables = {key: value.format(**names) for key, value in refusal.variables.items()}

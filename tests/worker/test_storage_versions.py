@@ -75,7 +75,11 @@ def test_this_version_writes_its_own_and_reads_version_2_through_the_upgrade() -
     latest, store = resumed_from_fixture()
     assert latest == replayed(log())
     version = storage.VERSION
-    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {"v": version, "offset": len(log()) - 1}
+    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {
+        "v": version,
+        "offset": len(log()) - 1,
+        "events": None,
+    }
     assert orjson.loads(store.partitions[0][header_key("fixture-open")])["v"] == version
 
 
@@ -93,7 +97,11 @@ def test_a_version_bump_reads_the_version_2_store_through_its_upgrades(monkeypat
     latest, store = resumed_from_fixture()
     assert latest == replayed(log())
     assert upgraded, "the version 2 parts went through the upgrades"
-    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {"v": later, "offset": len(log()) - 1}
+    assert orjson.loads(store.partitions[0][checkpoint_key(0)]) == {
+        "v": later,
+        "offset": len(log()) - 1,
+        "events": None,
+    }
     assert orjson.loads(store.partitions[0][header_key("fixture-open")])["v"] == later
 
 

@@ -108,29 +108,31 @@ def _digest(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     import faust
 
-    from projections.storage import NewerStore
-    from worker.runtime.app import build_app, keep_local_state
+    from worker.runtime.app import build_app
     from worker.runtime.collector import quiet_collector
-    from worker.runtime.topics import ensure_topics
+    from worker.runtime.topics import TopicsUnsafe, check_topics, ensure_topics
 
     settings = _settings(args)
     created = asyncio.run(ensure_topics(settings))
     if created:
         print(f"created topics: {', '.join(created)}", flush=True)
+    try:
+        asyncio.run(check_topics(settings))
+    except TopicsUnsafe as error:
+        raise CommandError(f"the worker's stored state is not safe: {error}", ENVIRONMENT) from None
     # faust leaves logging alone (override_logging=False); without a handler only warnings show.
     level = {"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper())
     logging.basicConfig(level=level, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
     redact.install(settings.secrets())  # aiokafka's debug log holds the SASL handshake's bytes
     logging.getLogger("aiokafka").setLevel(logging.NOTSET)
-    refused: list[NewerStore] = []
-    app = build_app(settings, refused)
-    keep_local_state(app, settings)
+    stopped: list[BaseException] = []
+    app = build_app(settings, stopped)
     quiet_collector()
     try:
         faust.Worker(app, loglevel=args.loglevel, override_logging=False).execute_from_commandline()
     except SystemExit:
-        if refused:
-            raise CommandError(str(refused[0]), ENVIRONMENT) from None
+        if stopped:
+            raise CommandError(str(stopped[0]), ENVIRONMENT) from None
         raise
     return 0
 

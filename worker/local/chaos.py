@@ -208,10 +208,11 @@ class ProgressWatch(threading.Thread):
 
 
 class Group:
-    """Worker processes in one consumer group, each with its own data dir and web port."""
+    """Worker processes in one consumer group, each with its own data dir and web port
+    (`env`: more environment variables for each)."""
 
-    def __init__(self, settings: Settings, root: Path) -> None:
-        self.settings, self.root = settings, root
+    def __init__(self, settings: Settings, root: Path, env: dict[str, str] | None = None) -> None:
+        self.settings, self.root, self.env = settings, root, env
         self.workers: list[WorkerProcess] = []
         self.started = 0
 
@@ -223,7 +224,7 @@ class Group:
         if in_place_of is not None:
             data_dir = in_place_of.log_path.parent
             in_place_of.log_path.rename(data_dir / f"worker.log.{self.started}")
-        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir)
+        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir, env=self.env)
         self.workers.append(worker)
         return worker
 
@@ -265,8 +266,8 @@ async def _summaries(settings: Settings, want: dict[bytes, bytes], timeout: floa
 def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0) -> tuple[int, list[str]]:
     """How many runs have a summary, and those whose summaries differ from the replay's
     once the worker caught up: the latest not the replay's last, byte for byte (with the
-    event counts and revisions, got against wanted), or a revision the replay prints
-    missing from the topic."""
+    event counts and revisions, got against wanted), a revision the replay prints missing
+    from the topic, or one on the topic twice (outputs are committed exactly once)."""
     publisher.join()
     if publisher.error is not None:
         raise publisher.error
@@ -286,4 +287,7 @@ def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0)
             )
         elif missing := [orjson.loads(value)["revision"] for value in values if value not in set(records)]:
             found.append(f"{key.decode()}: revisions {missing} are not on the summaries topic")
+        elif twice := sorted({value for value in records if records.count(value) > 1}):
+            revisions = [orjson.loads(value)["revision"] for value in twice]
+            found.append(f"{key.decode()}: revisions {revisions} are on the summaries topic twice")
     return len(wanted), found

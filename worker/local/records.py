@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
@@ -75,11 +76,15 @@ COMPACT_FAST = {
 
 
 async def create_compacting_fast(settings: Settings, topic: str) -> None:
-    """Create `topic` (the settings' partitions) compacted as fast as the broker allows."""
+    """Create `topic` (the settings' partitions) compacted as fast as the broker allows, or
+    make it so if it exists."""
     admin = AIOKafkaAdminClient(**settings.client_options())
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(topic, settings.partitions, 1, topic_configs=COMPACT_FAST)])
+        if topic in await admin.list_topics():
+            await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=COMPACT_FAST)])
+        else:
+            await admin.create_topics([NewTopic(topic, settings.partitions, 1, topic_configs=COMPACT_FAST)])
     finally:
         await admin.close()
 

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from events import builders
+from events.codec import encode
 from worker.local import broker
 from worker.local.chaos import (
     Group,
@@ -46,11 +48,13 @@ def _run_with_faults(
     seconds: float,
     faults: list[Callable[[Group], None]],
     seed: int,
+    env: dict[str, str] | None = None,
 ) -> Result:
     """Publish `log` over `seconds` while applying `faults` at random moments, each timed
-    from the moment it hits until every open run's progress resumes."""
+    from the moment it hits until every open run's progress resumes (`env`: more
+    environment variables for the workers)."""
     rng = random.Random(seed)
-    group = Group(settings, root)
+    group = Group(settings, root, env)
     for _ in range(workers):
         group.add()
     watch = ProgressWatch(settings)
@@ -194,3 +198,50 @@ def state_edges(bootstrap: str, root: Path, *, restarts: int, tasks: int, second
     return _run_with_faults(
         settings, root, log, name="empty and compacted changelog", workers=1, seconds=seconds, faults=faults, seed=seed
     )
+
+
+FROZEN_SESSION = 6.0
+"""The frozen-owner workers' session timeout: the broker's smallest (group.min.session.timeout.ms)."""
+
+
+def frozen_owners(
+    bootstrap: str, root: Path, *, freezes: int, runs: int, tasks: int, seconds: float, seed: int
+) -> Result:
+    """Two workers over four partitions, runs published at a steady pace; one worker at a
+    time is frozen (SIGSTOP) past its session timeout, the group moves its partitions to the
+    other, and it is thawed (SIGCONT) with whatever it had under way. Every summary must end
+    exact and none be published twice. Then every worker stops, a new one on an empty data
+    dir restores every partition from the changelog alone, and a late attempt on every run
+    must give its next revision, byte for byte what replay gives."""
+    settings = _prepared(bootstrap, partitions=4)
+    rng = random.Random(seed)
+    log = chaos_log("frozen", runs=runs, tasks=tasks, attempts=5, seed=seed)
+    env = {"EVALSTREAM_SESSION_TIMEOUT": str(FROZEN_SESSION)}
+
+    def freeze(group: Group) -> None:
+        victim = rng.choice(group.workers)
+        os.kill(victim.process.pid, signal.SIGSTOP)
+        try:
+            time.sleep(FROZEN_SESSION * rng.uniform(1.3, 2.0))
+        finally:
+            os.kill(victim.process.pid, signal.SIGCONT)
+
+    faults: list[Callable[[Group], None]] = [freeze] * freezes
+    result = _run_with_faults(
+        settings, root, log, name="frozen owner", workers=2, seconds=seconds, faults=faults, seed=seed, env=env
+    )
+    late: list[Message] = [
+        (key, encode(builders.trial("task-00001", f"after-restore-{key.decode()}", run_id=key.decode())))
+        for key in dict.fromkeys(key for key, _ in log if key is not None)
+    ]
+    fresh = Group(settings, root / "fresh")
+    try:
+        fresh.add().wait_ready()
+        publisher = Publisher(settings, late, 1.0)
+        publisher.start()
+        _, found = mismatches(settings, publisher)
+    finally:
+        fresh.stop_all()
+    result.mismatches += len(found)
+    result.details += [f"after a restore from the changelog alone: {detail}" for detail in found]
+    return result

@@ -5,8 +5,9 @@ material, its users and what each may do.
   (`worker.local.certs`); the client listener is SASL_SSL and wants that client certificate
   too (mutual TLS), the controller listener is SSL for the broker itself.
 - Users, with random passwords made at the first start and kept in `users.json` (owner
-  only): `admin` (a super user; the broker's own connections), `worker` (every topic and
-  group named `evalstream*`: what `evalstream worker` reads, writes and creates), `producer`
+  only): `admin` (a super user; the broker's own connections), `worker` (every topic, group
+  and transactional id named `evalstream*`: what `evalstream worker` reads, writes and
+  creates, and the transactions it writes in), `producer`
   (writes `evalstream.events*`), `reader` (reads `evalstream.summaries*` and
   `evalstream.progress*`, nothing else). Each can sign in with SCRAM-SHA-512, SCRAM-SHA-256
   or PLAIN. The SCRAM credentials are written into the metadata log when it is formatted,
@@ -44,7 +45,7 @@ BROKER_NAME, CLIENT_NAME = "evalstream-broker", "evalstream-client"
 HOSTS = ("127.0.0.1", "localhost")
 
 # Kafka's ACL codes (org.apache.kafka.common.acl / resource).
-TOPIC, GROUP = 2, 3
+TOPIC, GROUP, TRANSACTIONAL_ID = 2, 3, 5
 PREFIXED, ALLOW = 4, 3
 ALL, READ, WRITE, DESCRIBE = 2, 3, 4, 8
 
@@ -59,6 +60,7 @@ class Grant(NamedTuple):
 GRANTS = (
     Grant("worker", TOPIC, "evalstream", ALL),
     Grant("worker", GROUP, "evalstream", ALL),
+    Grant("worker", TRANSACTIONAL_ID, "evalstream", ALL),
     Grant("producer", TOPIC, "evalstream.events", WRITE),
     Grant("producer", TOPIC, "evalstream.events", DESCRIBE),
     Grant("reader", TOPIC, "evalstream.summaries", READ),

@@ -1,71 +1,79 @@
-"""The archive topic: one record per retired run (key: run id; value: its stored form,
-`projections.storage.archive_to_bytes`), compacted, partitioned like the events topic.
+"""Reading the archive topic: one record per retired run (key: run id; value: its stored
+form, `projections.storage.archive_to_bytes`), compacted, partitioned like the events topic.
 
-Written through the worker's producer by the checkpoint that retires a run, and read back
-by offset, where the run's marker says, when a late event comes for it (one consumer of its
-own, in no group, one read at a time).
+Written by the checkpoint that retires a run, inside its transaction
+(`worker.runtime.checkpoint`), and read back by offset, where the run's marker says, when a
+late event comes for it: by one consumer of its own, in no group, reading committed
+records only, one read at a time.
+
+A read has three outcomes. `Found`: the record. `Gone`: the broker answered and there is no
+record at that offset any more (the topic was deleted or recreated, or the record removed):
+the run's state is lost, and only a replay into a new app id brings it back. `Slow`: no
+answer within `READ_TIMEOUT`; nothing is known, and the caller asks again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Awaitable
+from dataclasses import dataclass
 
-import faust
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from worker.settings import Settings
 from worker.topic_reader import record_at, topic_reader
 
-log = logging.getLogger("evalstream.worker")
-
 READ_TIMEOUT = 30.0
-"""Seconds a read waits for its record (it is acknowledged before any marker names it)."""
+"""Seconds a read waits for its record before it is reported slow (and asked again)."""
 FETCH_BYTES = 2**20
 """Most bytes a read fetches past the offset (the record itself comes whole, however large)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Found:
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Gone:
+    """The broker has no record at the offset."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slow:
+    """The broker did not answer in time."""
+
+
+Read = Found | Gone | Slow
+
+
 class TopicArchive:
-    def __init__(self, app: faust.App, settings: Settings) -> None:
-        self.app = app
+    def __init__(self, settings: Settings, timeout: float = READ_TIMEOUT) -> None:
         self.settings = settings
         self.topic = settings.archive_topic
+        self.timeout = timeout
         self._consumer: AIOKafkaConsumer | None = None
         self._lock = asyncio.Lock()
 
-    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[int]:
-        sent = await self.app.producer.send(self.topic, key, value, partition, None, None)
-        return self._offset(sent)
-
-    @staticmethod
-    async def _offset(sent: Awaitable[object]) -> int:
-        offset: int = (await sent).offset  # type: ignore[attr-defined]  # aiokafka's RecordMetadata
-        return offset
-
-    async def read(self, partition: int, offset: int) -> tuple[bytes | None, bytes | None] | None:
+    async def read(self, partition: int, offset: int) -> Read:
         try:
-            return await asyncio.wait_for(self._read(partition, offset), READ_TIMEOUT)
+            return await asyncio.wait_for(self._read(partition, offset), self.timeout)
         except TimeoutError:
-            log.error(
-                "the archive record at %s[%d]@%d was not read within %.0f s",
-                self.topic,
-                partition,
-                offset,
-                READ_TIMEOUT,
-            )
-            return None
+            return Slow()
 
-    async def _read(self, partition: int, offset: int) -> tuple[bytes | None, bytes | None] | None:
+    async def _read(self, partition: int, offset: int) -> Read:
         async with self._lock:
             if self._consumer is None:
                 self._consumer = await topic_reader(
-                    self.settings, self.topic, wait=READ_TIMEOUT, fetch_bytes=FETCH_BYTES
+                    self.settings, self.topic, wait=self.timeout, fetch_bytes=FETCH_BYTES
                 )
                 if self._consumer is None:
-                    return None
-            record = await record_at(self._consumer, TopicPartition(self.topic, partition), offset)
-            return None if record is None else (record.key, record.value)
+                    return Gone()  # the topic itself is gone
+            place = TopicPartition(self.topic, partition)
+            if offset >= (await self._consumer.end_offsets([place]))[place]:
+                return Gone()  # past the topic's end: not the topic the marker was written to
+            record = await record_at(self._consumer, place, offset)
+            return Gone() if record is None else Found(record.key, record.value)
 
     async def close(self) -> None:
         if self._consumer is not None:

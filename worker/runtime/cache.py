@@ -118,6 +118,13 @@ class RunCache:
         self.held_bytes = total
         return gone
 
+    def drop(self, partitions: set[int]) -> None:
+        """Drop the runs of these events partitions, pinned or not (their changes are redone
+        by whoever reads the partitions next)."""
+        for held in (self._open, self._closed):
+            for run_id in [run_id for run_id, entry in held.items() if entry.partition in partitions]:
+                del held[run_id]
+
     def clear(self) -> None:
         self._open.clear()
         self._closed.clear()

@@ -1,167 +1,271 @@
-"""The one place a checkpoint is written, and the order that keeps every promise."""
+"""One events partition's checkpoint: what its events did, written in one Kafka transaction.
+
+A `Checkpoint` goes through these stages, and only forward:
+- GATHERING: the outputs of the events handled since the previous checkpoint are added to it
+  (summaries and dead letters as each event makes them, progress as it falls due);
+- SEALED: the processor's snapshot is taken (`worker.runtime.changes`): the changelog
+  records of those events, and the closed runs it retires. What it writes is now fixed;
+  later events gather in the next checkpoint;
+- WRITING: in the broker, inside the partition's open transaction;
+- COMMITTED: the transaction is committed: every record of it is durable and readable by
+  consumers reading committed records, and the group's offset of the partition moved with it;
+- APPLIED: its changelog records are in the local copy too, and its runs may leave the cache.
+A checkpoint that fails while WRITING is ABORTED: none of its records is readable by a
+committed reader, none reached the local copy, and its events are handled again.
+
+**The order of writes** (`Checkpoint.write`, the one place it is written):
+1. begin a transaction on the partition's producer (`worker.runtime.transactions`);
+2. send the outputs, in the order the events made them;
+3. send the archive record of each run the checkpoint retires, and wait for the broker's
+   answers: the offset of each goes into its run's marker;
+4. send the changelog records: the parts the events changed (a run back from its archive:
+   every part, its header last), then for each retired run the marker at its header key and
+   tombstones at its task keys, then the checkpoint record (the offset of the last event
+   covered, and the events topic's id);
+5. wait for the broker's answer to every record sent;
+6. commit, with the offset after the last event covered as the group's offset of the
+   events partition;
+7. put the changelog records in the local copy, in one write with the checkpoint record's
+   offset (`worker.runtime.store`), and tell the processor they are written.
+
+**Why it is safe.** The transaction makes steps 2 to 6 one: after a crash, a kill or a
+fencing at any step, either everything of the checkpoint is committed (its outputs, its
+state, its offset) or nothing is, so an event's effects, its outputs and the position
+that says it was read can never part. A worker taking the partition over starts a producer
+under the partition's transactional id before it reads the changelog, which aborts a
+transaction left open and fences its producer: a worker that stalled and woke up can
+commit nothing more, and its writes can never land after the new owner's. The local copy
+gets only what a commit returned for (7 after 6), so it is always a committed prefix of the
+changelog; a restart reads the changelog from its offset on. A marker names its archive
+record by offset, so the record is sent and answered first (3 before 4); both commit
+together. Retiring a run touches only what the local copy holds of it, i.e. committed bytes.
+
+**Refusals.** A record the broker refuses for good (too large for its topic, not
+authorised: `worker.runtime.refusals`) is known at step 5, or at once if the producer's own
+size check refuses it. The transaction is then aborted before any commit, and written again
+with a new producer (aiokafka's idempotent producer cannot write to that partition after a
+refusal): an output is replaced by its dead letter (`output-refused`), a dead letter refused
+in turn is dropped (both counted and logged), a retirement whose archive record is refused
+is left out (the run stays in the changelog), and a changelog record refused raises
+`StateRefused`, so that its run is parked and the partition read again without it. Every
+other failure raises as it is: the caller treats the partition as unknown, and reads it
+again from what the broker committed.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from enum import Enum
 
-from worker.runtime.outputs import Publish
-from worker.runtime.processor import Processor, Retirement, Snapshot
+from worker.runtime.changes import Snapshot
+from worker.runtime.keys import run_of_key
+from worker.runtime.outputs import Publish, Source, refused_output
+from worker.runtime.processor import Counts
 from worker.runtime.refusals import refusal
+from worker.runtime.store import Change
+from worker.runtime.transactions import Transactions
 
 log = logging.getLogger("evalstream.worker")
 
-Sent = tuple[Publish, Awaitable[Any]]
-"""An output and its acknowledgement by the broker."""
+
+class Stage(Enum):
+    GATHERING = "gathering"
+    SEALED = "sealed"
+    WRITING = "writing"
+    COMMITTED = "committed"
+    APPLIED = "applied"
+    ABORTED = "aborted"
 
 
-class Changelog(Protocol):
-    """The worker's state on the broker: a changelog partitioned like the events topic."""
+class StateRefused(Exception):
+    """The broker refused a changelog record of these runs: their state cannot be stored."""
 
-    async def write(self, partition: int, key: bytes, value: bytes | None) -> Awaitable[Any]:
-        """Send a record to the changelog (`value` None: a tombstone, which deletes the
-        key); the awaitable resolves once the broker has acknowledged it, and raises if it
-        refused it. Awaiting it, once acknowledged, puts the record in the local store (never
-        one the changelog lacks; `checkpoint` awaits them in the order written, a partition's
-        order), and after a checkpoint record records its offset: the local copy is then the
-        changelog up to that offset (`worker.runtime.changelog`)."""
-        ...
-
-    async def commit(self, partition: int, offset: int) -> bool:
-        """Commit `offset` as the consumer group's position of the events partition
-        (`worker.runtime.commits` makes them one at a time); whether the coordinator took it."""
-        ...
+    def __init__(self, runs: dict[str, str]) -> None:
+        super().__init__("; ".join(f"run {run!r}: {why}" for run, why in runs.items()))
+        self.runs = runs
 
 
-class Archive(Protocol):
-    """Retired runs' archive records: a compacted topic keyed by run id, partitioned like
-    the events topic (`worker.runtime.archive`)."""
+@dataclass
+class Refused(Exception):
+    """Records the broker refused for good, by what they were; the checkpoint, amended,
+    is written again with a new producer."""
 
-    async def write(self, partition: int, key: bytes, value: bytes) -> Awaitable[int]:
-        """Send a record; the awaitable resolves to its offset once the broker has
-        acknowledged it, and raises if it refused it."""
-        ...
+    outputs: dict[int, Exception] = field(default_factory=dict)
+    """Index in the checkpoint's outputs -> the refusal."""
+    archives: dict[str, Exception] = field(default_factory=dict)
+    """Run id of a retirement -> the refusal of its archive record."""
+    state: dict[str, str] = field(default_factory=dict)
+    """Run id -> why a changelog record of it was refused."""
 
-    async def read(self, partition: int, offset: int) -> tuple[bytes | None, bytes | None] | None:
-        """(key, value) of the record at `offset`; None: no record there (any more)."""
-        ...
+    def __bool__(self) -> bool:
+        return bool(self.outputs or self.archives or self.state)
 
 
-async def checkpoint(
-    snapshot: Snapshot,
-    outputs: Sequence[Sent],
-    processor: Processor,
-    changelog: Changelog,
-    archive: Archive,
-    *,
-    still_owner: Callable[[], bool],
-    commit: Callable[[int, int], None],
-    refused: Callable[[Publish, Exception], Awaitable[Sent | None]],
-) -> bool:
-    """Make `snapshot` durable: the events partition's state as of `snapshot.offset`.
+Applied = Callable[[Snapshot, list[Change], int], None]
+"""Told a committed checkpoint's snapshot, its changelog records in order and the checkpoint
+record's changelog offset: puts them in the local copy and tells the processor."""
 
-    The order, each step begun only when the one before it is done:
-    1. every output of the events the checkpoint covers (`outputs`: their summaries,
-       progress and dead letters) is acknowledged by the broker; one the broker refused
-       for good is handed to `refused`, which dead-letters it (returning the dead letter,
-       acknowledged in turn here) or raises when the error was no refusal;
-    2. the archive record of every run the snapshot retires is written to the archive and
-       acknowledged (one the broker refuses for good leaves its run hot, logged);
-    3. the records of the parts those events changed are written (a run back from its
-       archive: every part, the header last), then, for each run retired, a marker at its
-       header key naming its archive record's offset, then tombstones for its task keys;
-    4. the checkpoint record, naming the last offset covered, is written;
-    5. every changelog write of steps 3 and 4 is acknowledged by the broker (each reaches
-       the local copy as it is: `Changelog.write`), and only then may the snapshot's runs
-       leave the cache, since a run that left is restored from the local copy;
-    6. the offset after the checkpoint is handed to `commit`, which commits it when the
-       partition's commit under way is done (`worker.runtime.commits`): the checkpoint is
-       durable at step 5, and the next one need not wait for a commit.
 
-    Why this order. After a crash or a rebalance, a partition is read again from one past
-    its checkpoint, and an event that a record already holds is skipped by its fingerprint,
-    so an event covered by a durable record or checkpoint is never handled again: its
-    outputs must be durable first (1 before 2 and 3), or they are lost for good. The
-    changelog keeps one partition's writes in order, so a store that holds a checkpoint
-    holds every record written before it (3 before 4). A marker replaces a run's parts, so
-    the record it names must be durable before it is (2 before 3), and it comes before the
-    tombstones, so that every prefix of a run's records leaves the run whole: its parts, or
-    its marker; likewise a run back from its archive keeps its marker until every part is
-    back. Only a closed run whose parts an acknowledged checkpoint holds (its summary is
-    durable before them) and that nothing changed since is retired, and the archive record
-    is those parts as the local copy holds them, so the archive says what the parts said.
-    The committed offset only reports progress (lag), and faust seeks to it when a partition
-    is assigned, so it must never pass a checkpoint the broker might still lose (5 before
-    6). The local copy is what a restart on the same machine starts from, so it must never
-    hold a write the broker might lose: it gets each write once acknowledged (5), never at 3
-    or 4.
+class Checkpoint:
+    def __init__(self, partition: int, topic: str) -> None:
+        self.partition = partition
+        self.topic = topic
+        self.stage = Stage.GATHERING
+        self.outputs: list[Publish] = []
+        self.output_bytes = 0
+        self.snapshot: Snapshot | None = None
+        self.last = Source(topic, partition, -1)
+        """The last event its partition had handled when it was sealed: the source named by
+        the dead letter of a refused output that came from no one event (progress)."""
 
-    `still_owner` is asked before every write: once the partition may belong to another
-    worker (a rebalance or a stop has begun), nothing more is written (what was is still
-    waited for), and the next owner redoes these events from the last durable checkpoint.
-    An output refused for good (too large, not authorised: `worker.runtime.refusals`) is
-    covered once its dead letter is durable: reading it again would be refused again, so
-    the refusal, made visible, is its outcome. Returns whether it got as far as the
-    commit. Any other failure of an output or a write raises, and the worker must stop
-    rather than go on past an output it lost."""
-    waiting = list(outputs)
-    while waiting:
-        item, sent = waiting.pop(0)
+    def add(self, items: list[Publish]) -> None:
+        assert self.stage is Stage.GATHERING
+        self.outputs += items
+        self.output_bytes += sum(len(item.value) for item in items)
+
+    @property
+    def empty(self) -> bool:
+        return not self.outputs and self.snapshot is None
+
+    def seal(self, snapshot: Snapshot | None, last_offset: int) -> None:
+        self.snapshot = snapshot
+        self.last = Source(self.topic, self.partition, last_offset)
+        self.stage = Stage.SEALED
+
+    async def write(self, producer: Transactions, *, owner: Callable[[], bool], applied: Applied) -> None:
+        """Write the checkpoint in one transaction, in the order of this module's docstring;
+        then, if the partition is still `owner()`'s, apply it. Raises `Refused` (nothing
+        committed; `amend` and write again with a new producer), `StateRefused`, or what
+        failed (nothing committed, or not known: read the partition again)."""
+        self.stage = Stage.WRITING
         try:
-            await sent
-        except Exception as error:
-            replaced = await refused(item, error)
-            if replaced is not None:
-                waiting.append(replaced)
-    if not still_owner():
-        return False
-    retired = await _archived(snapshot, archive)
-    writes: tuple[tuple[bytes, bytes | None], ...] = (*snapshot.records, *retired, snapshot.checkpoint)
-    acknowledgements = []
-    for key, value in writes:
-        if not still_owner():
-            break
-        acknowledgements.append(await changelog.write(snapshot.partition, key, value))
-    # Even when cut short: the next owner must find every write made (see `Engine.revoked`).
-    for acknowledged in acknowledgements:
-        await acknowledged
-    if len(acknowledgements) < len(writes):
-        return False
-    processor.written(snapshot)
-    if not still_owner():
-        return False
-    commit(snapshot.partition, snapshot.offset + 1)
-    return True
+            changes, at = await self._written(producer)
+        except BaseException:
+            self.stage = Stage.ABORTED
+            await producer.abort()
+            raise
+        self.stage = Stage.COMMITTED
+        if owner():
+            if self.snapshot is not None:
+                applied(self.snapshot, changes, at)
+            self.stage = Stage.APPLIED
 
+    async def _written(self, producer: Transactions) -> tuple[list[Change], int]:
+        refused = Refused()
+        await producer.begin()
+        sent: list[tuple[int, Awaitable[int]]] = []
+        for index, item in enumerate(self.outputs):
+            try:
+                sent.append(
+                    (
+                        index,
+                        await producer.send(item.stream, item.key, item.value, partition=None, headers=item.headers),
+                    )
+                )
+            except Exception as error:
+                refused.outputs[index] = _refusal_or_raise(error)
+        retired: list[Change] = []
+        snapshot = self.snapshot
+        if snapshot is not None:
+            retired = await self._archived(producer, snapshot, refused)
+        if refused:
+            raise refused  # the producer may not write the partition a refusal was of: a new one
+        changes: list[Change] = []
+        acknowledgements: list[tuple[str | None, Awaitable[int]]] = []
+        if snapshot is not None:
+            changes = [*snapshot.records, *retired, snapshot.checkpoint]
+            for key, value in changes:
+                acknowledgement = await producer.send("changelog", key, value, partition=self.partition)
+                acknowledgements.append((run_of_key(key), acknowledgement))
+        for index, acknowledgement in sent:
+            try:
+                await acknowledgement
+            except Exception as error:
+                refused.outputs[index] = _refusal_or_raise(error)
+        at = -1
+        for run_id, acknowledgement in acknowledgements:
+            try:
+                at = await acknowledgement
+            except Exception as error:
+                if run_id is None:
+                    raise
+                refused.state[run_id] = repr(_refusal_or_raise(error))
+        if refused.state:
+            raise StateRefused(refused.state)
+        if refused:
+            raise refused
+        await producer.commit(snapshot.offset + 1 if snapshot is not None else None)
+        return changes, at
 
-async def _archived(snapshot: Snapshot, archive: Archive) -> list[tuple[bytes, bytes | None]]:
-    """Step 2: the snapshot's archive records, acknowledged; the changelog records that
-    retire the runs whose record the broker took."""
-    sent: list[tuple[Retirement, Awaitable[int] | BaseException]] = []
-    for retirement in snapshot.retirements:
-        try:
-            sent.append(
-                (retirement, await archive.write(snapshot.partition, retirement.run_id.encode(), retirement.archive))
-            )
-        except Exception as error:
-            sent.append((retirement, error))
-    records: list[tuple[bytes, bytes | None]] = []
-    for retirement, acknowledgement in sent:
-        try:
-            if isinstance(acknowledgement, BaseException):
-                raise acknowledgement
-            offset = await acknowledgement
-        except Exception as error:
-            why = refusal(error)
-            if why is None:
-                raise
+    async def _archived(self, producer: Transactions, snapshot: Snapshot, refused: Refused) -> list[Change]:
+        """Step 3: the retired runs' archive records, answered; the changelog records that
+        retire the runs whose record the broker took."""
+        sent: list[tuple[str, Awaitable[int]]] = []
+        for retirement in snapshot.retirements:
+            try:
+                sent.append(
+                    (
+                        retirement.run_id,
+                        await producer.send(
+                            "archive", retirement.run_id.encode(), retirement.archive, partition=self.partition
+                        ),
+                    )
+                )
+            except Exception as error:
+                refused.archives[retirement.run_id] = _refusal_or_raise(error)
+        records: list[Change] = []
+        by_run = {retirement.run_id: retirement for retirement in snapshot.retirements}
+        for run_id, acknowledgement in sent:
+            try:
+                offset = await acknowledgement
+            except Exception as error:
+                refused.archives[run_id] = _refusal_or_raise(error)
+                continue
+            records += by_run[run_id].records(self.partition, offset)
+        return records
+
+    def amend(self, refused: Refused, counts: Counts) -> None:
+        """After `Refused`: each refused output replaced by its dead letter (a refused dead
+        letter dropped), each refused retirement left out; all counted and logged once."""
+        assert self.stage is Stage.ABORTED
+        outputs = []
+        for index, item in enumerate(self.outputs):
+            error = refused.outputs.get(index)
+            if error is None:
+                outputs.append(item)
+                continue
+            counts.refuse(item.stream)
+            run = (item.key or b"").decode(errors="replace")
+            if item.stream == "deadletter":
+                log.error("the broker refused a dead letter of run %r: %r; it is lost", run, error)
+                continue
             log.error(
-                "the broker refused the archive record of run %r (%d bytes): %r; the run stays in the changelog",
-                retirement.run_id,
-                len(retirement.archive),
-                why,
+                "the broker refused the %s of run %r (%d bytes): %r; dead-lettered as output-refused, "
+                "partition %d goes on",
+                item.stream,
+                run,
+                len(item.value),
+                error,
+                self.partition,
             )
-            continue
-        records += retirement.records(snapshot.partition, offset)
-    return records
+            counts.dead_letter("output-refused")
+            outputs.append(refused_output(item, repr(error), item.source or self.last))
+        self.outputs = outputs
+        if refused.archives and self.snapshot is not None:
+            for run_id, error in refused.archives.items():
+                log.error(
+                    "the broker refused the archive record of run %r: %r; the run stays in the changelog", run_id, error
+                )
+            kept = tuple(item for item in self.snapshot.retirements if item.run_id not in refused.archives)
+            self.snapshot = replace(self.snapshot, retirements=kept)
+        self.stage = Stage.SEALED
+
+
+def _refusal_or_raise(error: Exception) -> Exception:
+    """The broker's refusal in `error`; raises `error` itself if it is none."""
+    why: Exception | None = refusal(error)
+    if why is None:
+        raise error
+    return why

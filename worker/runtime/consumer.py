@@ -6,13 +6,13 @@ partition (`_wait_next_records`), then hands them one by one to its streams, awa
 where decoding and folding one costs ~10 us. This consumer takes the events topic's
 records out of each fetched batch, before faust sees them, and gives them to the worker's
 engine a partition's batch at a time (`worker.runtime.engine`), on the same task, in
-offset order; the other topics (changelog recovery, standbys) go on to faust unchanged.
-faust still does what it is good at: the group, assignment, table recovery, timers, the web
+offset order. faust still does what it is good at: the group, assignment, timers, the web
 server. It never sees an events message, so it never acks, commits or seeks one on its own
-account.
+account. The consumer reads committed records only: a producer's aborted transaction is
+never handled.
 
 Why this is safe across rebalances: records are only fetched for partitions faust has
-resumed, which it does at the end of a recovery; the engine drops a partition's records
+resumed, which it does at the end of a rebalance; the engine drops a partition's records
 until it has sought it to its checkpoint, and that seek is made on this same task right
 before a fetch, so nothing fetched before it is handed over after it. When faust stops the
 flow (a revocation begins), a batch already fetched is dropped, not handled.
@@ -58,13 +58,14 @@ class Hooks:
 
 
 def install(app: faust.App, fetch_max_wait_ms: int, hooks: Hooks | None = None) -> None:
-    """Make `app` (before it starts) fetch with `fetch_max_wait_ms`, and, given `hooks`,
-    hand their topic's records to them instead of faust's streams."""
+    """Make `app` (before it starts) fetch with `fetch_max_wait_ms`, read committed records
+    only, and, given `hooks`, hand their topic's records to them instead of faust's streams."""
 
     class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         def _create_worker_consumer(self, transport: Any) -> AIOKafkaConsumer:
             consumer = internals.create_worker_consumer(self, transport)
             internals.set_fetch_max_wait(consumer, fetch_max_wait_ms)
+            internals.read_committed(consumer)
             return consumer
 
     class Consumer(faust_aiokafka.Consumer):

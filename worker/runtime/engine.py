@@ -2,66 +2,73 @@
 
 faust's fetcher task calls the engine once per fetch (`worker.runtime.consumer`): `tick`
 before it, `handle` with each events partition's records after it. Everything the worker
-does to its state therefore happens on that one task, in order: rewinds, handling, taking
-checkpoint snapshots, publishing progress. What waits on the broker (a checkpoint's
-acknowledgements) runs beside it, one checkpoint per partition at a time
-(`worker.runtime.checkpoint`, where the order of writes is written down).
+does to its state therefore happens on that one task, in order: seeks, handling, sealing
+checkpoints, publishing progress. What waits on the broker (claiming a partition, writing a
+checkpoint) runs beside it.
 
-**Backpressure.** A partition's changes are in memory from the event that makes them
-until its checkpoint's writes are acknowledged (the cache pins their runs). One checkpoint
-is written while the next gathers; when the gathering one is due (`flush_every` events)
-and the one before it is still being written, the fetcher waits for it. So a broker slower
-than the fetcher slows the worker down rather than growing it: at most two checkpoints'
-changes, each of `flush_every` events plus the rest of one fetched batch, are held beyond
-the cache's bound.
+**A partition's life** (`Owned`, one per partition the group gives the worker):
+- CLAIMING: its producer is started, fencing every earlier one, and its local copy restored
+  to what was committed (`worker.runtime.ownership`); then the processor reads its checkpoint;
+- SEEKING: the seek to one past the checkpoint waits until the rebalance is over, then runs
+  on the fetcher task right before a fetch, so every record of the partition handed over
+  afterwards was fetched after it (aiokafka drops what it fetched for a stale position);
+- READY: its records are handled; records of a partition in any other phase are dropped,
+  since they are read again after its seek.
+A partition whose state can no longer be trusted is claimed again from the start, with a
+new `Owned`: when a checkpoint's outcome is unknown (a failure other than a refusal), when
+its producer is fenced (another worker took it over, or the broker aborted a transaction
+that ran past its timeout: claimed again after `reclaim_after` seconds, unless the group
+moves it meanwhile), or when the broker refused a run's state (that run parked). Its
+uncommitted events are handled again from its checkpoint, and since the checkpoint's
+outputs committed with it, none is published twice.
 
-**Rewind.** After each assignment, every events partition is read again from its
-checkpoint (`Processor.assign`). The seek waits until the rebalance is over, then runs
-on the fetcher task right before a fetch, so every record of that partition handed over
-afterwards was fetched after the seek (aiokafka drops what it fetched for a stale
-position); records of a partition whose seek has not been made are dropped, since they are
-read again after it. Nothing fetched before a rewind is ever handled after it.
+**Checkpoints** (`worker.runtime.checkpoint`, where the order of writes is). A partition
+gathers one checkpoint while at most one other is written. One is sealed every
+`flush_interval` seconds, or when `flush_every` events or `FLUSH_BYTES` of outputs have
+gathered; when one is due while the one before it is still being written, the fetcher
+waits for it. So a broker slower than the fetcher slows the worker down rather than growing
+it: at most two checkpoints' changes and outputs, each of `flush_every` events plus the rest
+of one fetched batch, are held beyond the cache's bound.
 
-**Refused outputs.** An output the broker refuses for good (too large for its topic, not
-authorised: `worker.runtime.refusals`), whether the producer raises it at once or the
-broker answers it, is handled once: counted, logged and replaced by its dead letter
-(`worker.runtime.outputs.refused_output`), which the checkpoint waits for instead, so the
-partition goes on. Sent again after a restart, it would be refused again: without this
-the partition would fail at the same offset for ever.
+**Retired runs.** A batch that names a run retired out of the hot store (a late event after
+its close) waits, before it is handled, for the run's archive record, read back by offset.
+A slow read is asked again (counted), never given up on while the partition is this
+worker's; a record that is gone, or not the run's, parks the run: its events are
+dead-lettered (`archive-lost`), the partition's other runs go on.
 
-**Retired runs.** A batch that names a run retired out of the hot store (a late event
-after its close: `worker.runtime.processor`) waits, before it is handled, for the run's
-archive record, read back by offset; one that is not there, or not the run's, stops the
-worker (the run's state is gone, and folding the event into an empty run would be wrong).
-
-**Ownership.** `revoked` (a rebalance or a stop has begun) bumps the epoch: handling and
-checkpoints begun before it write nothing more, it waits for the checkpoints in flight and
-for every changelog write to be acknowledged, so that the next owner restores all of it,
-and it drops the cache.
+**Ownership.** `revoked` (a rebalance or a stop has begun) bumps the epoch, so that nothing
+begun before it seeks or publishes; it waits (at most `timeout`) for the checkpoints being
+written, closes the producers and drops every run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+import math
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
 
-from projections.storage import digest_of
-from worker.runtime.checkpoint import Archive, Changelog, Sent, checkpoint
-from worker.runtime.commits import Commits
-from worker.runtime.outputs import Publish, Source, refused_output
+from projections.step import Rejected
+from projections.storage import ArchiveRef, digest_of
+from worker.runtime.archive import Found, Read, Slow
+from worker.runtime.changes import Snapshot
+from worker.runtime.checkpoint import Checkpoint, Refused, StateRefused
+from worker.runtime.ownership import Claim, Claims, Fatal
 from worker.runtime.processor import Processor, Record
-from worker.runtime.refusals import refusal
+from worker.runtime.store import Change
+from worker.runtime.transactions import fenced
 
 log = logging.getLogger("evalstream.worker")
 
+FLUSH_BYTES = 32 * 2**20
+"""Bytes of outputs a partition gathers before a checkpoint is due whatever its events: the
+outputs wait in memory until their checkpoint writes them."""
 
-class Outputs(Protocol):
-    async def send(self, item: Publish) -> Awaitable[Any]:
-        """Send to the item's topic (keyed, partitioned by key); the awaitable resolves once
-        the broker has acknowledged it."""
-        ...
+ARCHIVE_LOST = "archive-lost"
+STATE_REFUSED = "state-refused"
 
 
 class Seeker(Protocol):
@@ -70,12 +77,61 @@ class Seeker(Protocol):
         ...
 
 
+class Archive(Protocol):
+    async def read(self, partition: int, offset: int) -> Read: ...
+
+
+class CommittedStore(Protocol):
+    def apply(self, partition: int, changes: Iterable[Change], offset: int) -> None:
+        """Put a committed checkpoint's changelog records in the local copy, with the offset
+        of its checkpoint record."""
+        ...
+
+
+class Phase(Enum):
+    CLAIMING = "claiming"
+    SEEKING = "seeking"
+    READY = "ready"
+
+
+@dataclass(eq=False)
+class Owned:
+    partition: int
+    incarnation: int
+    gathering: Checkpoint
+    phase: Phase = Phase.CLAIMING
+    claim: Claim | None = None
+    """Its claim, once made: its producer."""
+    claiming: asyncio.Task[None] | None = None
+    writing: asyncio.Task[None] | None = None
+    checkpointed_at: float = -math.inf
+
+
+@dataclass
+class EngineCounts:
+    """What the engine did, since the worker started (read by `worker.runtime.metrics`)."""
+
+    fenced: int = 0
+    """Times a partition's producer was fenced (another worker took it over, or a
+    transaction ran past its timeout)."""
+    redone: int = 0
+    """Times a partition was read again from its checkpoint (fenced, failed, a run parked)."""
+    refusals: int = 0
+    """Checkpoints written again without what the broker refused."""
+    abandoned: int = 0
+    """Checkpoints still being written when a revocation's wait was over."""
+    archive_retries: int = 0
+    """Archive reads asked again because the broker had not answered."""
+    parked: dict[str, int] = field(default_factory=dict)
+    """Reason -> runs parked for it."""
+
+
 class Engine:
     def __init__(
         self,
         processor: Processor,
-        outputs: Outputs,
-        changelog: Changelog,
+        claims: Claims,
+        store: CommittedStore,
         seeker: Seeker,
         *,
         archive: Archive,
@@ -83,237 +139,369 @@ class Engine:
         clock: Callable[[], float],
         on_failure: Callable[[BaseException], Awaitable[None]],
         on_checkpoint: Callable[[float], None] = lambda seconds: None,
+        reclaim_after: float = 10.0,
+        retry_after: float = 1.0,
     ) -> None:
-        """`on_failure`: what to do when an output or a changelog write failed other than
-        by the broker's refusal of an output (a timeout, a lost broker, a refused changelog
-        write): stop the worker, since going on would pass over what was lost.
-        `on_checkpoint`: told the seconds each checkpoint took, from its snapshot until it
-        was durable (the metrics' histogram)."""
+        """`on_failure`: stop the worker (an error that reading the partition again would
+        meet again: a newer store, an events topic recreated, a transactional id refused, or
+        a partition failing again and again). `on_checkpoint`: told the seconds each
+        checkpoint took, from its seal until applied. `reclaim_after`: seconds a fenced
+        partition waits for the group before it is claimed again (the session timeout).
+        `retry_after`: seconds before a failed claim or checkpoint is tried again."""
         self.processor = processor
-        self.outputs = outputs
-        self.changelog = changelog
+        self.claims = claims
+        self.store = store
         self.seeker = seeker
         self.archive = archive
         self.flush_interval = flush_interval
         self.clock = clock
         self.on_failure = on_failure
         self.on_checkpoint = on_checkpoint
+        self.reclaim_after = reclaim_after
+        self.retry_after = retry_after
+        self.counts = EngineCounts()
         self.epoch = 0
+        self.owned: dict[int, Owned] = {}
         self._assignment: frozenset[int] | None = None
         """The partitions assigned since the last revocation (None: none yet)."""
+        self._incarnations: dict[int, int] = {}
+        """Partition -> the incarnation of its latest claim: a checkpoint of an earlier one
+        is not put in the local copy (a later claim may have restored newer records)."""
         self._seeks: dict[int, int] = {}
         """Partition -> where to seek it once the rebalance is over."""
-        self._ready: set[int] = set()
-        """Partitions sought to their checkpoint: their records are handled."""
-        self._unacknowledged: dict[int, list[Sent]] = {}
-        """Partition -> outputs sent since its last snapshot."""
-        self._checkpoints: dict[int, asyncio.Task[None]] = {}
-        self._checkpointed_at: dict[int, float] = {}
-        self._sending: dict[int, asyncio.Future[None]] = {}
-        """Partition -> the sending of its last batch's outputs."""
-        self._commits = Commits(changelog.commit)
-        self.abandoned = 0
-        """Checkpoints cancelled at a revocation because the broker had not answered them."""
+        self._told: set[tuple[int, str]] = set()
+        """(partition, run id) of slow archive reads already logged."""
 
     # Ownership
 
-    def assigned(self, partitions: Iterable[int]) -> dict[int, int]:
-        """Partitions are assigned (faust's table recovery is done): where each will be read from."""
+    def assigned(self, partitions: Iterable[int]) -> None:
+        """The group gave the worker these partitions: claim each."""
         self._assignment = frozenset(partitions)
-        self._seeks = self.processor.assign(self._assignment)
-        self._ready.clear()
-        self._unacknowledged.clear()
-        return dict(self._seeks)
-
-    async def commit_checkpoints(self, resume: Mapping[int, int]) -> bool:
-        """Commit, for each newly assigned partition, the offset it is read again from
-        (`assigned`), after any commit of it still under way; whether all were taken."""
-        return await self._commits.now(resume)
+        for partition in self._assignment:
+            self._claim(partition)
 
     async def revoked(self, timeout: float) -> None:
-        """Partitions may go to another worker: write nothing more, and wait until what was
-        written is acknowledged, at most `timeout` seconds. Checkpoints still waiting past
-        it are cancelled, counted in `abandoned` and logged: they would hold their snapshots
-        for as long as the broker does not answer, one more set at each rebalance. Their
-        partitions are read again from their last durable checkpoint by the next owner."""
+        """Partitions may go to another worker: commit what each has gathered (after the
+        checkpoint being written), waiting at most `timeout` seconds, then close the
+        producers and drop every run. What is not committed by then is redone by the next
+        owner."""
         self.epoch += 1
         self._assignment = None
+        owned, self.owned = list(self.owned.values()), {}
         self._seeks.clear()
-        self._ready.clear()
-        self._unacknowledged.clear()
-        self._commits.forget()
-        self.processor.forget()
-        running = list(self._checkpoints.values())
-        if running:
-            _, late = await asyncio.wait(running, timeout=timeout)
+        for held in owned:
+            if held.claiming is not None:
+                held.claiming.cancel()
+        writing = [asyncio.ensure_future(self._last(held)) for held in owned if held.phase is Phase.READY]
+        if writing:
+            _, late = await asyncio.wait(writing, timeout=timeout)
             for task in late:
                 task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
             if late:
-                self.abandoned += len(late)
+                self.counts.abandoned += len(late)
                 log.error(
-                    "%d checkpoints still waiting for the broker after %.0fs were abandoned; check the broker",
+                    "%d checkpoints still being written after %.0f s were abandoned; check the broker",
                     len(late),
                     timeout,
                 )
-        self._checkpoints.clear()
+        await asyncio.gather(
+            *(task for held in owned for task in (held.claiming, held.writing) if task is not None),
+            return_exceptions=True,
+        )
+        for held in owned:
+            if held.claim is not None:
+                await _closed(held.claim)
+        self.processor.forget()
+
+    async def _last(self, held: Owned) -> None:
+        """The partition's last checkpoint before it goes: what gathered since the one being
+        written."""
+        try:
+            if held.writing is not None:
+                await asyncio.wait([held.writing])
+            self._seal(held)
+            if held.writing is not None:
+                await asyncio.wait([held.writing])
+        except asyncio.CancelledError:
+            if held.writing is not None:
+                held.writing.cancel()
+            raise
 
     def ready(self, partition: int) -> bool:
-        return partition in self._ready
+        held = self.owned.get(partition)
+        return held is not None and held.phase is Phase.READY
 
     @property
     def consuming(self) -> bool:
-        """Whether every partition of the last assignment is restored and sought to its
+        """Whether every partition of the last assignment is claimed and sought to its
         checkpoint, so that its records are handled (true with no partitions at all: a
         worker the group has nothing for is healthy and idle)."""
-        return self._assignment is not None and self._assignment <= self._ready
+        return self._assignment is not None and all(self.ready(partition) for partition in self._assignment)
 
     @property
     def checkpointing(self) -> bool:
-        """Whether a checkpoint is under way."""
-        return bool(self._checkpoints)
+        """Whether a checkpoint is being written."""
+        return any(held.writing is not None and not held.writing.done() for held in self.owned.values())
+
+    def _claim(self, partition: int, delay: float = 0.0) -> None:
+        """Claim `partition` (after `delay` seconds), as a new incarnation."""
+        held = self._incarnation(partition)
+        held.claiming = asyncio.ensure_future(self._claimed(held, delay))
+
+    def _incarnation(self, partition: int) -> Owned:
+        """A new incarnation of `partition`: what the worker held of it is dropped."""
+        incarnation = self._incarnations[partition] = self._incarnations.get(partition, 0) + 1
+        held = self.owned[partition] = Owned(partition, incarnation, Checkpoint(partition, self.processor.topic))
+        self._seeks.pop(partition, None)
+        self.processor.forget([partition])
+        return held
+
+    def _current(self, held: Owned) -> bool:
+        return self.owned.get(held.partition) is held
+
+    async def _claimed(self, held: Owned, delay: float) -> None:
+        await asyncio.sleep(delay)
+        while True:
+            try:
+                claim = await self.claims.claim(held.partition)
+                break
+            except Fatal as error:
+                await self._stop(error)
+                return
+            except Exception as error:
+                if not self._current(held):
+                    return
+                log.warning(
+                    "claiming partition %d failed (%r); trying again in %.0f s", held.partition, error, self.retry_after
+                )
+                await asyncio.sleep(self.retry_after)
+        if not self._current(held):
+            await _closed(claim)
+            return
+        await self._adopt(held, claim)
+
+    async def _adopt(self, held: Owned, claim: Claim) -> None:
+        """The partition claimed: read its checkpoint, and seek to it once the rebalance is over."""
+        held.claim = claim
+        try:
+            resume = self.processor.assign([held.partition], claim.events_topic, {held.partition: claim.events_end})
+        except Exception as error:  # a newer store, or an events topic recreated or truncated
+            await self._stop(error)
+            return
+        self._seeks[held.partition] = resume[held.partition]
+        held.phase = Phase.SEEKING
+
+    async def _stop(self, error: BaseException) -> None:
+        log.critical("stopping: %s", error)
+        await self.on_failure(error)
 
     # The fetcher task's calls
 
     async def tick(self, rebalancing: bool) -> None:
-        """Before each fetch: make the pending seeks (once the rebalance is over), publish
-        the progress that is due, and start the checkpoints that are due by time."""
+        """Before each fetch: make the pending seeks (once the rebalance is over), gather
+        the progress that is due, and seal the checkpoints that are due by time."""
         if rebalancing:
             return
         epoch = self.epoch
         while self._seeks and epoch == self.epoch:
             partition, offset = self._seeks.popitem()
+            held = self.owned[partition]
             log.info("resuming partition %d at offset %d (its checkpoint)", partition, offset)
             await self.seeker.seek(partition, offset)
-            if epoch == self.epoch:
-                self._ready.add(partition)
+            if self._current(held) and held.phase is Phase.SEEKING:
+                held.phase = Phase.READY
         if epoch != self.epoch:
             return
         now = self.clock()
         for partition, item in self.processor.progress_due(now):
-            await self._send(partition, [item], epoch)
-        for partition in self.processor.unsaved():
-            if now - self._checkpointed_at.get(partition, -1e9) >= self.flush_interval:
-                self._start_checkpoint(partition, epoch)
+            if self.ready(partition):
+                self.owned[partition].gathering.add([item])
+        due = set(self.processor.unsaved())
+        for held in list(self.owned.values()):
+            pending = held.partition in due or held.gathering.outputs
+            if held.phase is Phase.READY and pending and now - held.checkpointed_at >= self.flush_interval:
+                self._seal(held)
 
     async def handle(self, partition: int, records: Sequence[Record]) -> None:
         """A batch of one events partition's records, fetched after the last `tick`."""
-        if partition not in self._ready:
-            return  # fetched before the partition's rewind: it is read again after it
-        archives = await self._archives(partition, records)
-        if archives is None or partition not in self._ready:
-            return  # the worker stops, or a rebalance began: the batch is read again
+        held = self.owned.get(partition)
+        if held is None or held.phase is not Phase.READY:
+            return  # fetched before the partition's seek: it is read again after it
+        archives = await self._archives(held, records)
+        if archives is None or not self._current(held) or held.phase is not Phase.READY:
+            return  # the partition moved, or was claimed again: the batch is read again
         items = self.processor.handle(partition, records, self.clock(), archives)
-        # Shielded: faust cancels its fetcher task on a stop, and a batch whose state has
-        # changed must have all its outputs sent before a snapshot can cover it.
-        sending = self._sending[partition] = asyncio.ensure_future(self._send(partition, items, self.epoch))
-        await asyncio.shield(sending)
-        if self.processor.checkpoint_due(partition):
-            writing = self._checkpoints.get(partition)
-            if writing is not None:
+        held.gathering.add(items)
+        if self.processor.checkpoint_due(partition) or held.gathering.output_bytes >= FLUSH_BYTES:
+            writing = held.writing
+            if writing is not None and not writing.done():
                 # Backpressure: the broker is slower than the fetcher. Waiting here (the
                 # fetcher's task) is what bounds the changes in memory to two checkpoints'.
-                await asyncio.shield(writing)
-            self._start_checkpoint(partition, self.epoch)
+                await asyncio.wait([writing])
+            if self._current(held):
+                self._seal(held)
 
-    async def _archives(self, partition: int, records: Sequence[Record]) -> dict[str, bytes] | None:
-        """The archive records of the retired runs `records` name (None: one is lost, and
-        the worker stops). Asked again after each read, until nothing more is needed: the
-        checkpoint under way may retire another of the batch's runs meanwhile."""
+    def _seal(self, held: Owned) -> None:
+        """Seal the gathering checkpoint and write it, unless one is being written (the next
+        one takes what gathers meanwhile)."""
+        if held.writing is not None and not held.writing.done():
+            return
+        if self.processor.refused is not None:
+            return  # the worker stops: nothing more is written
+        partition = held.partition
+        state = self.processor.partitions.get(partition)
+        last = state.next_offset - 1 if state is not None and state.next_offset is not None else -1
+        checkpoint, held.gathering = held.gathering, Checkpoint(partition, self.processor.topic)
+        checkpoint.seal(self.processor.snapshot(partition), last)
+        held.checkpointed_at = self.clock()
+        if not checkpoint.empty:
+            held.writing = asyncio.ensure_future(self._write(held, checkpoint, held.checkpointed_at))
+
+    async def _write(self, held: Owned, checkpoint: Checkpoint, began: float) -> None:
+        """Write a sealed checkpoint (sealed at `began`); on a refusal, again without what
+        was refused; on any other failure, claim the partition again."""
+        while True:
+            assert held.claim is not None
+            try:
+                await checkpoint.write(held.claim.producer, owner=lambda: self._latest(held), applied=self._applied)
+            except Refused as refused:
+                self.counts.refusals += 1
+                checkpoint.amend(refused, self.processor.counts)
+                if not await self._renewed(held):
+                    return
+                continue
+            except StateRefused as error:
+                for run_id, why in error.runs.items():
+                    self._park(held.partition, run_id, STATE_REFUSED, f"the broker refused the run's state: {why}")
+                await self._redo(held, 0.0, f"the broker refused the state of runs {sorted(error.runs)}")
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                if not self._current(held):
+                    return  # revoked meanwhile: the next owner reads what was committed
+                if fenced(error):
+                    self.counts.fenced += 1
+                    await self._redo(
+                        held,
+                        self.reclaim_after,
+                        f"its producer was fenced ({error!r}): another worker took it over, "
+                        "or its transaction ran past the timeout",
+                    )
+                else:
+                    await self._redo(held, self.retry_after, f"a checkpoint failed ({error!r})")
+                return
+            self.on_checkpoint(self.clock() - began)
+            return
+
+    async def _renewed(self, held: Owned) -> bool:
+        """A new producer for a checkpoint written again after a refusal (aiokafka's cannot
+        write a partition after one); False if the partition was claimed again instead."""
+        assert held.claim is not None
+        await _closed(held.claim)
+        try:
+            claim = await self.claims.claim(held.partition)
+        except Exception as error:
+            if self._current(held):
+                await self._redo(held, self.retry_after, f"claiming it again after a refusal failed ({error!r})")
+            return False
+        if not self._current(held):
+            await _closed(claim)
+            return False
+        if claim.moved:  # another worker committed meanwhile: what this one holds is stale
+            self.counts.redone += 1
+            log.warning(
+                "partition %d is read again from its checkpoint: another worker wrote it meanwhile", held.partition
+            )
+            await self._adopt(self._incarnation(held.partition), claim)
+            return False
+        held.claim = claim
+        return True
+
+    async def _redo(self, held: Owned, delay: float, why: str) -> None:
+        self.counts.redone += 1
+        log.warning(
+            "partition %d is read again from its checkpoint%s: %s",
+            held.partition,
+            f" in {delay:.0f} s" if delay else "",
+            why,
+        )
+        self._claim(held.partition, delay)
+        if held.claim is not None:
+            await _closed(held.claim)
+
+    def _latest(self, held: Owned) -> bool:
+        """Whether no claim of the partition was made since `held`'s (a checkpoint committed
+        during a revocation's wait is still the latest word on the partition)."""
+        return self._incarnations.get(held.partition) == held.incarnation
+
+    def _applied(self, snapshot: Snapshot, changes: list[Change], offset: int) -> None:
+        self.store.apply(snapshot.partition, changes, offset)
+        self.processor.written(snapshot)
+
+    def _park(self, partition: int, run_id: str, reason: str, why: str) -> None:
+        log.error(
+            "run %r is parked (%s): %s; its events are dead-lettered, the partition's other runs go on",
+            run_id,
+            reason,
+            why,
+        )
+        self.counts.parked[reason] = self.counts.parked.get(reason, 0) + 1
+        self.processor.park(partition, run_id, Rejected(reason, why))
+
+    async def _archives(self, held: Owned, records: Sequence[Record]) -> dict[str, bytes] | None:
+        """The archive records of the retired runs `records` name (None: the partition moved
+        meanwhile). Asked again after each read, until nothing more is needed: a checkpoint
+        under way may retire another of the batch's runs meanwhile."""
         fetched: dict[str, bytes] = {}
-        while needed := self.processor.archives_needed(partition, records, fetched):
+        while needed := self.processor.archives_needed(held.partition, records, fetched):
             for run_id, ref in needed.items():
-                record = await self.archive.read(ref.partition, ref.offset)
-                value = record[1] if record is not None and record[0] == run_id.encode() else None
-                if value is not None and digest_of(value) == ref.digest:
+                value = await self._archive_record(held, run_id, ref)
+                if not self._current(held):
+                    return None
+                if value is not None:
                     fetched[run_id] = value
-                    continue
-                what = "missing" if record is None else "another record"
-                error = LookupError(
-                    f"run {run_id!r} is retired and its archive record (archive partition {ref.partition}, "
-                    f"offset {ref.offset}) is {what}: the archive topic was deleted or changed, and the run's "
-                    "state with it; replay the events topic into a new app id"
-                )
-                log.critical("stopping: %s", error)
-                await self.on_failure(error)
-                return None
         return fetched
 
-    async def _send(self, partition: int, items: list[Publish], epoch: int) -> None:
-        for item in items:
-            sent = await self._sent(partition, item)
-            if sent is not None and epoch == self.epoch:
-                self._unacknowledged.setdefault(partition, []).append(sent)
-
-    async def _sent(self, partition: int, item: Publish) -> Sent | None:
-        """`item` sent, or its dead letter if the producer refused it at once (None: that
-        was refused too)."""
-        try:
-            return item, await self.outputs.send(item)
-        except Exception as error:
-            return await self._refused(partition, item, error)
-
-    async def _refused(self, partition: int, item: Publish, error: Exception) -> Sent | None:
-        """Handle an output the broker refused, once: counted (`Counts.refused`), logged,
-        and dead-lettered (`refused_output`), so the partition goes on instead of failing on
-        it again and again. Returns the dead letter sent (None: a dead letter refused in
-        turn, which is counted and logged only). Raises `error` if it is no refusal."""
-        why = refusal(error)
-        if why is None:
-            raise error
-        counts = self.processor.counts
-        counts.refuse(item.stream)
-        run = (item.key or b"").decode(errors="replace")
-        if item.stream == "deadletter":
-            log.error("the broker refused a dead letter of run %r: %r; it is lost, see the dead-letter topic", run, why)
+    async def _archive_record(self, held: Owned, run_id: str, ref: ArchiveRef) -> bytes | None:
+        """The run's archive record; None if it is gone (the run is parked then) or the
+        partition moved while it was asked for."""
+        wait = self.retry_after
+        while self._current(held):
+            read = await self.archive.read(ref.partition, ref.offset)
+            if isinstance(read, Slow):
+                self.counts.archive_retries += 1
+                if (held.partition, run_id) not in self._told:
+                    self._told.add((held.partition, run_id))
+                    log.warning(
+                        "the archive record of run %r (%s[%d]@%d) is slow to come; asking again until it does",
+                        run_id,
+                        "archive",
+                        ref.partition,
+                        ref.offset,
+                    )
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 30.0)
+                continue
+            value = read.value if isinstance(read, Found) and read.key == run_id.encode() else None
+            if value is not None and digest_of(value) == ref.digest:
+                return value
+            what = "another record" if isinstance(read, Found) else "missing"
+            self._park(
+                held.partition,
+                run_id,
+                ARCHIVE_LOST,
+                f"run {run_id!r} is retired and its archive record (archive partition {ref.partition}, offset "
+                f"{ref.offset}) is {what}: the archive topic was deleted or changed, and the run's state with it. "
+                "Its other runs are safe; to bring this one back, replay the events topic into a new app id",
+            )
             return None
-        log.error(
-            "the broker refused the %s of run %r (%d bytes): %r; dead-lettered as output-refused, partition %d goes on",
-            item.stream,
-            run,
-            len(item.value),
-            why,
-            partition,
-        )
-        counts.dead_letter("output-refused")
-        source = item.source or self._last_handled(partition)
-        return await self._sent(partition, refused_output(item, repr(why), source))
+        return None
 
-    def _last_handled(self, partition: int) -> Source:
-        state = self.processor.partitions.get(partition)
-        offset = state.next_offset - 1 if state is not None and state.next_offset is not None else -1
-        return Source(self.processor.topic, partition, offset)
 
-    def _start_checkpoint(self, partition: int, epoch: int) -> None:
-        sending = self._sending.get(partition)
-        if epoch != self.epoch or partition in self._checkpoints or (sending is not None and not sending.done()):
-            return  # one checkpoint per partition at a time: the next one takes what gathers meanwhile
-        snapshot = self.processor.snapshot(partition)
-        if snapshot is None:
-            return
-        outputs = self._unacknowledged.pop(partition, [])
-        began = self._checkpointed_at[partition] = self.clock()
-
-        async def run() -> None:
-            try:
-                durable = await checkpoint(
-                    snapshot,
-                    outputs,
-                    self.processor,
-                    self.changelog,
-                    self.archive,
-                    still_owner=lambda: epoch == self.epoch,
-                    commit=self._commits.request,
-                    refused=lambda item, error: self._refused(partition, item, error),
-                )
-                if durable:
-                    self.on_checkpoint(self.clock() - began)
-            except Exception as error:
-                log.error("checkpoint of partition %d at offset %d failed: %r", partition, snapshot.offset, error)
-                await self.on_failure(error)
-            finally:
-                if self._checkpoints.get(partition) is task:
-                    del self._checkpoints[partition]
-
-        task = asyncio.ensure_future(run())
-        self._checkpoints[partition] = task
+async def _closed(claim: Claim) -> None:
+    try:
+        await claim.producer.abort()
+        await claim.producer.close()
+    except Exception as error:  # closing a fenced or disconnected producer: nothing of it can commit
+        log.debug("closing a producer: %r", error)

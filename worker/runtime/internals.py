@@ -1,26 +1,23 @@
 """Every private faust and aiokafka attribute the worker relies on, and nothing else.
 
 faust has no public way to take a topic's fetched records before its per-message stream,
-to name the changelog partition of a table write, to commit an offset of the worker's
-choosing, or to set the fetch wait of its consumer; the worker does all four through the
-names below. aiokafka keeps a consumer's and an admin's client, and a client's connection
-settings, private: `events.clients.kafka` reads them to say why a broker refused a client,
-and they are listed here too. They are pinned to the versions in pyproject.toml (`faust-streaming` 0.15,
+to seek a partition from the fetcher's side, or to set the fetch wait and the isolation
+level of its consumer; the worker does all three through the names below. aiokafka keeps
+a consumer's and an admin's client, and a client's connection settings, private:
+`events.clients.kafka` reads them to say why a broker refused a client, and they are listed
+here too. They are pinned to the versions in pyproject.toml (`faust-streaming` 0.15,
 `aiokafka` 0.14). An upgrade that renames or removes one fails `missing()`, which
 `tests/worker/test_internals.py` and the worker's start-up both check, naming it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import faust
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.client import AIOKafkaClient
-from faust.stores import rocksdb as faust_rocksdb
 from faust.transport import consumer as faust_consumer
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
@@ -30,15 +27,10 @@ REQUIRED: tuple[tuple[object, str, str], ...] = (
     (faust_aiokafka.AIOKafkaConsumerThread, "_ensure_consumer", "the aiokafka consumer of the thread"),
     (faust_aiokafka.AIOKafkaConsumerThread, "call_thread", "runs a coroutine on the consumer's thread"),
     (faust_aiokafka.Consumer, "_new_consumer_thread", "makes the consumer's thread"),
-    (faust_aiokafka.Consumer, "_commit", "commits offsets of the worker's choosing"),
     (faust_aiokafka.Consumer, "_thread", "the consumer's thread (set in __init__)"),
     (faust_consumer.Consumer, "_wait_next_records", "fetches one batch of records for the fetcher"),
-    (faust_rocksdb.Store, "_db_for_partition", "the RocksDB of one partition"),
-    (faust_rocksdb.Store, "partition_path", "the directory of one partition's RocksDB"),
-    (faust_rocksdb.Store, "offset_key", "the key of a partition's persisted changelog offset"),
-    (faust.Table, "data", "a table's store"),
-    (faust.Table, "changelog_topic", "a table's changelog topic"),
     (AIOKafkaConsumer, "_fetch_max_wait_ms", "the fetch wait, set before the consumer starts"),
+    (AIOKafkaConsumer, "_isolation_level", "read committed records only, set before the consumer starts"),
     (AIOKafkaConsumer, "_client", "a consumer's client (events.clients.kafka: metadata, bootstrap errors)"),
     (AIOKafkaAdminClient, "_client", "the admin's client (worker.runtime.topics: bootstrap errors)"),
     *(
@@ -93,6 +85,12 @@ def set_fetch_max_wait(consumer: Any, milliseconds: int) -> None:
     consumer._fetch_max_wait_ms = milliseconds
 
 
+def read_committed(consumer: Any) -> None:
+    """Read by aiokafka when the consumer starts; faust reads committed records only in its
+    own exactly-once mode, which the worker does not use."""
+    consumer._isolation_level = "read_committed"
+
+
 def create_worker_consumer(thread: faust_aiokafka.AIOKafkaConsumerThread, transport: Any) -> Any:
     return faust_aiokafka.AIOKafkaConsumerThread._create_worker_consumer(thread, transport)
 
@@ -110,37 +108,3 @@ async def seek_on_thread(app: faust.App, tp: TP, offset: int) -> None:
         thread._ensure_consumer().seek(tp, offset)
 
     await thread.call_thread(_seek)
-
-
-async def commit(app: faust.App, offsets: dict[TP, int]) -> bool:
-    """Commit these offsets now (faust's own commit commits what its streams acked)."""
-    return bool(await app.consumer._commit(offsets))  # type: ignore[attr-defined]
-
-
-def partition_db(table: faust.Table[bytes, bytes], partition: int) -> Any:
-    """The RocksDB (rocksdict) of one partition of a table."""
-    return table.data._db_for_partition(partition)  # type: ignore[attr-defined]
-
-
-def persisted_offset_key() -> bytes:
-    """The key under which faust's RocksDB store keeps a partition's changelog offset."""
-    key: bytes = faust_rocksdb.Store.offset_key
-    return key
-
-
-def partition_path(table: faust.Table[bytes, bytes], partition: int) -> Path:
-    """The directory of one partition's RocksDB (not opened)."""
-    path: Path = table.data.partition_path(partition)  # type: ignore[attr-defined]
-    return path
-
-
-def scan(db: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """The (key, value) pairs of `db` whose key starts with `prefix`, in key order."""
-    iterator = db.iter()
-    iterator.seek(prefix)
-    while iterator.valid():
-        key = iterator.key()
-        if not key.startswith(prefix):
-            return
-        yield key, iterator.value()
-        iterator.next()

@@ -45,5 +45,15 @@ def task_id_of(key: bytes) -> str:
     return task_id
 
 
+def run_of_key(key: bytes) -> str | None:
+    """The run a header or task key is of (None: a checkpoint key)."""
+    if key.startswith(b"h"):
+        return run_id_of(key)
+    if key.startswith(b"t"):
+        run_id: str = orjson.loads(key[1:])[0]
+        return run_id
+    return None
+
+
 def checkpoint_key(partition: int) -> bytes:
     return b"o" + str(partition).encode()

@@ -13,8 +13,13 @@ the broker refused for good, each dead-lettered as `output-refused`),
 minus the state's next offset), `evalstream_last_event_age_seconds{partition}` (now minus
 the Kafka timestamp of the last record handled: it grows on an idle partition too, so alert
 on it together with lag), `evalstream_checkpoint_duration_seconds` (histogram),
-`evalstream_runs_in_memory`, `evalstream_runs_evicted_total`, and prometheus-client's
-`process_*` and `python_gc_*` collectors.
+`evalstream_runs_in_memory`, `evalstream_runs_evicted_total`; from the engine
+`evalstream_partitions_fenced_total` (a partition's producer fenced: another worker took it
+over, or a transaction ran past its timeout), `evalstream_partitions_redone_total` (a
+partition read again from its checkpoint), `evalstream_checkpoints_refused_total` (written
+again without what the broker refused), `evalstream_checkpoints_abandoned_total`,
+`evalstream_archive_read_retries_total` and `evalstream_runs_parked_total{reason}`; and
+prometheus-client's `process_*` and `python_gc_*` collectors.
 
 No label or value comes from the settings, so no credential can reach a metric.
 """
@@ -28,19 +33,21 @@ from prometheus_client import CollectorRegistry, GCCollector, Histogram, Process
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from worker.runtime.engine import EngineCounts
 from worker.runtime.processor import Processor
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-"""A checkpoint waits for its outputs' and changelog writes' acknowledgements: milliseconds
-on a healthy broker, seconds when it struggles (the flush interval is 0.25 s)."""
+"""A checkpoint is one transaction: its records' acknowledgements and its commit, tens of
+milliseconds on a healthy broker, seconds when it struggles (the flush interval is 0.25 s)."""
 
 
 class WorkerMetrics(Collector):
     def __init__(
         self,
         processor: Processor,
+        engine: EngineCounts,
         highwater: Callable[[int], int | None],
         last_timestamp: Mapping[int, int],
         clock: Callable[[], float] = time.time,
@@ -49,13 +56,14 @@ class WorkerMetrics(Collector):
         not fetched yet); `last_timestamp`: partition -> Kafka timestamp (ms) of the last
         record handled; `clock`: wall-clock seconds, the timestamps' clock."""
         self.processor = processor
+        self.engine = engine
         self.highwater = highwater
         self.last_timestamp = last_timestamp
         self.clock = clock
         self.registry = CollectorRegistry(auto_describe=False)
         self.checkpoint_seconds = Histogram(
             "evalstream_checkpoint_duration_seconds",
-            "Seconds one checkpoint took, from its snapshot until its writes were acknowledged",
+            "Seconds one checkpoint took, from its seal until its transaction was committed and applied",
             buckets=CHECKPOINT_BUCKETS,
             registry=self.registry,
         )
@@ -89,6 +97,7 @@ class WorkerMetrics(Collector):
         for stream, count in sorted(counts.refused.items()):
             refused.add_metric([stream], count)
         yield refused
+        yield from self._engine()
         yield from self._partitions()
         cache = self.processor.cache
         yield GaugeMetricFamily("evalstream_runs_in_memory", "Runs in the run cache", len(cache))
@@ -98,6 +107,36 @@ class WorkerMetrics(Collector):
             "Estimated memory of the runs in the run cache, as of its last eviction",
             cache.held_bytes,
         )
+
+    def _engine(self) -> Iterator[Metric]:
+        counts = self.engine
+        yield CounterMetricFamily(
+            "evalstream_partitions_fenced",
+            "Times a partition's producer was fenced: another worker took it over, or a transaction timed out",
+            counts.fenced,
+        )
+        yield CounterMetricFamily(
+            "evalstream_partitions_redone", "Times a partition was read again from its checkpoint", counts.redone
+        )
+        yield CounterMetricFamily(
+            "evalstream_checkpoints_refused",
+            "Checkpoints written again without what the broker refused",
+            counts.refusals,
+        )
+        yield CounterMetricFamily(
+            "evalstream_checkpoints_abandoned",
+            "Checkpoints still being written when a revocation's wait was over",
+            counts.abandoned,
+        )
+        yield CounterMetricFamily(
+            "evalstream_archive_read_retries",
+            "Archive reads asked again because the broker had not answered in time",
+            counts.archive_retries,
+        )
+        parked = CounterMetricFamily("evalstream_runs_parked", "Runs parked, by reason", labels=["reason"])
+        for reason, count in sorted(counts.parked.items()):
+            parked.add_metric([reason], count)
+        yield parked
 
     def _partitions(self) -> Iterator[Metric]:
         lag = GaugeMetricFamily("evalstream_consumer_lag", "Records not handled yet", labels=["partition"])

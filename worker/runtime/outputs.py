@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 Headers = tuple[tuple[str, bytes], ...]
+Output = Literal["summary", "progress", "deadletter"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,9 +20,9 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class Publish:
-    """One message to produce: `stream` is "summary", "progress" or "deadletter"."""
+    """One message to produce."""
 
-    stream: str
+    stream: Output
     key: bytes | None
     value: bytes
     headers: Headers = ()

@@ -1,0 +1,51 @@
+"""The local copy: records and their offset in one write, its identity, its keys apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from worker.runtime.restore import unfit
+from worker.runtime.store import Identity, LocalStore, PartitionStore
+
+IDENTITY = Identity("cluster", "topic-id", "app")
+
+
+def test_a_write_puts_records_tombstones_and_the_offset_together(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "state-0")
+    assert (store.offset, store.identity) == (None, None)
+    store.apply([(b'h"a"', b"1"), (b't["a","x"]', b"2"), (b't["a","y"]', b"3")], 7, IDENTITY)
+    store.apply([(b't["a","x"]', None)], 9)
+    assert list(store.scan(b't["a",')) == [(b't["a","y"]', b"3")]
+    assert (store.get(b'h"a"'), store.offset, store.identity) == (b"1", 9, IDENTITY)
+    store.close()
+    reopened = PartitionStore(tmp_path / "state-0")
+    assert (reopened.offset, reopened.identity, reopened.get(b't["a","y"]')) == (9, IDENTITY, b"3")
+
+
+def test_its_own_keys_never_show_in_a_scan_of_the_changelogs(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "state-0")
+    store.apply([(b"o0", b"{}"), (b'h"a"', b"1")], 3, IDENTITY)
+    assert [key for key, _ in store.scan(b"")] == [b"\x00identity", b"\x00offset", b'h"a"', b"o0"]
+    assert [key for key, _ in store.scan(b"h")] == [b'h"a"']
+
+
+def test_a_wiped_copy_is_empty_and_each_app_id_has_a_folder_of_its_own(tmp_path: Path) -> None:
+    one, other = LocalStore(tmp_path / "app-one"), LocalStore(tmp_path / "app-two")
+    one.partition(0).apply([(b'h"a"', b"1")], 0, IDENTITY)
+    assert other.get(0, b'h"a"') is None
+    wiped = one.partition(0).wipe()
+    one.replace(0, wiped)
+    assert (one.get(0, b'h"a"'), wiped.offset, wiped.identity) == (None, None, None)
+
+
+def test_a_copy_is_kept_only_when_it_is_a_prefix_of_this_changelog(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "state-0")
+    assert unfit(store, IDENTITY, 0, 0) is None  # empty: nothing to distrust
+    store.apply([(b'h"a"', None)], 4, IDENTITY)  # a copy whose last record is a tombstone
+    assert unfit(store, IDENTITY, 0, 10) is None
+    assert "another changelog" in (unfit(store, Identity("cluster", "other-topic-id", "app"), 0, 10) or "")
+    assert "another changelog" in (unfit(store, Identity("cluster", "topic-id", "other-app"), 0, 10) or "")
+    assert "another changelog" in (unfit(store, Identity("other-cluster", "topic-id", "app"), 0, 10) or "")
+    assert "past the changelog's end" in (unfit(store, IDENTITY, 0, 4) or "")
+    assert "were deleted" in (unfit(store, IDENTITY, 6, 10) or "")
+    assert unfit(store, IDENTITY, 5, 10) is None

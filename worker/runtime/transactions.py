@@ -1,0 +1,162 @@
+"""The worker's writes to Kafka: one transactional producer per owned events partition.
+
+Every record the worker writes because of an events partition (its summaries, progress and
+dead letters, its changelog records, its archive records) and the consumer group's offset of
+that partition are written by that partition's producer, in Kafka transactions
+(`worker.runtime.checkpoint` says what one holds). Its transactional id,
+`<app id>-<partition>`, is the partition's, whichever worker owns it: a worker that takes a
+partition over starts a producer under that id, and the broker then aborts whatever the
+previous producer had not committed and refuses it anything more (it is fenced, KIP-98). So
+a worker that stalled past its session and woke up can no longer write for a partition that
+has moved: its next write fails with `ProducerFenced`.
+
+`Transactions` is what the checkpoint needs of a producer; `KafkaTransactions` is aiokafka's,
+and `tests/worker/engine_harness.py` has a broker in memory with the same rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, Literal, Protocol
+
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import (
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTxnState,
+    ProducerFenced,
+    TransactionalIdAuthorizationFailed,
+)
+
+from worker.runtime.outputs import Headers, Output
+from worker.settings import SUMMARY_MAX_BYTES, Settings
+
+Stream = Output | Literal["changelog", "archive"]
+
+
+class Transactions(Protocol):
+    """One events partition's producer, as the checkpoint uses it."""
+
+    async def begin(self) -> None: ...
+
+    async def send(
+        self, stream: Stream, key: bytes | None, value: bytes | None, *, partition: int | None, headers: Headers = ()
+    ) -> Awaitable[int]:
+        """Send a record in the open transaction (`partition` None: by key); the awaitable
+        resolves to its offset once the broker has it, or raises what the broker answered.
+        Raises at once what the producer refuses before sending (a record too large)."""
+        ...
+
+    async def commit(self, offset: int | None) -> None:
+        """Commit the open transaction, with `offset` as the consumer group's offset of the
+        events partition (None: no offset)."""
+        ...
+
+    async def abort(self) -> None:
+        """Abort the open transaction, if any (best effort: a fenced producer cannot)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+FENCED = (ProducerFenced, InvalidProducerEpoch, InvalidProducerIdMapping, InvalidTxnState)
+"""What a producer gets once another producer of its transactional id has started, or once
+the broker aborted its transaction for running past the transaction timeout."""
+
+
+def fenced(error: BaseException) -> bool:
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, FENCED):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+class TransactionalIdRefused(TransactionalIdAuthorizationFailed):  # type: ignore[misc]  # aiokafka is untyped
+    """The worker's user may not use the partition's transactional id."""
+
+
+def transactional_id(settings: Settings, partition: int) -> str:
+    return f"{settings.app_id}-{partition}"
+
+
+TRANSACTION_TIMEOUT_MS = 60_000
+"""How long the broker lets a transaction stay open before it aborts it: far past a
+checkpoint's write (milliseconds to seconds), and the longest a worker that died with a
+transaction open holds back readers of committed records, unless another worker claims
+the partition first (then at once)."""
+
+
+class KafkaTransactions:
+    def __init__(self, producer: AIOKafkaProducer, settings: Settings, partition: int) -> None:
+        self.producer = producer
+        self.group = settings.app_id
+        self.events = TopicPartition(settings.events_topic, partition)
+        self.topics: dict[Stream, str] = {
+            "summary": settings.summaries_topic,
+            "progress": settings.progress_topic,
+            "deadletter": settings.deadletter_topic,
+            "changelog": settings.changelog_topic,
+            "archive": settings.archive_topic,
+        }
+
+    async def begin(self) -> None:
+        await self.producer.begin_transaction()
+
+    async def send(
+        self, stream: Stream, key: bytes | None, value: bytes | None, *, partition: int | None, headers: Headers = ()
+    ) -> Awaitable[int]:
+        sent = await self.producer.send(
+            self.topics[stream], value, key, partition=partition, headers=list(headers) or None
+        )
+        return _offset(sent)
+
+    async def commit(self, offset: int | None) -> None:
+        if offset is not None:
+            await self.producer.send_offsets_to_transaction({self.events: offset}, self.group)
+        await self.producer.commit_transaction()
+
+    async def abort(self) -> None:
+        # Not in a transaction, or fenced: nothing of it is committed either way.
+        with contextlib.suppress(Exception):
+            await self.producer.abort_transaction()
+
+    async def close(self) -> None:
+        await self.producer.stop()
+
+
+async def _offset(sent: Awaitable[Any]) -> int:
+    offset: int = (await sent).offset
+    return offset
+
+
+async def start_transactions(settings: Settings, partition: int) -> KafkaTransactions:
+    """A new producer of the partition, started: from here on no earlier producer of the
+    partition (another worker's, or this one's) can commit anything."""
+    producer = AIOKafkaProducer(
+        transactional_id=transactional_id(settings, partition),
+        transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+        max_request_size=SUMMARY_MAX_BYTES,
+        # A 200,000-attempt summary is ~20 MB of JSON; gzip took 8% of the worker in a profile.
+        compression_type="zstd",
+        linger_ms=5,
+        # aiokafka keeps one batch a partition in flight: at its 16 KB default a checkpoint's
+        # ~2 KB task records went eight a round trip.
+        max_batch_size=2**20,
+        **settings.client_options(),
+    )
+    try:
+        await producer.start()
+    except TransactionalIdAuthorizationFailed:
+        await producer.stop()
+        raise TransactionalIdRefused(
+            f"the broker refused the worker the transactional id {transactional_id(settings, partition)!r}: "
+            f"grant its user WRITE and DESCRIBE on transactional ids with the prefix {settings.app_id!r}"
+        ) from None
+    except BaseException:
+        await asyncio.shield(producer.stop())
+        raise
+    return KafkaTransactions(producer, settings, partition)
