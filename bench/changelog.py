@@ -31,7 +31,7 @@ def main() -> None:
                 events += 1
                 if processor.checkpoint_due(0) and (snapshot := processor.snapshot(0)) is not None:
                     snapshots.append(snapshot)
-                    processor.written(snapshot)
+                    processor.written(snapshot, {})
             if (snapshot := processor.snapshot(0)) is not None:  # what the timer checkpoints at the end
                 snapshots.append(snapshot)
             writes = [(key, value) for taken in snapshots for key, value in (*taken.records, taken.checkpoint)]

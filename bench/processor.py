@@ -97,11 +97,13 @@ def measure(events: int, runs: int, batch: int, rate: float) -> str:
             for key, value in snapshot.records:
                 store.write(key, value)
                 made["headers" if key.startswith(HEADER_PREFIX) else "tasks"] += 1
-            for retirement in snapshot.retirements:  # as the engine does once its archive record is acknowledged
+            retired = {}
+            for retirement in snapshot.retirements:  # as the engine does once its archive record is answered
                 made["retired"] += 1
-                for key, record in retirement.records(0, made["retired"]):
+                retired[retirement.run_id] = retirement.ref(0, made["retired"])
+                for key, record in retirement.records(retired[retirement.run_id]):
                     store.write(key, record)
-            processor.written(snapshot)
+            processor.written(snapshot, retired)
         spent["handle"] += handled - began
         spent["progress"] += published - handled
         spent["checkpoint"] += time.process_time() - published

@@ -21,8 +21,12 @@ whole stored form (header and tasks, these same encodings, as stored) goes into 
 record (`archive_to_bytes`: zlib-compressed JSON), and its header key then holds a marker
 (`marker_to_bytes`: where that record is, and its digest) in place of the header, its task
 keys nothing. A late event restores the run from the record (`restore_archived`), which is
-checked against the marker's digest first. The worker writes and reads them in that order
-(`worker.runtime.checkpoint`); this module only encodes.
+checked against the marker's digest first, and writes back only what it changed: the task
+it names, beside the marker, and the marker again, now holding the run's header but its
+run.started (the declarations, which no late event but a first run.started changes; one
+that does writes the whole run back). A restore reads the record and lays the marker's
+header and the task records beside it over it. The worker writes and reads them in that
+order (`worker.runtime.checkpoint`); this module only encodes.
 
 Versions. A part of an older version than `VERSION` (down to `OLDEST`) is read through
 `UPGRADES`, one step per version, as it is read: the run is then written back in the new
@@ -117,11 +121,17 @@ def _unpack(typecode: str, text: str) -> array[Any]:
 
 
 def header_to_bytes(run: RunState) -> bytes:
+    header = _header_fields(run)
+    header["started"] = run.declarations.started_wire().decode() if run.declarations is not None else None
+    return orjson.dumps(header)
+
+
+def _header_fields(run: RunState) -> dict[str, Any]:
+    """The header but its run.started (the declarations: O(tasks) bytes)."""
     header: dict[str, Any] = {"v": VERSION, **{name: getattr(run, name) for name in _HEADER_FIELDS}}
     header["run_events"] = _text(run.run_events)
     header["run_positions"] = _text(run.run_positions)
-    header["started"] = run.declarations.started_wire().decode() if run.declarations is not None else None
-    return orjson.dumps(header)
+    return header
 
 
 def task_to_bytes(task: TaskState) -> bytes:
@@ -267,9 +277,13 @@ def archive_to_bytes(header: bytes, tasks: Iterable[tuple[str, bytes]]) -> bytes
     return zlib.compress(orjson.dumps(document), 6)
 
 
-def marker_to_bytes(ref: ArchiveRef) -> bytes:
-    """What a retired run's header key holds instead of its header."""
-    return orjson.dumps({"archived": ref._asdict(), "v": VERSION})
+def marker_to_bytes(ref: ArchiveRef, run: RunState | None = None) -> bytes:
+    """What a retired run's header key holds instead of its header; with `run` (a late event
+    changed it), also its header but the run.started, which the archive record keeps."""
+    marker: dict[str, Any] = {"archived": ref._asdict(), "v": VERSION}
+    if run is not None:
+        marker["header"] = _header_fields(run)
+    return orjson.dumps(marker)
 
 
 def marker_of(header: bytes | None) -> ArchiveRef | None:
@@ -282,9 +296,13 @@ def marker_of(header: bytes | None) -> ArchiveRef | None:
     return ArchiveRef(**stored["archived"])
 
 
-def restore_archived(run_id: str, ref: ArchiveRef, archive: bytes) -> RunState:
-    """The run as its archive record says; `ArchiveMismatch` if the record is not the one
-    the marker names (its digest differs)."""
+def restore_archived(
+    run_id: str, ref: ArchiveRef, archive: bytes, marker: bytes | None = None, residue: Iterable[TaskState] = ()
+) -> RunState:
+    """The run as its archive record says, then as late events changed it since: the
+    header its `marker` holds (but the run.started) and the task records written beside the
+    marker (`residue`). `ArchiveMismatch` if the record is not the one the marker names (its
+    digest differs)."""
     if digest_of(archive) != ref.digest:
         raise ArchiveMismatch(
             f"the archive record of run {run_id!r} at partition {ref.partition}, offset {ref.offset} is not the "
@@ -293,8 +311,13 @@ def restore_archived(run_id: str, ref: ArchiveRef, archive: bytes) -> RunState:
     document = orjson.loads(zlib.decompress(archive))
     if document["v"] > VERSION:
         raise NewerStore(document["v"])
-    tasks = [_task_of(task_id, stored) for task_id, stored in document["tasks"]]
-    return _restored(run_id, document["header"], tasks)
+    tasks = {task_id: _task_of(task_id, stored) for task_id, stored in document["tasks"]}
+    tasks.update((task.task_id, task) for task in residue)
+    header = document["header"]
+    late = orjson.loads(marker).get("header") if marker is not None else None
+    if late is not None:
+        header = {**_checked(late, f"run {run_id!r} marker"), "started": _checked(header, "run header")["started"]}
+    return _restored(run_id, header, tasks.values())
 
 
 class StoredCheckpoint(NamedTuple):

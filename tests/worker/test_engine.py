@@ -10,6 +10,7 @@ import random
 from collections.abc import Callable
 
 import orjson
+import pytest
 from aiokafka.errors import KafkaTimeoutError
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,7 +34,7 @@ from tests.worker.engine_harness import (
     worker,
 )
 from worker.runtime.archive import Read, Slow
-from worker.runtime.changes import Snapshot
+from worker.runtime.changes import PartitionChanges, Snapshot
 from worker.runtime.processor import Record
 
 RUNS = ("run-a", "run-b", "run-c")
@@ -527,3 +528,111 @@ def test_a_slow_archive_read_is_asked_again_and_a_gone_one_parks_only_its_run() 
     assert b"replay the events topic into a new app id" in dict(letters[0].headers)["evalstream.detail"]
     assert second.engine.counts.archive_retries == 2
     assert second.engine.counts.parked == {"archive-lost": 1}
+
+
+def _retired(messages: list[Message], **options: object) -> tuple[Broker, Worker]:
+    broker = Broker()
+    first = worker(broker, messages, cache_runs=0, **options)  # type: ignore[arg-type]
+    asyncio.run(_assigned_and_run(first))
+    return broker, first
+
+
+def _late_checkpoint(broker: Broker, messages: list[Message], late: list[Message], store: Store | None) -> list[Write]:
+    """What the checkpoints of `late` events (read on from `messages`) commit."""
+    before = len(broker.committed)
+    asyncio.run(_assigned_and_run(worker(broker, messages + late, store, cache_runs=0)))
+    return broker.committed[before:]
+
+
+def test_a_late_event_on_a_retired_run_writes_only_its_task_and_the_run_stays_retired() -> None:
+    """O(the task), not O(the run): the late attempt's checkpoint writes the task it changed
+    and the checkpoint record, nothing to the archive; the marker stays. A worker restoring
+    from the changelog alone then gives the next late event its revision, byte for byte."""
+    messages, _ = _retiring_log()
+    broker, first = _retired(messages)
+    late = _messages([builders.trial("t1", "late-1", run_id="run-a")])
+    written = _late_checkpoint(broker, messages, late, first.store)
+    state = [(write.stream, write.key) for write in written if write.stream in ("changelog", "archive")]
+    assert state == [("changelog", b't["run-a","t1"]'), ("changelog", b"o0")]
+    later = _messages([builders.trial("t2", "late-2", run_id="run-a")])
+    written = _late_checkpoint(broker, messages + late, later, None)  # from the changelog alone
+    assert next(write.key for write in written if write.stream == "changelog") == b't["run-a","t2"]'
+    want = outputs(crash_free(messages + late + later).committed)
+    assert outputs(broker.committed) == want
+    assert orjson.loads(want[0][b"run-a"][-1])["revision"] == 3
+    store = Store()
+    store.apply(0, [(write.key or b"", write.value) for write in broker.changelog(0)], 0)
+    assert marker_of(store.partitions[0][b'h"run-a"']) is not None, "still retired"
+
+
+def test_a_first_run_started_after_the_retirement_writes_the_run_back_whole() -> None:
+    """The archive record holds the declarations; a run retired without any, then declared,
+    cannot keep them beside its marker: every part goes back to the changelog, the header
+    in place of the marker, and later events fold as one pass over the log folds them."""
+    events: list[InputEvent] = [builders.trial("t0", "r-0", run_id="run-a"), builders.closed("run-a")]
+    messages = _messages(events)
+    broker, first = _retired(messages)
+    late = _messages([builders.started("run-a", [builders.task_spec("t0"), builders.task_spec("t1")])])
+    written = _late_checkpoint(broker, messages, late, first.store)
+    header = next(write.value for write in written if write.key == b'h"run-a"')
+    assert header is not None
+    assert marker_of(header) is None, "the header again, not a marker"
+    later = _messages([builders.trial("t1", "r-1", run_id="run-a")])
+    _late_checkpoint(broker, messages + late, later, None)
+    assert outputs(broker.committed) == outputs(crash_free(messages + late + later).committed)
+
+
+UNDECLARED: list[InputEvent] = [
+    builders.trial("t0", "r-0", run_id="run-a"),
+    builders.trial("t1", "r-1", run_id="run-a"),
+    builders.closed("run-a"),
+]
+CHANGES_WHILE_RETIRING = {
+    "a late attempt": builders.trial("t1", "late-a", run_id="run-a"),
+    "a first run.started": builders.started("run-a", [builders.task_spec("t0"), builders.task_spec("t2")]),
+}
+
+
+@pytest.mark.parametrize("late_event", CHANGES_WHILE_RETIRING.values(), ids=CHANGES_WHILE_RETIRING.keys())
+@pytest.mark.parametrize("cache_runs", [0, 100])
+def test_a_run_changed_while_its_retirement_is_being_written_writes_every_part_back(
+    late_event: InputEvent, cache_runs: int
+) -> None:
+    """A late event handled between the retirement's seal and its commit, on the run cached
+    or restored from the local copy's parts: its checkpoint comes after the marker replaced
+    those parts, so it writes them all back (a changed run.started could not stand beside a
+    marker whose archive record holds none); later restores give the right revisions."""
+    messages = _messages(UNDECLARED)
+    late = _messages([late_event])
+    later = _messages([builders.trial("t0", "late-b", run_id="run-a")])
+    want = outputs(crash_free(messages + late + later).committed)
+    broker = Broker()
+    solo = worker(broker, messages, cache_runs=cache_runs)
+
+    def changes() -> PartitionChanges:
+        return solo.processor.partitions[0].changes
+
+    async def go() -> None:
+        engine = solo.engine
+        engine.assigned([0])
+        await settle()
+        await engine.tick(rebalancing=False)
+        await engine.handle(0, solo.consumer.take(0, len(messages)))
+        for _ in range(20):  # until the close is committed: the run is a candidate
+            broker.acknowledge_all()
+            await settle()
+            if "run-a" in changes().retire and not engine.checkpointing:
+                break
+            solo.clock[0] += 1.0
+            await engine.tick(rebalancing=False)
+        solo.clock[0] += 1.0
+        await engine.tick(rebalancing=False)  # the retirement's checkpoint is sealed
+        assert engine.checkpointing
+        assert "run-a" not in changes().retire, "being retired"
+        solo.consumer.topic[0].append(Record(len(messages), *late[0][1:]))
+        await engine.handle(0, solo.consumer.take(0, 1))  # the late event, before it commits
+        await run(solo)
+
+    asyncio.run(go())
+    _late_checkpoint(broker, messages + late, later, None)
+    assert outputs(broker.committed) == want

@@ -40,7 +40,7 @@ def stored(processor: Processor, store: Store) -> None:
     assert snapshot is not None
     for key, value in (*snapshot.records, snapshot.checkpoint):
         store.partitions.setdefault(0, {})[key] = value
-    processor.written(snapshot)
+    processor.written(snapshot, {})
 
 
 def small_run(run_id: str, trials: int = 2) -> list[InputEvent]:

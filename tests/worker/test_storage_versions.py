@@ -117,17 +117,26 @@ def test_a_store_of_a_newer_version_stops_the_worker_before_it_consumes() -> Non
     assert processor.refused is refused.value
 
 
-def test_a_run_stored_by_a_newer_version_is_refused_not_dead_lettered() -> None:
-    """Its event is not in the state: the worker stops, and no checkpoint may cover it."""
+@pytest.mark.parametrize("retire", [True, False])
+def test_a_run_stored_by_a_newer_version_is_refused_not_dead_lettered(retire: bool) -> None:
+    """Found at assignment (its header is read for closed runs to retire), or when its event
+    comes: either way the worker stops, nothing is dead-lettered and no checkpoint is taken."""
     store = fixture_store()
-    store.partitions[0][checkpoint_key(0)] = storage.checkpoint_to_bytes(CHECKPOINTED - 1)  # no scan at assignment
+    store.partitions[0][checkpoint_key(0)] = storage.checkpoint_to_bytes(CHECKPOINTED - 1)
     key = header_key("fixture-closed")
     store.partitions[0][key] = store.partitions[0][key].replace(b'"v":2', b'"v":%d' % (storage.VERSION + 1))
-    processor = Processor(store)
-    processor.assign([0])
-    late = encode(builders.trial("task-00000", "later", run_id="fixture-closed"))
-    with pytest.raises(NewerStore):
-        processor.handle(0, [Record(CHECKPOINTED, b"fixture-closed", late)], 0.0)
+    processor = Processor(store, retire=retire)
+    late = [
+        Record(CHECKPOINTED, b"fixture-closed", encode(builders.trial("task-00000", "later", run_id="fixture-closed")))
+    ]
+    if retire:
+        with pytest.raises(NewerStore):
+            processor.assign([0])
+    else:
+        processor.assign([0])
+        with pytest.raises(NewerStore):
+            processor.handle(0, late, 0.0)
+    assert processor.refused is not None
     assert processor.counts.dead_lettered == {}
     assert processor.snapshot(0) is None
 

@@ -21,8 +21,10 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from projections.declarations import Declarations
 from projections.footprint import footprint, footprints
 from projections.run import RunState
+from projections.storage import ArchiveRef
 
 
 @dataclass(slots=True, eq=False)
@@ -41,9 +43,15 @@ class CachedRun:
     """When its last progress event was published (the worker's monotonic clock)."""
     closed: bool = False
     """Whether the cache files it with the closed runs."""
-    archived: bool = False
-    """The store holds (or the checkpoint being written puts there) the run's marker in place
-    of its parts: its next change writes every part back, the header last."""
+    retired: ArchiveRef | None = None
+    """The archive record the store's marker names in place of the run's header: its next
+    change writes the tasks it changed and the marker again (`worker.runtime.changes`)."""
+    retired_with: Declarations | None = None
+    """The declarations the archive record holds: a change of them (a first run.started after
+    the retirement) writes the whole run back instead."""
+    whole: bool = False
+    """It changed while its retirement was being written, from parts the marker has replaced
+    since: its next change writes every part back."""
 
     @property
     def pinned(self) -> bool:

@@ -16,6 +16,7 @@ last; once that is committed it is retired again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from projections.storage import (
@@ -49,10 +50,13 @@ class Retirement:
     archive: bytes
     task_keys: tuple[bytes, ...]
 
-    def records(self, partition: int, offset: int) -> list[Change]:
-        """The marker naming the archive record at `offset`, then the task keys' tombstones."""
-        marker = marker_to_bytes(ArchiveRef(partition, offset, digest_of(self.archive)))
-        return [(header_key(self.run_id), marker), *((key, None) for key in self.task_keys)]
+    def ref(self, partition: int, offset: int) -> ArchiveRef:
+        """Where its archive record is, written at `offset` of the archive's `partition`."""
+        return ArchiveRef(partition, offset, digest_of(self.archive))
+
+    def records(self, ref: ArchiveRef) -> list[Change]:
+        """The marker naming the archive record, then the task keys' tombstones."""
+        return [(header_key(self.run_id), marker_to_bytes(ref)), *((key, None) for key in self.task_keys)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +91,6 @@ class PartitionChanges:
     retire: dict[str, None] = field(default_factory=dict)
     """Closed runs whose parts are all committed (as of a checkpoint written since they last
     changed): the next snapshot retires those not changed since."""
-    retiring: set[str] = field(default_factory=set)
-    """Runs the snapshot being written retires: one restored from the store meanwhile (its
-    parts still in the local copy) is treated as archived."""
 
     def change(self, entry: CachedRun, task_id: str | None) -> None:
         """An event applied to `entry`'s run changed this part."""
@@ -113,14 +114,16 @@ class PartitionChanges:
         records = []
         for run_id, task_id in self.changed:
             entry = self.changed_runs[run_id]
-            if entry.archived:
+            if _whole(entry):
                 continue  # every part is written below
-            if task_id is None:
-                records.append((header_key(run_id), header_to_bytes(entry.run)))
-            else:
+            if task_id is not None:
                 records.append((task_key(run_id, task_id), task_to_bytes(entry.run.tasks[task_id])))
+            elif entry.retired is not None:
+                records.append((header_key(run_id), marker_to_bytes(entry.retired, entry.run)))
+            else:
+                records.append((header_key(run_id), header_to_bytes(entry.run)))
         for entry in self.changed_runs.values():
-            if entry.archived:
+            if _whole(entry):
                 run = entry.run
                 # A stored task is one some event named (`touched`); a declared task nothing
                 # arrived for has no record, as before it was retired.
@@ -130,8 +133,8 @@ class PartitionChanges:
                     if task.touched
                 ]
                 records.append((header_key(run.run_id), header_to_bytes(run)))
-                entry.archived = False
-        retirements = self._retirements(partition, store, cache)
+                entry.retired, entry.retired_with, entry.whole = None, None, False
+        retirements = self._retirements(partition, store)
         if not self.handled and not retirements:
             return None
         taken = Snapshot(
@@ -142,7 +145,7 @@ class PartitionChanges:
         self.changed_runs = {}
         return taken
 
-    def _retirements(self, partition: int, store: StoredState, cache: RunCache) -> tuple[Retirement, ...]:
+    def _retirements(self, partition: int, store: StoredState) -> tuple[Retirement, ...]:
         """The candidates not changed since they became ones, read back from the store: the
         bytes it holds are the committed ones."""
         retiring: list[Retirement] = []
@@ -160,24 +163,32 @@ class PartitionChanges:
             budget -= len(header) + sum(len(blob) for _, blob in parts)
             archive = archive_to_bytes(header, [(task_id_of(key), blob) for key, blob in parts])
             retiring.append(Retirement(run_id, archive, tuple(key for key, _ in parts)))
-            entry = cache.peek(run_id)
-            if entry is not None:
-                entry.archived = True
-        self.retiring = {retirement.run_id for retirement in retiring}
         return tuple(retiring)
 
-    def written(self, snapshot: Snapshot, retire: bool) -> None:
-        """The snapshot is committed: its runs may leave the cache now, and (`retire`) those
-        closed and unchanged since are candidates for retirement."""
+    def written(self, snapshot: Snapshot, retired: Mapping[str, ArchiveRef], cache: RunCache, retire: bool) -> None:
+        """The snapshot is committed, its retirements to the archive records `retired` names:
+        its runs may leave the cache now, and (`retire`) those closed and unchanged since are
+        candidates for retirement. A retired run held in the cache takes its marker: its next
+        change writes what it changed beside it, or, if it changed since the snapshot (from
+        parts the marker has now replaced), every part."""
         for entry in snapshot.runs:
             entry.unwritten -= 1
             if retire and entry.run.closed and not entry.unwritten:
                 self.retire[entry.run.run_id] = None
-        self.retiring.clear()
+        for run_id, ref in retired.items():
+            held = cache.peek(run_id)
+            if held is not None:
+                held.retired, held.retired_with = ref, held.run.declarations
+                held.whole = run_id in self.changed_runs
 
     def aborted(self, snapshot: Snapshot) -> None:
         """The snapshot will never be committed (its partition is redone from its checkpoint):
         its runs are unpinned; they leave with the partition's."""
         for entry in snapshot.runs:
             entry.unwritten -= 1
-        self.retiring.clear()
+
+
+def _whole(entry: CachedRun) -> bool:
+    """Whether the run's next write is every part of it: a retired run whose declarations
+    changed (the archive record holds them), or one that changed while it was being retired."""
+    return entry.retired is not None and (entry.whole or entry.run.declarations is not entry.retired_with)

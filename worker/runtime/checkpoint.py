@@ -59,6 +59,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from projections.storage import ArchiveRef
 from worker.runtime.changes import Snapshot
 from worker.runtime.keys import run_of_key
 from worker.runtime.outputs import Publish, Source, refused_output
@@ -103,9 +104,10 @@ class Refused(Exception):
         return bool(self.outputs or self.archives or self.state)
 
 
-Applied = Callable[[Snapshot, list[Change], int], None]
-"""Told a committed checkpoint's snapshot, its changelog records in order and the checkpoint
-record's changelog offset: puts them in the local copy and tells the processor."""
+Applied = Callable[[Snapshot, list[Change], int, dict[str, ArchiveRef]], None]
+"""Told a committed checkpoint's snapshot, its changelog records in order, the checkpoint
+record's changelog offset and the archive record of each run it retired: puts the records in
+the local copy and tells the processor."""
 
 
 class Checkpoint:
@@ -141,7 +143,7 @@ class Checkpoint:
         failed (nothing committed, or not known: read the partition again)."""
         self.stage = Stage.WRITING
         try:
-            changes, at = await self._written(producer)
+            changes, at, retired = await self._written(producer)
         except BaseException:
             self.stage = Stage.ABORTED
             await producer.abort()
@@ -149,10 +151,10 @@ class Checkpoint:
         self.stage = Stage.COMMITTED
         if owner():
             if self.snapshot is not None:
-                applied(self.snapshot, changes, at)
+                applied(self.snapshot, changes, at, retired)
             self.stage = Stage.APPLIED
 
-    async def _written(self, producer: Transactions) -> tuple[list[Change], int]:
+    async def _written(self, producer: Transactions) -> tuple[list[Change], int, dict[str, ArchiveRef]]:
         refused = Refused()
         await producer.begin()
         sent: list[tuple[int, Awaitable[int]]] = []
@@ -166,7 +168,7 @@ class Checkpoint:
                 )
             except Exception as error:
                 refused.outputs[index] = _refusal_or_raise(error)
-        retired: list[Change] = []
+        retired: dict[str, ArchiveRef] = {}
         snapshot = self.snapshot
         if snapshot is not None:
             retired = await self._archived(producer, snapshot, refused)
@@ -175,7 +177,13 @@ class Checkpoint:
         changes: list[Change] = []
         acknowledgements: list[tuple[str | None, Awaitable[int]]] = []
         if snapshot is not None:
-            changes = [*snapshot.records, *retired, snapshot.checkpoint]
+            markers = [
+                change
+                for item in snapshot.retirements
+                if item.run_id in retired
+                for change in item.records(retired[item.run_id])
+            ]
+            changes = [*snapshot.records, *markers, snapshot.checkpoint]
             for key, value in changes:
                 acknowledgement = await producer.send("changelog", key, value, partition=self.partition)
                 acknowledgements.append((run_of_key(key), acknowledgement))
@@ -197,11 +205,11 @@ class Checkpoint:
         if refused:
             raise refused
         await producer.commit(snapshot.offset + 1 if snapshot is not None else None)
-        return changes, at
+        return changes, at, retired
 
-    async def _archived(self, producer: Transactions, snapshot: Snapshot, refused: Refused) -> list[Change]:
-        """Step 3: the retired runs' archive records, answered; the changelog records that
-        retire the runs whose record the broker took."""
+    async def _archived(self, producer: Transactions, snapshot: Snapshot, refused: Refused) -> dict[str, ArchiveRef]:
+        """Step 3: the retired runs' archive records, answered: where each one the broker
+        took is."""
         sent: list[tuple[str, Awaitable[int]]] = []
         for retirement in snapshot.retirements:
             try:
@@ -215,7 +223,7 @@ class Checkpoint:
                 )
             except Exception as error:
                 refused.archives[retirement.run_id] = _refusal_or_raise(error)
-        records: list[Change] = []
+        refs: dict[str, ArchiveRef] = {}
         by_run = {retirement.run_id: retirement for retirement in snapshot.retirements}
         for run_id, acknowledgement in sent:
             try:
@@ -223,8 +231,8 @@ class Checkpoint:
             except Exception as error:
                 refused.archives[run_id] = _refusal_or_raise(error)
                 continue
-            records += by_run[run_id].records(self.partition, offset)
-        return records
+            refs[run_id] = by_run[run_id].ref(self.partition, offset)
+        return refs
 
     def amend(self, refused: Refused, counts: Counts) -> None:
         """After `Refused`: each refused output replaced by its dead letter (a refused dead

@@ -435,9 +435,9 @@ class Engine:
         during a revocation's wait is still the latest word on the partition)."""
         return self._incarnations.get(held.partition) == held.incarnation
 
-    def _applied(self, snapshot: Snapshot, changes: list[Change], offset: int) -> None:
+    def _applied(self, snapshot: Snapshot, changes: list[Change], offset: int, retired: dict[str, ArchiveRef]) -> None:
         self.store.apply(snapshot.partition, changes, offset)
-        self.processor.written(snapshot)
+        self.processor.written(snapshot, retired)
 
     def _park(self, partition: int, run_id: str, reason: str, why: str) -> None:
         log.error(

@@ -154,26 +154,31 @@ class Processor:
         self.forget(assigned)
         if self.store is None:
             return {}
-        resume = {}
-        for partition in assigned:
-            stored = self.store.get(partition, checkpoint_key(partition))
-            try:
-                checkpoint = checkpoint_from_bytes(stored) if stored is not None else None
-            except NewerStore as error:
-                self.runs.refused = error
-                raise
-            resume[partition] = checkpoint.offset + 1 if checkpoint is not None else 0
-            if checkpoint is not None:
-                self._check(partition, checkpoint, events_topic, (events_ends or {}).get(partition))
-            state = self.partitions[partition] = PartitionState(resume[partition], events_topic)
-            if self.retire:
-                # Closed runs a worker stopped before retiring (or an older version never
-                # retired): a header scan, markers told by their first bytes.
-                state.changes.retire = {
-                    run_id_of(key): None
-                    for key, header in self.store.scan(partition, HEADER_PREFIX)
-                    if closed_header(header)
-                }
+        try:
+            return {
+                partition: self._assigned(partition, events_topic, (events_ends or {}).get(partition))
+                for partition in assigned
+            }
+        except NewerStore as error:
+            self.runs.refused = error
+            raise
+
+    def _assigned(self, partition: int, events_topic: str | None, end: int | None) -> int:
+        assert self.store is not None
+        stored = self.store.get(partition, checkpoint_key(partition))
+        checkpoint = checkpoint_from_bytes(stored) if stored is not None else None
+        if checkpoint is not None:
+            self._check(partition, checkpoint, events_topic, end)
+        resume = checkpoint.offset + 1 if checkpoint is not None else 0
+        state = self.partitions[partition] = PartitionState(resume, events_topic)
+        if self.retire:
+            # Closed runs a worker stopped before retiring (or an older version never
+            # retired): a header scan, markers told by their first bytes.
+            state.changes.retire = {
+                run_id_of(key): None
+                for key, header in self.store.scan(partition, HEADER_PREFIX)
+                if closed_header(header)
+            }
         return resume
 
     def _check(self, partition: int, checkpoint: StoredCheckpoint, events_topic: str | None, end: int | None) -> None:
@@ -256,7 +261,7 @@ class Processor:
             # batch: `held` has it for the batch's later events.
             entry = held.get(run_id)
             if entry is None:
-                entry = held[run_id] = self.runs.cached(partition, run_id, fetched, changes.retiring)
+                entry = held[run_id] = self.runs.cached(partition, run_id, fetched)
             return entry.run
 
         for offset, key, value in records:
@@ -325,12 +330,13 @@ class Processor:
             return None
         return state.changes.take(partition, state.next_offset - 1, self.store, self.cache, state.events_topic)
 
-    def written(self, snapshot: Snapshot) -> None:
-        """The snapshot is committed, and in the store: its runs may leave the cache now, and
-        those closed and unchanged since are candidates for retirement."""
+    def written(self, snapshot: Snapshot, retired: Mapping[str, ArchiveRef]) -> None:
+        """The snapshot is committed, and in the store, its retired runs' markers naming
+        `retired` (run id -> archive record): its runs may leave the cache now, and those
+        closed and unchanged since are candidates for retirement."""
         state = self.partitions.get(snapshot.partition)
         if state is not None:
-            state.changes.written(snapshot, self.retire)
+            state.changes.written(snapshot, retired, self.cache, self.retire)
         else:
             for entry in snapshot.runs:
                 entry.unwritten -= 1

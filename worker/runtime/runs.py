@@ -58,35 +58,32 @@ class RunStore:
                 needed[run_id] = ref
         return needed
 
-    def cached(
-        self, partition: int, run_id: str, archives: Mapping[str, bytes], retiring: Iterable[str] = ()
-    ) -> CachedRun:
-        """The run, from the cache or else restored from the store (and then cached).
-        `retiring`: runs whose retirement is being written; one of them restored now (from its
-        parts, still in the local copy) is treated as archived."""
+    def cached(self, partition: int, run_id: str, archives: Mapping[str, bytes]) -> CachedRun:
+        """The run, from the cache or else restored from the store (and then cached)."""
         entry = self.cache.get(run_id)
         if entry is None:
-            restored, archived = self._newer_stops(self._restored, partition, run_id, archives)
-            entry = CachedRun(restored or RunState(run_id), partition, archived=archived or run_id in retiring)
+            entry = self._newer_stops(self._restored, partition, run_id, archives)
             self.cache.add(entry)
         return entry
 
-    def _restored(self, partition: int, run_id: str, archives: Mapping[str, bytes]) -> tuple[RunState | None, bool]:
-        """The run from the store (None: not there), and whether from its archive."""
+    def _restored(self, partition: int, run_id: str, archives: Mapping[str, bytes]) -> CachedRun:
+        """The run from the store (a new one if it holds nothing of it): from its parts, or
+        from its archive record and what late events wrote beside its marker."""
         if self.store is None:
-            return None, False
+            return CachedRun(RunState(run_id), partition)
         header = self._get(partition, header_key(run_id))
-        ref = marker_of(header)
-        if ref is not None:
-            archive = archives.get(run_id)
-            if archive is None:
-                raise ArchiveNeeded(f"run {run_id!r} is retired and its archive record was not fetched")
-            return restore_archived(run_id, ref, archive), True
-        assert self.store is not None
         tasks = [
             task_from_bytes(task_id_of(key), blob) for key, blob in self.store.scan(partition, task_prefix(run_id))
         ]
-        return (restore(run_id, header, tasks) if header is not None or tasks else None), False
+        ref = marker_of(header)
+        if ref is None:
+            run = restore(run_id, header, tasks) if header is not None or tasks else RunState(run_id)
+            return CachedRun(run, partition)
+        archive = archives.get(run_id)
+        if archive is None:
+            raise ArchiveNeeded(f"run {run_id!r} is retired and its archive record was not fetched")
+        run = restore_archived(run_id, ref, archive, header, tasks)
+        return CachedRun(run, partition, retired=ref, retired_with=run.declarations)
 
     def _get(self, partition: int, key: bytes) -> bytes | None:
         assert self.store is not None
