@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate clean
+.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,10 @@ bench-dashboard: install
 ## The dashboard's RSS and page times with 1,000 and 10,000 runs on the topics.
 bench-dashboard-scale: install
 	$(BIN)/python -m bench.dashboard_scale
+
+## The exporters: a 10,000-summary backfill to Parquet and to a real MLflow server, a run's close to its MLflow run (~35 minutes).
+bench-export: install
+	$(BIN)/python -m bench.export
 
 ## The live gate's false-alarm rate under the null and decision time on a planted regression, by simulation.
 bench-gate: install

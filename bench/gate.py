@@ -11,10 +11,10 @@ The live gate is `projections.live_gate` itself (`gate_of_rates`, `LiveGate.obse
 `LiveGate.decision`, what `evalstream gate --live` calls after every event), fed the (attempts,
 passes) of the task each trial belongs to. Beside it, the naive gate: the fixed 95% t interval
 of `evalstream gate` (mean +- t975(n - 1) x sd / sqrt(n) over the tasks complete so far)
-looked at after every trial with the same decision rule (`projections.sequence.decide`).
+looked at after every trial with the same decision rule (`projections.decision.decide`).
 
 1. Under the null (candidate rate = baseline rate on every task, 500 tasks): the share of pairs
-   in which the gate ever decides REGRESSION (exit 3: a false alarm), and in which its interval
+   in which the gate ever decides BLOCK (exit 3: a false alarm), and in which its interval
    ever excludes 0 on either side. The confidence sequence keeps both at most 5%; the naive
    interval looked at as often does not.
 2. A planted regression of 10 points (candidate rate p - 0.1 on every task; mean pass rate
@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from projections.decision import BLOCK, decide
 from projections.live_gate import gate_of_rates
-from projections.sequence import REGRESSION, decide
 from projections.t975 import t975
 
 KEY = "reward.score"
@@ -57,7 +57,7 @@ def interleaved(rng: random.Random, tasks: int, attempts: int) -> list[int]:
 @dataclass
 class Outcome:
     live_regression_at: float | None = None
-    """Fraction of the candidate's trials when the live gate decided REGRESSION (None: never)."""
+    """Fraction of the candidate's trials when the live gate decided BLOCK (None: never)."""
     live_decided_at: float | None = None
     """... when it decided anything before the close."""
     live_excluded_zero: bool = False
@@ -104,16 +104,16 @@ def simulate(rng: random.Random, tasks: int, attempts: int, drop: float, order: 
             decision = gate.decision(closed=False)
             if decision is not None:
                 outcome.live_decided_at = number / len(trials)
-                if decision == REGRESSION:
+                if decision == BLOCK:
                     outcome.live_regression_at = outcome.live_decided_at
         low, high = gate.look(KEY).interval
         outcome.live_excluded_zero |= high < 0.0 or low > 0.0
         shown = naive.interval()
         if shown is not None:
-            outcome.naive_regression |= decide(shown, 0.0) == REGRESSION
-            outcome.naive_excluded_zero |= decide(shown, 0.0) is not None
+            outcome.naive_regression |= decide(shown, 0.0) == BLOCK
+            outcome.naive_excluded_zero |= shown[1] < 0.0 or shown[0] > 0.0
     final = naive.interval()
-    outcome.fixed_at_close_regression = final is not None and decide(final, 0.0) == REGRESSION
+    outcome.fixed_at_close_regression = final is not None and decide(final, 0.0) == BLOCK
     return outcome
 
 

@@ -66,6 +66,8 @@ class TaskDelta:
     baseline: float
     candidate: float
     difference: float
+    baseline_attempts: int
+    candidate_attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +171,9 @@ def _compare_key(baseline: RunSummary, candidate: RunSummary, key: str) -> KeyCo
             continue
         base_rate, base_verdict = _rate(base_attempts)
         cand_rate, cand_verdict = _rate(cand_attempts)
-        paired.append(TaskDelta(task_id, base_rate, cand_rate, cand_rate - base_rate))
+        paired.append(
+            TaskDelta(task_id, base_rate, cand_rate, cand_rate - base_rate, len(base_attempts), len(cand_attempts))
+        )
         if (base_verdict, cand_verdict) in _WORSE:
             regressions.append(VerdictChange(task_id, base_verdict, cand_verdict))
         elif (cand_verdict, base_verdict) in _WORSE:
@@ -226,33 +230,3 @@ def _pass_at(summary: RunSummary, key: str) -> tuple[PassAt, ...]:
         if sep and head == key and k.isdigit():
             found.append(PassAt(int(k), read_float(score.mean), score.count, score.nan_count))
     return tuple(sorted(found, key=lambda figure: figure.k))
-
-
-@dataclass(frozen=True, slots=True)
-class GateFailure:
-    key: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.reason}"
-
-
-def gate_failures(
-    comparison: Comparison, *, threshold: float = 0.0, max_regressions: int | None = None
-) -> list[GateFailure]:
-    """Why the candidate fails the gate; none: it passes. A key fails when its interval lies
-    wholly below -threshold (a drop larger than the tolerated one, beyond chance), or when it
-    has more than `max_regressions` regressions (counted per key). A key with no interval
-    (fewer than two paired tasks) cannot fail on the interval."""
-    failures = []
-    floor = 0.0 - threshold  # not -threshold: a threshold of 0 would print as -0
-    for key in comparison.keys:
-        if key.interval is not None and key.interval[1] < floor:
-            low, high = key.interval
-            figures = f"mean difference {key.mean_difference:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}]"
-            reason = f"{figures} lies below {floor:g}"
-            failures.append(GateFailure(key.key, reason))
-        if max_regressions is not None and len(key.regressions) > max_regressions:
-            reason = f"{len(key.regressions)} regressions, more than the {max_regressions} allowed"
-            failures.append(GateFailure(key.key, reason))
-    return failures

@@ -21,9 +21,11 @@ Under an alternative the tasks' means differ; the CS then covers the weighted me
 of the tasks observed so far (the paper's weights), which is what the decision is about.
 
 Several keys: each key's CS is at level 1 - alpha / (number of keys) (Bonferroni), so the
-gate's overall false-alarm rate stays at most alpha. A regression on any key decides
-REGRESSION; NO_REGRESSION once every key has ruled one out; the candidate's close without a
-regression decides NO_REGRESSION too.
+gate's overall false-alarm rate stays at most alpha. Each key's state is `projections.decision`'s
+on its CS. The gate decides BLOCK as soon as a key's CS lies below -threshold; PASS or WARN
+(the worse of its keys') as soon as every key has ruled out a drop beyond the threshold (its
+CS lies above -threshold, so it can never block); at the candidate's close, the worst of its
+keys' states, INCONCLUSIVE when some key's CS still holds both 0 and -threshold.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from dataclasses import dataclass, field
 from events.outputs import RunSummary
 from projections.attempts import summary_tasks
 from projections.compare import NotComparable, key_attempts, pass_rate, passk_keys
+from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide, worst
 from projections.declarations import key_name
 from projections.run import RunState
-from projections.sequence import NO_REGRESSION, REGRESSION, ConfidenceSequence, decide
+from projections.sequence import ConfidenceSequence
 from projections.task import TaskState
 
 ALPHA = 0.05
@@ -51,8 +54,8 @@ class Look:
     """Paired tasks observed on this key."""
     mean: float | None
     interval: tuple[float, float]
-    decision: str | None
-    """REGRESSION, NO_REGRESSION, or None while the CS straddles -threshold."""
+    decision: str
+    """`projections.decision`'s on the CS: INCONCLUSIVE before any observation."""
 
 
 @dataclass(slots=True)
@@ -81,17 +84,18 @@ class LiveGate:
     def look(self, key: str) -> Look:
         sequence = self.sequences[key]
         interval = sequence.interval
-        decision = decide(interval, self.threshold) if sequence.count else None
+        decision = decide(interval, self.threshold) if sequence.count else INCONCLUSIVE
         return Look(key, sequence.count, sequence.mean, interval, decision)
 
     def decision(self, closed: bool) -> str | None:
-        """REGRESSION if some key established one; NO_REGRESSION if every key ruled one out,
-        or the candidate is `closed` without a regression; else None (keep looking)."""
+        """BLOCK if some key established a drop beyond the threshold; the worst of the keys'
+        PASS and WARN once every key ruled one out; at the candidate's close, the worst of
+        every key's state; else None (keep looking)."""
         decisions = [self.look(key).decision for key in self.sequences]
-        if REGRESSION in decisions:
-            return REGRESSION
-        if closed or all(decision == NO_REGRESSION for decision in decisions):
-            return NO_REGRESSION
+        if BLOCK in decisions:
+            return BLOCK
+        if closed or all(decision in (PASS, WARN) for decision in decisions):
+            return worst(decisions)
         return None
 
     def observe(self, key: str, task_id: str, attempts: int, passed: int, needed: int) -> bool:

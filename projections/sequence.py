@@ -85,21 +85,3 @@ class ConfidenceSequence:
     def mean(self) -> float | None:
         """The plain mean of the observations (None before any)."""
         return None if self.count == 0 else 2.0 * self.total / self.count - 1.0
-
-
-REGRESSION = "regression"
-NO_REGRESSION = "no regression"
-
-
-def decide(interval: tuple[float, float], threshold: float) -> str | None:
-    """What an interval over candidate - baseline establishes against a tolerated drop
-    `threshold` (>= 0): REGRESSION when it lies wholly below -threshold, NO_REGRESSION when it
-    lies wholly above, None while it straddles -threshold. (An empty running intersection,
-    low > high, can only happen on the alpha event; it is read as a regression, the safe side.)"""
-    floor = 0.0 - threshold  # not -threshold: a threshold of 0 would print as -0
-    low, high = interval
-    if high < floor:
-        return REGRESSION
-    if low > floor:
-        return NO_REGRESSION
-    return None

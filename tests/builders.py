@@ -11,7 +11,10 @@ from events.outputs import RunSummary
 from projections.run import RunState, apply
 from projections.summary import summary
 
-__all__ = ["broken", "closed", "dead", "fold", "score", "scored_run", "started", "summary_of", "task_spec", "trial"]
+__all__ = [
+    "broken", "closed", "dead", "fold", "score", "scored_run", "started", "summary_of", "summary_pair", "task_spec",
+    "trial",
+]  # fmt: skip
 
 
 def fold(events: Iterable[InputEvent], run_id: str = "run") -> RunState:
@@ -42,6 +45,13 @@ def scored_run(
             else:
                 events.append(score(task_id, trial_id, "reward", {"score": value}, run_id=run_id))
     return [*events, closed(run_id)]
+
+
+def summary_pair(
+    baseline: Mapping[str, Sequence[object]], candidate: Mapping[str, Sequence[object]]
+) -> tuple[RunSummary, RunSummary]:
+    """The summaries of two `scored_run`s, "base" and "cand", as a gate compares them."""
+    return summary_of(scored_run("base", baseline), "base"), summary_of(scored_run("cand", candidate), "cand")
 
 
 def summary_of(events: Iterable[InputEvent], run_id: str = "run") -> RunSummary:

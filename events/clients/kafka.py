@@ -2,7 +2,8 @@
 (every partition, in no consumer group, from its start or end).
 
 A whole-topic consumer reads output topics (summaries, progress) and the events topic without
-joining the worker's group, so that nothing anyone else reads or commits moves.
+joining the worker's group, so that nothing anyone else reads or commits moves. A group member
+(the exporters') reads a topic in a consumer group of its own, committed records only.
 
 A client that cannot bootstrap says why (`bootstrapped`): aiokafka logs the cause and raises
 only "Unable to bootstrap", so a wrong password or an untrusted certificate would read as an
@@ -15,7 +16,6 @@ whole-topic consumer asks for it by name, so that it is told as not authorised, 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import ssl
 import struct
 import time
@@ -156,15 +156,52 @@ async def whole_topic(
         max_partition_fetch_bytes=fetch_bytes,
         fetch_max_bytes=fetch_bytes,
     )
+    found = await _topic_partitions(consumer, topic, wait)
+    if found is None:
+        return None
+    partitions = [TopicPartition(topic, p) for p in sorted(found)]
+    consumer.assign(partitions)
+    await (consumer.seek_to_end if at_end else consumer.seek_to_beginning)(*partitions)
+    return consumer
+
+
+async def group_member(
+    topic: str, group_id: str, *, wait: float, fetch_bytes: int = SUMMARY_MAX_BYTES, **client_options: Any
+) -> AIOKafkaConsumer | None:
+    """A started consumer in the consumer group `group_id`, subscribed to `topic`: it reads
+    committed records only (`read_committed`: nothing of an aborted transaction), from the
+    group's committed offsets (a new group: the start of the topic), and commits nothing by
+    itself; the caller commits what it has done with. Waits for the topic as `whole_topic`
+    does; None if it does not exist by then. The caller stops the consumer."""
+    consumer = AIOKafkaConsumer(
+        **client_options,
+        group_id=group_id,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=fetch_bytes,
+        fetch_max_bytes=fetch_bytes,
+    )
+    if await _topic_partitions(consumer, topic, wait) is None:
+        return None
+    consumer.subscribe([topic])
+    return consumer
+
+
+async def _topic_partitions(consumer: AIOKafkaConsumer, topic: str, wait: float) -> set[int] | None:
+    """Start `consumer` and wait up to `wait` seconds for `topic` to exist: its partitions, or
+    None (the consumer stopped) when it does not by then."""
     await started(consumer)
     deadline = time.monotonic() + wait
+    asked = False
     try:
-        # The consumer's own metadata covers subscribed topics only; ask the cluster.
-        for attempt in itertools.count():
+        while True:
+            # The consumer's own metadata covers subscribed topics only; ask the cluster.
             if found := (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic):
-                break
-            if attempt == 0:
+                return set(found)
+            if not asked:
                 await authorised(consumer._client, topic)  # or it would wait for what it may not see
+                asked = True
             if time.monotonic() >= deadline:
                 await consumer.stop()
                 return None
@@ -172,10 +209,6 @@ async def whole_topic(
     except BaseException:
         await consumer.stop()
         raise
-    partitions = [TopicPartition(topic, p) for p in sorted(found)]
-    consumer.assign(partitions)
-    await (consumer.seek_to_end if at_end else consumer.seek_to_beginning)(*partitions)
-    return consumer
 
 
 async def authorised(client: AIOKafkaClient, topic: str) -> None:

@@ -27,14 +27,22 @@ Choices (EVENTS.md says what the topics hold, not how to read them):
   `latest()`. A record that is not a valid v1 output record is skipped with a warning on the
   `events.clients.subscriber` logger naming topic, partition and offset, and counted in `invalid`:
   one bad record must not stop a service.
-- No consumer group: each subscriber reads every partition itself and commits nothing, so
-  it never moves anyone's offsets. A missing topic raises `TopicMissing` after `wait` seconds
-  (default: at once); an unreachable broker raises aiokafka's `KafkaConnectionError`.
-- It keeps the newest record of every run that matches its filters in memory.
+- No consumer group by default: each subscriber reads every partition itself and commits
+  nothing, so it never moves anyone's offsets. With `group_id` it is a member of that consumer
+  group instead (`events.clients.kafka.group_member`: committed records only, from the group's
+  committed offsets, partitions shared with the group's other members), and `commit()` commits
+  every record it has looked at: a service that writes what it read elsewhere commits once it
+  has written, so a crash reads again what was not written. A missing topic raises
+  `TopicMissing` after `wait` seconds (default: at once); an unreachable broker raises aiokafka's
+  `KafkaConnectionError`.
+- It keeps the newest record of every run that matches its filters in memory, unless
+  `keep_latest=False`: then every valid record surfaces, older revisions too, none is kept,
+  and `latest()` knows nothing (for a reader idempotent by revision itself, over many runs).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -45,7 +53,7 @@ from typing import Any, Generic
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from pydantic import ValidationError
 
-from events.clients.kafka import TopicMissing, whole_topic
+from events.clients.kafka import TopicMissing, group_member, whole_topic
 from events.clients.loop import LoopThread
 from events.codec import output_problem
 from events.latest import Latest, R, revision, seq
@@ -54,6 +62,8 @@ from events.outputs import RunProgress, RunSummary
 log = logging.getLogger(__name__)
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+GROUP_JOIN_SECONDS = 30.0
+"""How long a group member waits for its partitions before it reads to the end of none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +74,8 @@ class Received(Generic[R]):
     raw: bytes
     partition: int
     offset: int
+    timestamp: int
+    """The record's Kafka timestamp (milliseconds since the epoch): when it was published."""
 
 
 class AsyncSubscriber(Generic[R]):
@@ -79,6 +91,8 @@ class AsyncSubscriber(Generic[R]):
         run_ids: Iterable[str] | None,
         from_end: bool,
         wait: float,
+        group_id: str | None = None,
+        keep_latest: bool = True,
         **client_options: Any,
     ) -> None:
         self.topic = topic
@@ -94,9 +108,16 @@ class AsyncSubscriber(Generic[R]):
         self._pending: deque[ConsumerRecord[bytes, bytes]] = deque()
         """Records fetched and not yet looked at: a caller that stops iterating mid-batch loses none."""
         self._latest: Latest[R] = Latest(order)
+        self._keep_latest = keep_latest
+        self._group_id = group_id
+        self._looked: dict[TopicPartition, int] = {}
+        """A group member's next offset per partition past every record looked at: what `commit` commits."""
 
     async def start(self) -> None:
-        consumer = await whole_topic(self.topic, at_end=self._from_end, wait=self._wait, **self._options)
+        if self._group_id is None:
+            consumer = await whole_topic(self.topic, at_end=self._from_end, wait=self._wait, **self._options)
+        else:
+            consumer = await group_member(self.topic, self._group_id, wait=self._wait, **self._options)
         if consumer is None:
             raise TopicMissing(self.topic, self._options["bootstrap_servers"])
         self._consumer = consumer
@@ -123,19 +144,55 @@ class AsyncSubscriber(Generic[R]):
     async def received(self, *, follow: bool = True) -> AsyncGenerator[Received[R], None]:
         """Each new record with its bytes and place; without `follow`, up to the end of the
         topic as it is at the call."""
+        async for batch in self.batches(follow=follow, most=1):
+            yield batch[0]
+
+    async def batches(self, *, follow: bool = True, most: int = 500) -> AsyncGenerator[list[Received[R]], None]:
+        """`received` a list at a time: up to `most` new records of those fetched, never an
+        empty list; records fetched and not yet handed out stay for the next call."""
         consumer = self._consumer
         if consumer is None:
             raise RuntimeError("the subscriber is not started: use it in `async with`, or await start() first")
-        ends = None if follow else await consumer.end_offsets(list(consumer.assignment()))
+        ends = None if follow else await self._ends(consumer)
         while True:
-            while self._pending:
+            batch: list[Received[R]] = []
+            while self._pending and len(batch) < most:
                 received = self._take(self._pending.popleft())
                 if received is not None:
-                    yield received
-            if ends is not None and await _at_end(consumer, ends):
+                    batch.append(received)
+            if batch:
+                yield batch
+            elif ends is not None and await _at_end(consumer, ends):
                 return
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                self._pending.extend(records)
+            else:
+                await self._fetch(consumer)
+
+    async def commit(self) -> None:
+        """A group member's commit of every record looked at so far (handed out, or skipped as
+        invalid, filtered or old), in the partitions it still has; nothing for a subscriber of
+        no group. Raises aiokafka's `CommitFailedError` when the group took partitions away
+        meanwhile (their new owner reads those records again)."""
+        consumer = self._consumer
+        if consumer is None or self._group_id is None or not self._looked:
+            return
+        owned = consumer.assignment()
+        await consumer.commit({place: offset for place, offset in self._looked.items() if place in owned})
+        self._looked.clear()
+
+    async def _fetch(self, consumer: AIOKafkaConsumer) -> None:
+        for records in (await consumer.getmany(timeout_ms=500)).values():
+            self._pending.extend(records)
+
+    async def _ends(self, consumer: AIOKafkaConsumer) -> dict[TopicPartition, int]:
+        """The end of each partition the subscriber reads, as it is now; a group member's
+        partitions come with its first fetches (a member the group gives none has none)."""
+        if self._group_id is not None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + GROUP_JOIN_SECONDS
+            while not consumer.assignment() and loop.time() < deadline:
+                await self._fetch(consumer)
+        ends: dict[TopicPartition, int] = await consumer.end_offsets(list(consumer.assignment()))
+        return ends
 
     async def latest(self) -> dict[str, R]:
         """Each run's newest record, once the topic is read to its end as it is now."""
@@ -144,6 +201,8 @@ class AsyncSubscriber(Generic[R]):
         return dict(self._latest)
 
     def _take(self, message: ConsumerRecord[bytes, bytes]) -> Received[R] | None:
+        if self._group_id is not None:
+            self._looked[TopicPartition(message.topic, message.partition)] = message.offset + 1
         if self._keys is not None and message.key is not None and message.key not in self._keys:
             return None
         if message.value is None:
@@ -163,17 +222,18 @@ class AsyncSubscriber(Generic[R]):
                 output_problem(error),
             )
             return None
-        if not self._wanted(record) or not self._latest.offer(record):
+        if not self._wanted(record) or (self._keep_latest and not self._latest.offer(record)):
             return None
-        return Received(record, message.value, message.partition, message.offset)
+        return Received(record, message.value, message.partition, message.offset, message.timestamp)
 
     def _wanted(self, record: R) -> bool:
         return self._run_ids is None or record.run_id in self._run_ids
 
 
 async def _at_end(consumer: AIOKafkaConsumer, ends: Mapping[TopicPartition, int]) -> bool:
+    owned = consumer.assignment()  # a group member's may shrink as others join
     for partition, end in ends.items():
-        if await consumer.position(partition) < end:
+        if partition in owned and await consumer.position(partition) < end:
             return False
     return True
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
 import pytest
-from hypothesis import assume, given
-from hypothesis import strategies as st
+from hypothesis import given
 
 from events.models import InputEvent
 from events.nonfinite import read_float
@@ -19,17 +17,10 @@ from projections.compare import (
     Unmeasured,
     VerdictChange,
     compare,
-    gate_failures,
 )
-from tests.builders import closed, score, scored_run, started, summary_of, task_spec
+from tests.builders import closed, score, scored_run, started, summary_of, summary_pair, task_spec
 from tests.projections.examples import BASELINE, CANDIDATE
 from tests.strategies import run_logs
-
-
-def summaries(
-    baseline: Mapping[str, Sequence[object]], candidate: Mapping[str, Sequence[object]]
-) -> tuple[RunSummary, RunSummary]:
-    return summary_of(scored_run("base", baseline), "base"), summary_of(scored_run("cand", candidate), "cand")
 
 
 def figure(summary: RunSummary, name: str) -> float | None:
@@ -37,7 +28,7 @@ def figure(summary: RunSummary, name: str) -> float | None:
 
 
 def test_the_hand_computed_example() -> None:
-    baseline, candidate = summaries(BASELINE, CANDIDATE)
+    baseline, candidate = summary_pair(BASELINE, CANDIDATE)
     comparison = compare(baseline, candidate)
     assert (comparison.baseline, comparison.candidate) == ("base", "cand")
     assert comparison.only_baseline_tasks == ("e",)
@@ -46,10 +37,10 @@ def test_the_hand_computed_example() -> None:
     (key,) = comparison.keys
     assert key.key == "reward.score"
     assert key.tasks == (
-        TaskDelta("a", 1.0, 2 / 3, 2 / 3 - 1.0),
-        TaskDelta("b", 2 / 3, 0.0, 0.0 - 2 / 3),
-        TaskDelta("c", 0.0, 1 / 3, 1 / 3),
-        TaskDelta("d", 1.0, 1.0, 0.0),
+        TaskDelta("a", 1.0, 2 / 3, 2 / 3 - 1.0, 3, 3),
+        TaskDelta("b", 2 / 3, 0.0, 0.0 - 2 / 3, 3, 3),
+        TaskDelta("c", 0.0, 1 / 3, 1 / 3, 3, 3),
+        TaskDelta("d", 1.0, 1.0, 0.0, 2, 4),
     )
     # d = (-1/3, -2/3, 1/3, 0): mean -1/6; deviations -1/6, -1/2, 1/2, 1/6 square to 5/9 in all,
     # so the sample variance is 5/27 and the standard error sqrt(5/27) / sqrt(4) = sqrt(5/108).
@@ -76,37 +67,25 @@ def test_the_hand_computed_example() -> None:
     assert [f.k for f in key.baseline_pass_at] == [1, 2, 3]
     assert [f.k for f in key.candidate_pass_at] == [1, 2, 3, 4]
     assert key.candidate_pass_at[3].mean == figure(candidate, "reward.score.pass@4")
-    # The interval holds 0: no significant drop; two regressions.
-    assert gate_failures(comparison) == []
-    assert [str(f) for f in gate_failures(comparison, max_regressions=1)] == [
-        "reward.score: 2 regressions, more than the 1 allowed"
-    ]
-    assert gate_failures(comparison, max_regressions=2) == []
 
 
-def test_a_drop_beyond_chance_fails_and_a_threshold_tolerates_it() -> None:
-    baseline, candidate = summaries({"a": [1, 1], "b": [1, 1], "c": [1, 0]}, {"a": [1, 0], "b": [0, 1], "c": [0, 0]})
+def test_the_t_interval_of_equal_drops_has_no_width() -> None:
+    baseline, candidate = summary_pair({"a": [1, 1], "b": [1, 1], "c": [1, 0]}, {"a": [1, 0], "b": [0, 1], "c": [0, 0]})
     comparison = compare(baseline, candidate)
     (key,) = comparison.keys
     assert [task.difference for task in key.tasks] == [-0.5, -0.5, -0.5]
     assert key.standard_error == 0.0
     assert key.critical_value == 4.302652729749462  # t with 2 degrees of freedom
     assert key.interval == (-0.5, -0.5)
-    (failure,) = gate_failures(comparison)
-    assert str(failure) == "reward.score: mean difference -0.5000, 95% interval [-0.5000, -0.5000] lies below 0"
-    assert gate_failures(comparison, threshold=0.5) == []  # the upper bound is not below -0.5
-    assert len(gate_failures(comparison, threshold=0.49)) == 1
 
 
-def test_below_two_paired_tasks_there_is_no_interval_and_only_regressions_can_fail() -> None:
-    baseline, candidate = summaries({"a": [1, 1]}, {"a": [0, 0]})
+def test_below_two_paired_tasks_there_is_no_interval() -> None:
+    baseline, candidate = summary_pair({"a": [1, 1]}, {"a": [0, 0]})
     comparison = compare(baseline, candidate)
     (key,) = comparison.keys
     assert key.mean_difference == -1.0
     assert (key.sample_std_dev, key.standard_error, key.critical_value, key.interval) == (None, None, None, None)
-    assert gate_failures(comparison) == []
-    assert len(gate_failures(comparison, max_regressions=0)) == 1
-    none_shared = compare(*summaries({"a": [1]}, {"b": [1]}))
+    none_shared = compare(*summary_pair({"a": [1]}, {"b": [1]}))
     assert (none_shared.keys[0].tasks, none_shared.keys[0].mean_difference) == ((), None)
 
 
@@ -132,7 +111,7 @@ def test_keys_only_one_run_has_are_listed_and_the_shared_ones_compared() -> None
 
 
 @given(run_logs())
-def test_a_run_against_itself_differs_by_nothing_and_never_fails(log: list[InputEvent]) -> None:
+def test_a_run_against_itself_differs_by_nothing(log: list[InputEvent]) -> None:
     run = summary_of(log)
     comparison = compare(run, run)
     for key in comparison.keys:
@@ -145,37 +124,3 @@ def test_a_run_against_itself_differs_by_nothing_and_never_fails(log: list[Input
         assert key.only_baseline == key.only_candidate == ()
         assert key.baseline_pass_at == key.candidate_pass_at
     assert comparison.only_baseline_tasks == comparison.only_candidate_tasks == ()
-    assert gate_failures(comparison, threshold=0.0, max_regressions=0) == []
-
-
-tasks_attempts = st.dictionaries(
-    st.sampled_from([f"t{i}" for i in range(8)]),
-    st.lists(st.sampled_from([0, 1, 1.0, 0.5, None, "NaN"]), min_size=1, max_size=5),
-    min_size=1,
-)
-
-
-def solved(attempts: Sequence[object]) -> bool:
-    return all(isinstance(value, int | float) and value >= 1.0 for value in attempts)
-
-
-@given(tasks_attempts)
-def test_a_candidate_failing_every_task_the_baseline_solved_always_fails(
-    baseline_attempts: dict[str, list[object]],
-) -> None:
-    solved_tasks = [task for task, attempts in baseline_attempts.items() if solved(attempts)]
-    assume(solved_tasks)
-    candidate_attempts = {
-        task: [0] * len(attempts) if task in solved_tasks else attempts for task, attempts in baseline_attempts.items()
-    }
-    comparison = compare(*summaries(baseline_attempts, candidate_attempts))
-    (key,) = comparison.keys
-    assert [change.task_id for change in key.regressions] == solved_tasks
-    assert {change.candidate for change in key.regressions} == {"failed"}
-    assert key.mean_difference == pytest.approx(-len(solved_tasks) / len(baseline_attempts))
-    assert gate_failures(comparison, max_regressions=0)
-    assert gate_failures(comparison, max_regressions=len(solved_tasks) - 1)
-    if len(solved_tasks) == len(baseline_attempts) >= 2:
-        # Every task went from solved to failed: the interval alone fails it, whatever drop is tolerated below 1.
-        assert key.interval == (-1.0, -1.0)
-        assert gate_failures(comparison, threshold=0.99)

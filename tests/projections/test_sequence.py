@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.sequence import NO_REGRESSION, REGRESSION, ConfidenceSequence, decide
+from projections.sequence import ConfidenceSequence
 
 differences = st.lists(st.sampled_from([-1.0, -0.6, -0.2, 0.0, 0.2, 0.4, 1.0]), min_size=1, max_size=60)
 
@@ -69,21 +69,3 @@ def test_it_starts_uninformative_and_narrows_with_evidence() -> None:
     assert low < -0.1 < high < 0.0  # mean -0.1, a spread of 0.22: resolved below 0, not below -0.1
     with pytest.raises(ValueError, match=r"a paired difference lies in \[-1, 1\], got 1.5"):
         sequence.add(1.5)
-
-
-@pytest.mark.parametrize(
-    ("interval", "threshold", "decision"),
-    [
-        ((-0.3, -0.1), 0.0, REGRESSION),
-        ((-0.3, -0.1), 0.1, None),  # touching -threshold is not below it
-        ((-0.3, -0.1), 0.05, REGRESSION),
-        ((-0.3, -0.1), 0.3, None),
-        ((-0.3, -0.1), 0.31, NO_REGRESSION),
-        ((-0.05, 0.2), 0.0, None),
-        ((0.01, 0.2), 0.0, NO_REGRESSION),
-        ((-0.05, 0.2), 0.1, NO_REGRESSION),
-        ((0.1, -0.1), 0.0, REGRESSION),  # an empty running intersection reads as a regression
-    ],
-)
-def test_the_decision(interval: tuple[float, float], threshold: float, decision: str | None) -> None:
-    assert decide(interval, threshold) == decision

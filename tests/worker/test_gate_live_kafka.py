@@ -83,7 +83,7 @@ def test_a_regression_ruled_out_passes_before_the_close(worker: WorkerProcess, b
     done = evalstream(settings, "gate", "--live", baseline, "live-same", "--threshold", "0.5", "--json")
     assert done.returncode == 0, done.stderr
     decision = orjson.loads(done.stdout.splitlines()[-1])
-    assert (decision["type"], decision["decision"], decision["closed"]) == ("decision", "no regression", False)
+    assert (decision["type"], decision["decision"], decision["closed"]) == ("decision", "pass", False)
     assert decision["reason"] == "regression beyond -0.5 ruled out"
     (key,) = decision["keys"]
     assert key["interval"][0] > -0.5
@@ -96,8 +96,13 @@ def test_a_close_without_a_regression_passes(worker: WorkerProcess, baseline: st
     done = evalstream(settings, "gate", "--live", baseline, "live-few")
     assert done.returncode == 0, done.stderr
     last = done.stdout.decode().splitlines()[-1]
-    assert last.startswith("gate passed: candidate closed (completed) without a regression beyond 0 established at ")
+    assert last.startswith(
+        "gate INCONCLUSIVE: candidate closed (completed): a drop beyond 0 neither established nor ruled out at "
+    )
     assert "after 8 of 8 candidate trials (100%): reward.score: 4 paired tasks" in last
+    assert ", INCONCLUSIVE; " in done.stdout.decode().splitlines()[0]  # each look says its state
+    strict = evalstream(settings, "gate", "--live", baseline, "live-few", "--fail-on", "inconclusive")
+    assert strict.returncode == 5, strict.stderr
     # The baseline from a file instead of the summaries topic: the same decision.
     base_log = tmp_path / "base.jsonl"
     base_log.write_bytes(b"".join(encode(event) + b"\n" for event in run_of("live-base", [1, 1], 100)))

@@ -224,7 +224,15 @@ def _summaries(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from worker.commands.gate import Options, run
 
-    options = Options(keys=args.key, threshold=args.threshold, max_regressions=args.max_regressions, as_json=args.json)
+    options = Options(
+        keys=args.key,
+        threshold=args.threshold,
+        max_regressions=args.max_regressions,
+        as_json=args.json,
+        fail_on=frozenset(args.fail_on),
+        report_format=args.format,
+        report=args.report,
+    )
     if args.live:
         from worker.commands.gate_live import run_live
 
@@ -239,6 +247,47 @@ def _gate(args: argparse.Namespace) -> int:
     if args.timeout is not None:
         raise CommandError("--timeout bounds the wait of --live; without --live the gate does not wait")
     return run(args.baseline, args.candidate, from_file=args.from_file, settings=_settings(args), options=options)
+
+
+def _export_mlflow(args: argparse.Namespace) -> int:
+    from worker.commands import export
+
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        raise CommandError("name the MLflow tracking server: --tracking-uri URI, or MLFLOW_TRACKING_URI")
+    try:
+        from worker.export.to_mlflow import MlflowSink
+    except ImportError:
+        raise CommandError("the MLflow client is not installed: pip install 'evalstream[mlflow]'") from None
+    settings = _settings(args)
+    return export.run(
+        lambda: MlflowSink(uri, experiment=args.experiment, experiment_label=args.experiment_label),
+        settings=settings,
+        group=export.group_of(settings, "mlflow", args.group),
+        follow=args.follow,
+        from_file=args.from_file,
+    )
+
+
+def _export_parquet(args: argparse.Namespace) -> int:
+    from worker.commands import export
+
+    try:
+        from worker.export.to_parquet import ParquetSink, partition_column
+    except ImportError:
+        raise CommandError("pyarrow is not installed: pip install 'evalstream[parquet]'") from None
+    try:
+        partition_column(args.partition_by)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    settings = _settings(args)
+    return export.run(
+        lambda: ParquetSink(Path(args.out), args.partition_by),
+        settings=settings,
+        group=export.group_of(settings, "parquet", args.group),
+        follow=args.follow,
+        from_file=args.from_file,
+    )
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -447,11 +496,16 @@ def _gate_parser(commands: Commands) -> None:
     command.description = (
         f"{command.description}\nPer pass@k key, on the tasks both runs have: per-task pass rates, their paired\n"
         "difference with a 95% interval (tasks as the unit), pass@1 and pass@k of both, verdicts that changed.\n\n"
-        "exit codes: 0 passed; 1 no broker, no summaries topic, or no summary of a run in it yet;\n"
-        "2 bad usage or input; 3 the gate failed\n\n"
-        "--live: fold the candidate from the events topic as it runs and decide as soon as an anytime-valid\n"
-        "95% confidence sequence of the paired difference lies wholly below -THRESHOLD (exit 3) or above it\n"
-        "(exit 0), or the candidate closes (exit 0): evalstream gate --live run-main run-pr-42"
+        "Each key is PASS (a drop beyond THRESHOLD ruled out), WARN (a real drop within it), INCONCLUSIVE (the\n"
+        "interval holds both 0 and -THRESHOLD; how many more paired tasks would decide is said) or BLOCK (a drop\n"
+        "beyond it); the gate is its worst key. The interval: exact sign-flip below 20 paired tasks, Student's t\n"
+        "from 20 on.\n\n"
+        "exit codes: 0 PASS (and WARN, INCONCLUSIVE unless --fail-on names them); 1 no broker, no summaries\n"
+        "topic, or no summary of a run in it yet; 2 bad usage or input; 3 BLOCK; 4 WARN with --fail-on warn;\n"
+        "5 INCONCLUSIVE with --fail-on inconclusive\n\n"
+        "--live: fold the candidate from the events topic as it runs, on an anytime-valid 95% confidence\n"
+        "sequence: exit 3 once a key's lies wholly below -THRESHOLD, 0 (or WARN's) once every key's lies above\n"
+        "it, or decide at the candidate's close: evalstream gate --live run-main run-pr-42"
     )
     command.add_argument("baseline", help="run id of the baseline (e.g. the main branch's run)")
     command.add_argument("candidate", help="run id of the candidate (the change under test)")
@@ -472,12 +526,84 @@ def _gate_parser(commands: Commands) -> None:
     )
     command.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
     command.add_argument(
+        "--format",
+        choices=("json", "junit", "markdown"),
+        help="print this report instead of the table (JUnit XML for CI test views, Markdown for a job summary)",
+    )
+    command.add_argument(
+        "--report",
+        metavar="PATH",
+        help="write the report (--format, or by the name: .json, .xml, .md) to PATH; the table still prints",
+    )
+    command.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        choices=("warn", "inconclusive"),
+        help="exit non-zero on this decision too (warn: 4, inconclusive: 5); repeatable",
+    )
+    command.add_argument(
         "--live", action="store_true", help="decide while the candidate runs, from the events topic (see above)"
     )
     command.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="with --live: give up (exit 1) if nothing is decided by then"
     )
     _connection_flags(command)
+
+
+def _export_parser(commands: Commands) -> None:
+    export = commands.add_parser(
+        "export",
+        help="write run summaries to MLflow or Parquet files, from the summaries topic or a file",
+        description="Write run summaries where teams look: one MLflow run per run, or Parquet tables. From the "
+        "summaries topic (a consumer group of its own, committed records; --follow to keep going) or a summaries "
+        "file. Idempotent by (run, revision): a later revision replaces an earlier one, nothing is doubled.\n\n"
+        "exit codes: 0 all written; 1 broker, topic or destination unreachable; 2 bad usage or input; "
+        "3 some records skipped or runs not written (each named on stderr)",
+        epilog="example: evalstream export parquet --out results/ --from-file summaries.jsonl   "
+        "(evalstream export SINK --help for each)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sinks = export.add_subparsers(dest="sink", required=True, metavar="SINK")
+    mlflow = _command(
+        sinks,
+        "mlflow",
+        "one MLflow run per run, updated as its revisions land",
+        "MLFLOW_TRACKING_URI=http://127.0.0.1:5000 evalstream export mlflow --follow --experiment-label benchmark",
+        _export_mlflow,
+    )
+    mlflow.add_argument(
+        "--tracking-uri", metavar="URI", help="the MLflow tracking server (default: MLFLOW_TRACKING_URI)"
+    )
+    mlflow.add_argument("--experiment", default="evalstream", help="the experiment runs go to (default evalstream)")
+    mlflow.add_argument(
+        "--experiment-label",
+        metavar="LABEL",
+        help="name each run's experiment by its value of this label (runs without it: --experiment)",
+    )
+    parquet = _command(
+        sinks,
+        "parquet",
+        "Parquet tables of attempts and figures, a file per run, partitioned by date or a label",
+        "evalstream export parquet --out results/ --partition-by label:benchmark",
+        _export_parquet,
+    )
+    parquet.add_argument("--out", required=True, metavar="DIR", help="the directory of the tables")
+    parquet.add_argument(
+        "--partition-by",
+        default="date",
+        metavar="date|label:NAME",
+        help="directories by the UTC day a run was first published (default), or by a label's value",
+    )
+    for command in (mlflow, parquet):
+        command.add_argument(
+            "--from-file", metavar="PATH", help="read summaries JSONL (as `evalstream replay` prints; - for stdin)"
+        )
+        command.add_argument("--follow", action="store_true", help="keep exporting new revisions as they land")
+        command.add_argument(
+            "--group", help="the consumer group that holds its place in the topic (default <app id>-export-<sink>)"
+        )
+        _connection_flags(command)
 
 
 def _retry_parser(commands: Commands) -> None:
@@ -642,6 +768,7 @@ def parser() -> argparse.ArgumentParser:
     _follow_parser(commands)
     _client_parsers(commands)
     _gate_parser(commands)
+    _export_parser(commands)
     _retry_parser(commands)
     schema_cmd = _command(
         commands, "schema", "write a JSON Schema per event type into DIR", "evalstream schema schemas/", _schema

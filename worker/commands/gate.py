@@ -4,20 +4,28 @@ Reads the two runs' latest summaries (from the summaries topic, or a file of sum
 `evalstream replay` prints: the highest revision of each run), compares them with
 `projections.compare` and prints a table (or `--json`).
 
+Each key gets a decision (`projections.decision`: PASS, WARN, INCONCLUSIVE or BLOCK, on the
+exact sign-flip interval below 20 paired tasks and Student's t from 20 on), the gate the worst.
+
 Exit codes. The project's commands use 1 for an environment that is not there and 2 for bad
-usage or input (`worker.failure`); a failed gate gets a code of its own, so that a CI
-job can tell "the candidate is worse" from "the gate could not run":
-- 0: the gate passed;
+usage or input (`worker.failure`); each decision has a code of its own, so that a CI job can
+tell "the candidate is worse" from "the gate could not run":
+- 0: PASS; also WARN and INCONCLUSIVE, unless `--fail-on` names them;
 - 1: the broker cannot be reached, the summaries topic does not exist, or a run has no summary
   in it yet (not closed, or not yet folded: trying again later can pass);
 - 2: bad usage or input: an unreadable or invalid file, a run the file has no summary of, a
   `--key` the runs do not share, no pass@k key or no measured task in common (nothing to gate on);
-- 3: the gate failed: some compared key's 95% interval lies wholly below -threshold, or has
-  more regressions than `--max-regressions`.
+- 3: BLOCK: some compared key's 95% interval lies wholly below -threshold, or has more
+  regressions than `--max-regressions`;
+- 4: WARN, with `--fail-on warn`: a real drop within the tolerance;
+- 5: INCONCLUSIVE, with `--fail-on inconclusive`: some key's interval holds both 0 and
+  -threshold.
 
 Beside each key's interval, its power figure (`projections.power`): how many paired tasks
 would resolve a difference of `--threshold` (when above 0), else of the observed difference's
-size, at 80% power, and how many more than those compared that is.
+size, at 80% power, and how many more than those compared that is. Reports for CI
+(`--format json|junit|markdown`, to stdout or, beside the table, to `--report PATH`):
+`worker.commands.gate_report`.
 
 `--live` (`worker.commands.gate_live`) decides while the candidate runs instead.
 """
@@ -28,9 +36,9 @@ import asyncio
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO, TextIO
 
-import orjson
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
@@ -40,24 +48,20 @@ from events.clients.kafka import TopicMissing
 from events.codec import decode_output, output_problem
 from events.latest import Latest, revision, seq
 from events.outputs import RunProgress, RunSummary
-from projections.compare import (
-    Comparison,
-    GateFailure,
-    KeyComparison,
-    NotComparable,
-    PassAt,
-    compare,
-    gate_failures,
-)
+from projections.compare import Comparison, KeyComparison, NotComparable, PassAt, compare
+from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide_key, worst
 from projections.power import Power, power
 from worker.commands.clients import summary_subscriber
+from worker.commands.gate_report import SHOWN_CHANGES, GateReport, as_json, junit, markdown, to_decide
 from worker.commands.replay import route_key
 from worker.failure import ENVIRONMENT, USAGE, CommandError, opened, topic_missing
 from worker.settings import Settings
 
 PASSED, FAILED = 0, 3
-SHOWN_CHANGES = 40
-"""Rows of regressions (and of fixes) the table lists; --json lists every one."""
+CODES = {PASS: PASSED, BLOCK: FAILED, WARN: 4, INCONCLUSIVE: 5}
+"""Each decision's exit code; WARN's and INCONCLUSIVE's only when `--fail-on` names them."""
+FORMATS = {"json": as_json, "junit": junit, "markdown": markdown}
+EXTENSIONS = {".json": "json", ".xml": "junit", ".md": "markdown"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,24 @@ class Options:
     threshold: float = 0.0
     max_regressions: int | None = None
     as_json: bool = False
+    fail_on: frozenset[str] = frozenset()
+    """Of WARN and INCONCLUSIVE: those that exit with their own code rather than 0."""
+    report_format: str | None = None
+    """json, junit or markdown: printed instead of the table, or written to `report`."""
+    report: str | None = None
+    """A file the report goes to, while the table prints."""
+
+    def exit_code(self, decision: str) -> int:
+        return CODES[decision] if decision in (PASS, BLOCK) or decision in self.fail_on else PASSED
+
+    @property
+    def written_format(self) -> str | None:
+        """The format of what goes to `report` (or to stdout without one); None: the table."""
+        if self.as_json:
+            return "json"
+        if self.report_format is not None or self.report is None:
+            return self.report_format
+        return EXTENSIONS.get(Path(self.report).suffix.lower())
 
     @property
     def effect(self) -> float | None:
@@ -76,6 +98,10 @@ class Options:
     def check(self) -> None:
         if not self.threshold >= 0:  # NaN too: it would never fail
             raise CommandError(f"--threshold is the drop tolerated, >= 0; got {self.threshold:g}")
+        if self.report is not None and self.written_format is None:
+            raise CommandError(
+                f"--report {self.report}: say its --format (json, junit or markdown), or name it .json, .xml or .md"
+            )
         if self.max_regressions is not None and self.max_regressions < 0:
             raise CommandError(f"--max-regressions is a count, >= 0; got {self.max_regressions}")
 
@@ -171,22 +197,35 @@ def judge(baseline: RunSummary, candidate: RunSummary, options: Options, out: Te
             f"runs {baseline.run_id!r} and {candidate.run_id!r} have no task measured in both "
             f"on {', '.join(key.key for key in comparison.keys)}; nothing to gate on: check the run ids"
         )
-    failures = gate_failures(comparison, threshold=options.threshold, max_regressions=options.max_regressions)
-    remarks = notes(comparison)
-    if options.as_json:
-        report = {
-            "passed": not failures,
-            "failures": [str(failure) for failure in failures],
-            "notes": remarks,
-            "threshold": options.threshold,
-            "max_regressions": options.max_regressions,
-            "power": {key.key: power(key, options.effect) for key in comparison.keys},
-            "comparison": comparison,
-        }
-        out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        render(comparison, failures, remarks + power_notes(comparison, options.effect), out, options.effect)
-    return FAILED if failures else PASSED
+    decisions = tuple(decide_key(key, options.threshold, options.max_regressions) for key in comparison.keys)
+    report = GateReport(
+        baseline,
+        candidate,
+        comparison,
+        decisions,
+        worst([each.decision for each in decisions]),
+        notes(comparison),
+        options.threshold,
+        options.max_regressions,
+        {key.key: power(key, options.effect) for key in comparison.keys},
+    )
+    written = options.written_format
+    if written is None or options.report is not None:
+        render(report, report.notes + power_notes(comparison, options.effect), out, options.effect)
+    if written is not None:
+        text = FORMATS[written](report)
+        if options.report is None:
+            out.write(text)
+        else:
+            _write(options.report, text)
+    return options.exit_code(report.decision)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise CommandError(f"cannot write the report to {path}: {error.strerror or error}") from None
 
 
 def notes(comparison: Comparison) -> list[str]:
@@ -229,32 +268,34 @@ def _count(items: Sequence[object], noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
-def render(
-    comparison: Comparison, failures: list[GateFailure], remarks: list[str], out: TextIO, effect: float | None
-) -> None:
-    console = Console(file=out, width=None if out.isatty() else 140, highlight=False)
+def render(report: GateReport, remarks: list[str], out: TextIO, effect: float | None) -> None:
+    comparison = report.comparison
+    console = Console(file=out, width=None if out.isatty() else 160, highlight=False)
     table = Table(
         title=escape(
             f"candidate {comparison.candidate} (rev {comparison.candidate_revision}) "
             f"vs baseline {comparison.baseline} (rev {comparison.baseline_revision})"
         )
     )
-    columns = ("key", "tasks", "pass@1", "pass@k", "mean diff", "95% interval", "80% power", "regr.", "fixes", "gate")
+    columns = (
+        "key", "tasks", "pass@1", "pass@k", "mean diff", "95% interval", "method", "80% power",
+        "regr.", "fixes", "gate",
+    )  # fmt: skip
     for column in columns:
-        table.add_column(column, justify="left" if column in {"key", "pass@k"} else "right", no_wrap=True)
-    failed = {failure.key for failure in failures}
-    for key in comparison.keys:
+        table.add_column(column, justify="left" if column in {"key", "pass@k", "method"} else "right", no_wrap=True)
+    for key, decided in zip(comparison.keys, report.decisions, strict=True):
         table.add_row(
             escape(key.key),
             str(len(key.tasks)),
             _pass_at(key, 1),
             _pass_at(key, None),
             "" if key.mean_difference is None else f"{key.mean_difference:+.4f}",
-            "" if key.interval is None else escape(f"[{key.interval[0]:+.4f}, {key.interval[1]:+.4f}]"),
+            "" if decided.interval is None else escape(f"[{decided.interval[0]:+.4f}, {decided.interval[1]:+.4f}]"),
+            decided.method or "",
             _power(power(key, effect)),
             str(len(key.regressions)),
             str(len(key.fixes)),
-            "FAIL" if key.key in failed else "ok",
+            decided.decision.upper(),
         )
     console.print(table)
     changes = _changes(comparison)
@@ -262,10 +303,19 @@ def render(
         console.print(changes)
     for remark in remarks:
         console.print(escape(f"note: {remark}"))
-    if failures:
-        console.print(escape("gate FAILED: " + "; ".join(map(str, failures))))
-    else:
-        console.print("gate passed")
+    console.print(escape(_verdict(report)), soft_wrap=True)  # one line, for a CI log to grep
+
+
+def _verdict(report: GateReport) -> str:
+    """The last line: the gate's decision and why."""
+    if report.decision == BLOCK:
+        return "gate FAILED: " + "; ".join(report.failures)
+    if report.decision == PASS:
+        return "gate passed"
+    said = "; ".join(f"{each.key}: {to_decide(each)}" for each in report.decisions if each.decision == report.decision)
+    if report.decision == WARN:
+        return f"gate passed with a WARNING: {said}"
+    return f"gate INCONCLUSIVE: {said}"
 
 
 def _power(figures: Power | None) -> str:

@@ -10,10 +10,13 @@ and updates each key's anytime-valid confidence sequence (`projections.sequence`
 predictable plug-in empirical-Bernstein CS of Waudby-Smith and Ramdas 2024, after Howard et
 al. 2021), which stays valid however often it is looked at; a line is printed per look.
 
-It exits as soon as it can:
-- 3 once a key's confidence sequence lies wholly below -threshold (a regression established);
-- 0 once every key's lies wholly above -threshold (one ruled out), or when the candidate
-  closes without a regression established;
+Each look says its key's state (`projections.decision` on the sequence: PASS, WARN,
+INCONCLUSIVE, BLOCK). It exits as soon as it can, with the fixed gate's codes:
+- 3 (BLOCK) once a key's confidence sequence lies wholly below -threshold;
+- 0 (PASS), or WARN's once every key's lies wholly above -threshold (a drop beyond it ruled
+  out) and some key's below 0 (a real drop within it);
+- at the candidate's close, the worst key's state: 0 for PASS, and for WARN and INCONCLUSIVE
+  (a key whose sequence still holds 0 and -threshold) unless `--fail-on` names them (4, 5);
 - 1 environment (no broker, no events or summaries topic, no baseline summary in the topic,
   nothing decided by `--timeout`), 2 usage (as `gate`: a bad flag, an unreadable file, a
   `--key` the baseline has no pass@k of).
@@ -31,12 +34,12 @@ from typing import TextIO
 import orjson
 
 from projections.compare import NotComparable
+from projections.decision import BLOCK, INCONCLUSIVE, WARN
 from projections.live_gate import LiveGate, Look, live_gate
 from projections.run import RunState
-from projections.sequence import REGRESSION
 from projections.step import step
 from projections.trials import count
-from worker.commands.gate import FAILED, PASSED, Options, load_summaries
+from worker.commands.gate import Options, load_summaries
 from worker.failure import ENVIRONMENT, CommandError, topic_missing
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
@@ -55,6 +58,11 @@ def run_live(
 ) -> int:
     """The command: load the baseline, follow the candidate until a decision, return its exit code."""
     options.check()
+    if options.report is not None or options.report_format not in (None, "json"):
+        raise CommandError(
+            "the reports (--report, --format junit or markdown) are of the fixed gate's comparison; "
+            "gate --live prints its looks and decision, as JSON lines with --format json"
+        )
     if options.max_regressions is not None:
         raise CommandError("--max-regressions counts verdicts at the close: use it without --live")
     if timeout is not None and not timeout > 0:
@@ -162,12 +170,21 @@ def _print_look(look: Look, trials: Trials, options: Options, out: TextIO) -> No
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         mean = "" if look.mean is None else f"mean diff {look.mean:+.4f}, "
-        out.write(f"{look.key}: {_tasks(look.paired)}, {mean}95% CS {_interval(look)}; {trials.describe()}\n")
+        out.write(
+            f"{look.key}: {_tasks(look.paired)}, {mean}95% CS {_interval(look)}, {look.decision.upper()}; "
+            f"{trials.describe()}\n"
+        )
     out.flush()
 
 
 def _look_record(look: Look) -> dict[str, object]:
-    return {"key": look.key, "paired": look.paired, "mean": look.mean, "interval": list(look.interval)}
+    return {
+        "key": look.key,
+        "paired": look.paired,
+        "mean": look.mean,
+        "interval": list(look.interval),
+        "decision": look.decision,
+    }
 
 
 def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, out: TextIO) -> int:
@@ -175,18 +192,17 @@ def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, ou
     at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     looks = [gate.look(key) for key in sorted(gate.sequences)]
     floor = 0.0 - options.threshold
-    if decision == REGRESSION:
-        why = [look for look in looks if look.decision == REGRESSION]
+    code = options.exit_code(decision)
+    why = looks
+    if decision == BLOCK:
+        why = [look for look in looks if look.decision == BLOCK]
         what = f"regression beyond {floor:g} established on {', '.join(look.key for look in why)}"
-        code = FAILED
-    elif run.closed and any(look.decision is None for look in looks):
-        why = looks
-        what = f"candidate closed ({run.closed_reason}) without a regression beyond {floor:g} established"
-        code = PASSED
+    elif decision == INCONCLUSIVE:
+        what = f"candidate closed ({run.closed_reason}): a drop beyond {floor:g} neither established nor ruled out"
+    elif decision == WARN:
+        what = f"regression beyond {floor:g} ruled out, and a real drop within it"
     else:
-        why = looks
         what = f"regression beyond {floor:g} ruled out"
-        code = PASSED
     notes = [
         f"{look.key}: no task paired (the candidate measured none the baseline did)"
         for look in looks
@@ -196,7 +212,7 @@ def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, ou
         record = {
             "type": "decision",
             "decision": decision,
-            "passed": code == PASSED,
+            "passed": decision != BLOCK,
             "reason": what,
             "at": at,
             "trials": trials.total,
@@ -208,7 +224,9 @@ def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, ou
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         figures = "; ".join(f"{look.key}: {_tasks(look.paired)}, 95% CS {_interval(look)}" for look in why)
-        verdict = "gate FAILED" if code == FAILED else "gate passed"
+        verdict = {BLOCK: "gate FAILED", INCONCLUSIVE: "gate INCONCLUSIVE", WARN: "gate passed with a WARNING"}.get(
+            decision, "gate passed"
+        )
         out.write("".join(f"note: {note}\n" for note in notes))
         out.write(f"{verdict}: {what} at {at}, after {trials.describe()}: {figures}\n")
     return code

@@ -228,3 +228,33 @@ def test_progress_in_seq_order_without_redeliveries(settings: Settings) -> None:
 def test_a_topic_that_is_not_there(settings: Settings) -> None:
     with pytest.raises(TopicMissing, match=rf"no topic 'nothing-here' at {settings.bootstrap}"):
         SummarySubscriber(bootstrap=settings.bootstrap, topic="nothing-here").__enter__()
+
+
+def test_a_group_member_commits_what_it_looked_at_and_hands_out_every_revision_without_keeping_any(
+    settings: Settings,
+) -> None:
+    a = revisions("a", 3)
+    send(settings, settings.summaries_topic, [*keyed("a", a[0], a[2], a[1]), (b"x", b"not a summary")])
+    group = f"{settings.app_id}-group"
+
+    async def read() -> tuple[list[list[tuple[str, int]]], int]:
+        member = AsyncSummarySubscriber(
+            bootstrap=settings.bootstrap, topic=settings.summaries_topic, group_id=group, keep_latest=False
+        )
+        async with member:
+            batches = [
+                [(each.record.run_id, each.record.revision) for each in batch]
+                async for batch in member.batches(follow=False, most=2)
+            ]
+            await member.commit()
+            return batches, member.invalid
+
+    batches, invalid = asyncio.run(read())
+    # Every valid record, an older revision after a newer one too, at most two a batch.
+    assert [pair for batch in batches for pair in batch] == [("a", 1), ("a", 3), ("a", 2)]
+    assert all(len(batch) <= 2 for batch in batches)
+    assert invalid == 1
+    # The group's offsets moved past all four records, the invalid one too: a new member reads nothing.
+    assert asyncio.run(read()) == ([], 0)
+    send(settings, settings.summaries_topic, keyed("a", revisions("a", 4)[3]))
+    assert asyncio.run(read())[0] == [[("a", 4)]]
