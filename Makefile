@@ -12,7 +12,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 # The fold compiled with mypyc beside its sources (projections/__init__.py says when it is used).
-FOLD_SOURCES := $(sort $(filter-out projections/__init__.py,$(wildcard projections/*.py)))
+FOLD_SOURCES := $(sort $(shell find projections -name '*.py' ! -name __init__.py))
 
 projections/compiled.digest: $(BIN)/.installed $(FOLD_SOURCES) .ci/compile_fold.py
 	$(BIN)/python .ci/compile_fold.py
@@ -94,4 +94,4 @@ bench-chaos: install
 
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis build
-	rm -f projections/*.so projections/compiled.digest
+	find projections -name "*.so" -delete; rm -f projections/compiled.digest

@@ -1,4 +1,5 @@
-"""Compile the fold (the modules of projections/ but `projections.NOT_COMPILED`) with mypyc, in place.
+"""Compile the fold (the modules of projections/ and its packages, but each `__init__.py` and
+`projections.NOT_COMPILED`) with mypyc, in place.
 
 `make install` runs it with the venv's Python, which has mypy (and so mypyc); a C compiler
 and Python's headers are all it needs besides. It writes the extension modules beside their

@@ -7,11 +7,11 @@ rate. The baseline is closed; the candidate's trials then arrive one at a time, 
 orders: task by task (a task's attempts back to back, tasks in random order) or interleaved
 (all trials shuffled, so tasks complete late). The gate looks after every trial.
 
-The live gate is `projections.live_gate` itself (`gate_of_rates`, `LiveGate.observe` and
+The live gate is `projections.analysis.gate.live` itself (`gate_of_rates`, `LiveGate.observe` and
 `LiveGate.decision`, what `evalstream gate --live` calls after every event), fed the (attempts,
 passes) of the task each trial belongs to. Beside it, the naive gate: the fixed 95% t interval
 of `evalstream gate` (mean +- t975(n - 1) x sd / sqrt(n) over the tasks complete so far)
-looked at after every trial with the same decision rule (`projections.decision.decide`).
+looked at after every trial with the same decision rule (`projections.analysis.gate.decision.decide`).
 
 1. Under the null (candidate rate = baseline rate on every task, 500 tasks): the share of pairs
    in which the gate ever decides BLOCK (exit 3: a false alarm), and in which its interval
@@ -33,9 +33,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from projections.decision import BLOCK, decide
-from projections.live_gate import gate_of_rates
-from projections.t975 import t975
+from projections.analysis.gate.decision import BLOCK, decide
+from projections.analysis.gate.live import gate_of_rates
+from projections.figures.t975 import t975
 
 KEY = "reward.score"
 Order = Callable[[random.Random, int, int], list[int]]

@@ -36,8 +36,8 @@ import orjson
 
 import projections
 from events.codec import decode
-from projections.run import RunState, apply
-from projections.summary import summary_bytes
+from projections.assembly.summary import summary_bytes
+from projections.fold.run import RunState, apply
 from worker.commands.replay import replay
 from worker.runtime.collector import quiet_collector
 

@@ -32,8 +32,8 @@ from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES, decode
 from events.synthetic import interleave, synthetic_run
-from projections.progress import progress
-from projections.run import RunState, apply
+from projections.assembly.progress import progress
+from projections.fold.run import RunState, apply
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.local.records import read_topic

@@ -42,12 +42,12 @@ from events.codec import decode
 from events.compiled import PURE_SETTING
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
+from projections.assembly.summary import summary
 from projections.closed_caches import CLOSED_CACHES_BYTES
+from projections.fold.run import RunState, apply
+from projections.fold.savepoint import Savepoint
 from projections.replayer import Replayer
-from projections.run import RunState, apply
-from projections.savepoint import Savepoint
 from projections.step import step
-from projections.summary import summary
 from worker.commands.replay import replay
 from worker.runtime.collector import quiet_collector
 

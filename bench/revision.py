@@ -31,9 +31,9 @@ import projections
 from events.codec import encode_payload
 from events.models import InputEvent
 from events.synthetic import synthetic_run
-from projections import summary as summaries
-from projections.run import RunState, apply
-from projections.trials import count
+from projections.assembly import summary as summaries
+from projections.fold.run import RunState, apply
+from projections.packed.trial_ids import count
 from worker.runtime.collector import quiet_collector
 
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)

@@ -28,14 +28,14 @@ from pydantic import TypeAdapter
 
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
-from projections.aggregates import center
-from projections.attempts import key_tallies
-from projections.passk import estimates
-from projections.progress import progress
+from projections.assembly.attempts import key_tallies
+from projections.assembly.progress import progress
+from projections.assembly.statistics import Statistics, by_k, statistics
+from projections.assembly.summary import summary
+from projections.figures.aggregates import center
+from projections.figures.passk import estimates
+from projections.fold.run import RunState, apply
 from projections.replayer import Replayer
-from projections.run import RunState, apply
-from projections.statistics import Statistics, by_k, statistics
-from projections.summary import summary
 
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
 ATTEMPTS = 5

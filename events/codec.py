@@ -107,7 +107,7 @@ def encode(record: BaseModel) -> bytes:
 
 def encode_payload(payload: Mapping[str, Any]) -> bytes:
     """Deterministic compact JSON of a JSON-ready output payload (non-finite floats already
-    spelled as strings, as `projections.summary` builds them); key order is kept."""
+    spelled as strings, as `projections.assembly.summary` builds them); key order is kept."""
     return orjson.dumps(payload)
 
 

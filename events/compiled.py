@@ -10,9 +10,9 @@ valid run.started, which the Python fast path leaves to pydantic: there pydantic
 is its reference. `EVALSTREAM_PURE=1` leaves it out, as it leaves the compiled fold out; a
 build older than its sources is left out with a warning. The same module holds
 `events.codec.decode`'s `Decoder`, the fold's event-id fingerprint
-(`projections.applied.fingerprint`), the table it indexes them by (`KeyTable`), the range
-aggregate's loops over a list of floats (`projections.aggregates`), section 8's columns
-(`projections.statistics.by_k`) and a trial id's search among a task's (`projections.trials`).
+(`projections.fold.redelivery.fingerprint`), the table it indexes them by (`KeyTable`), the range
+aggregate's loops over a list of floats (`projections.figures.aggregates`), section 8's columns
+(`projections.assembly.statistics.by_k`) and a trial id's search among a task's (`projections.packed.trial_ids`).
 """
 
 from __future__ import annotations

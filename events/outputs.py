@@ -1,7 +1,7 @@
 """The v1 output events: `run.summary` and `run.progress` (EVENTS.md, "Output events").
 
 The worker and replay build these payloads as plain JSON-ready data for speed (see
-`projections.summary`); these models are their contract: the JSON Schema subscribers
+`projections.assembly.summary`); these models are their contract: the JSON Schema subscribers
 read, and what the tests validate every produced payload against.
 """
 

@@ -1,5 +1,18 @@
 """The pure fold: input events in, run state, summaries and progress out. No I/O, no clock.
 
+What the worker and `evalstream replay` call: `step` (one message decoded, checked and
+applied, and the summary revision it makes due), `replayer` (what each line of a log makes
+replay write), `footprint` (what a run costs in memory), `closed_caches` (the closed runs'
+caches replay keeps within a budget) and `storage` (the stored form: a run as bytes, in
+parts). Below them, one package for each thing the fold computes:
+- `fold`: a run's state and `apply`, the one way it changes;
+- `packed`: how a task's data is packed, the same bytes in memory and in the store;
+- `figures`: the figures of SEMANTICS.md from numbers (aggregates, pass@k and pass^k,
+  statistics, verdicts, Harbor's pass@k, the views' reducers);
+- `assembly`: `run.summary` and `run.progress` assembled from a run's state;
+- `analysis`: across runs (compare, history, retry, the gates), off the fold's path.
+Which package may import which is stated in pyproject.toml (import-linter).
+
 The fold has two builds of one source. `make install` compiles the modules here with mypyc,
 all but `NOT_COMPILED` (`.ci/compile_fold.py`: the extension modules beside the sources, and
 `compiled.digest`, the digest of the sources they were compiled from). The Python source is
@@ -33,22 +46,34 @@ DIGEST = _HERE / "compiled.digest"
 
 
 NOT_COMPILED = frozenset(
-    {"__init__.py", "compare.py", "history.py", "live_gate.py", "power.py", "retry.py", "sequence.py"}
+    {
+        "analysis/compare.py",
+        "analysis/history.py",
+        "analysis/retry.py",
+        "analysis/gate/live.py",
+        "analysis/gate/power.py",
+        "analysis/gate/sequence.py",
+    }
 )
-"""Modules that run as Python in both builds: this one, and those whose records the commands
-serialize with orjson (gate, history, the dashboard, retry). orjson reads a dataclass's
-fields where a Python object keeps them, and a compiled class keeps its float, int and bool
-fields unboxed: orjson would crash reading them. None of them is on the fold's path."""
+"""Modules that run as Python in both builds (paths below this package), besides every
+`__init__.py`: those whose records the commands serialize with orjson (gate, history, the
+dashboard, retry). orjson reads a dataclass's fields where a Python object keeps them, and a
+compiled class keeps its float, int and bool fields unboxed: orjson would crash reading
+them. None of them is on the fold's path."""
 
 
 def compiled_sources() -> list[Path]:
     """The modules the compiled build holds, in the order their digest reads them."""
-    return sorted(path for path in _HERE.glob("*.py") if path.name not in NOT_COMPILED)
+    return sorted(
+        path
+        for path in _HERE.rglob("*.py")
+        if path.name != "__init__.py" and path.relative_to(_HERE).as_posix() not in NOT_COMPILED
+    )
 
 
 def compiled_modules() -> list[Path]:
     """The extension modules `make install` built here for this interpreter, if any."""
-    return sorted(_HERE.glob(f"*{EXTENSION_SUFFIXES[0]}"))
+    return sorted(_HERE.rglob(f"*{EXTENSION_SUFFIXES[0]}"))
 
 
 def source_digest() -> str:
@@ -61,10 +86,10 @@ class _SourcesOnly(MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        package, _, name = fullname.rpartition(".")
-        source = _HERE / f"{name}.py"
-        if package != __name__ or not source.is_file():
-            return None
+        root, _, rest = fullname.partition(".")
+        source = _HERE.joinpath(*rest.split(".")).with_suffix(".py")
+        if root != __name__ or not rest or not source.is_file():
+            return None  # a sub-package: its `__init__.py`, never compiled, is found as usual
         return spec_from_file_location(fullname, source)
 
 

@@ -1,7 +1,7 @@
 """The summary caches of closed runs that a replay keeps, within a budget of bytes.
 
 Replay holds every run it has seen, since any line may still name it. A run's summary
-cache (`projections.contributions`) is several times the run's own state (~590 against
+cache (`projections.assembly.contributions`) is several times the run's own state (~590 against
 ~200 bytes a stored attempt on runs of 10 tasks x 5 trials), and once the run is closed it
 only speeds up the revisions its late events make. So the caches of closed runs are kept
 while the sum of their estimates (`cache_footprint`) is within the budget, and past it the
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Final
 
+from projections.fold.run import RunState
 from projections.footprint import cache_footprint
-from projections.run import RunState
 
 CLOSED_CACHES_BYTES: Final = 64 * 1024 * 1024
 """The default budget, by `cache_footprint`'s estimate (which is from above)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from projections.run import RunState
+from projections.fold.run import RunState
 
 RUN_BYTES: Final = 4096
 """A run before any event: its objects and dicts (its run.started as kept is counted apart)."""

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from events.codec import encode_payload
+from projections.assembly.progress import progress
 from projections.closed_caches import CLOSED_CACHES_BYTES, ClosedCaches
-from projections.progress import progress
-from projections.run import Outcome, RunState
+from projections.fold.run import Outcome, RunState
 from projections.step import step
 
 STDOUT, STDERR = 1, 2

@@ -8,7 +8,7 @@ due, already encoded. The callers differ only in I/O, and in when they publish p
 (replay every N events, the worker on a clock).
 
 A step fails closed: if applying the event or building the summary it makes due raises,
-the run is rolled back to what it was before the event (`projections.savepoint`) and the
+the run is rolled back to what it was before the event (`projections.fold.savepoint`) and the
 message is rejected with the code "internal-error", so that the worker dead-letters it,
 replay reports it and goes on, and both fold the rest of the log from the same state. If the
 rollback itself raises, the step raises `RollbackFailed`, naming the run: its state is no
@@ -25,9 +25,9 @@ from typing import Final, final
 
 from events.codec import DecodeError, decode
 from events.models import InputEvent
-from projections.run import Outcome, RunState, apply, summary_due
-from projections.savepoint import Savepoint
-from projections.summary import summary_bytes
+from projections.assembly.summary import summary_bytes
+from projections.fold.run import Outcome, RunState, apply, summary_due
+from projections.fold.savepoint import Savepoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,7 @@ def step(
 
     `keyed`: the source has message keys (Kafka), and `key` must then be the event's
     run_id (a missing key is a mismatch too); a file has none. `position`: the event's
-    place in its run's log (see `projections.run.apply`)."""
+    place in its run's log (see `projections.fold.run.apply`)."""
     try:
         event = decode(value)
     except DecodeError as error:

@@ -12,7 +12,7 @@ derived on restore (`run.rederive`), by the same code that maintains it live; tr
 score counts are always summed from the tasks.
 
 Format: orjson objects, version field "v" (2 added the log positions of trial and run-level
-events; 3 the archive; 4 a task's metrics as their packed records, `projections.columns`,
+events; 3 the archive; 4 a task's metrics as their packed records, `projections.packed.records`,
 where 3 had one array per field; 5 the events topic's id in the checkpoint record); arrays
 and records are base64 of their bytes in little-endian order.
 
@@ -65,13 +65,13 @@ import orjson
 
 from events.codec import decode
 from events.models import RunStarted
-from projections.applied import PAIR
-from projections.columns import MetricColumns
-from projections.declarations import Declarations
-from projections.positions import POSITION
-from projections.run import RunState, rederive
-from projections.task import TaskState
-from projections.trials import joined, listed
+from projections.fold.declarations import Declarations
+from projections.fold.redelivery import PAIR
+from projections.fold.run import RunState, rederive
+from projections.fold.task import TaskState
+from projections.packed.positions import POSITION
+from projections.packed.records import MetricColumns
+from projections.packed.trial_ids import joined, listed
 
 VERSION: Final = 5
 """The version this code writes."""

@@ -8,8 +8,8 @@ from events.builders import broken, closed, dead, score, started, task_spec, tri
 from events.codec import encode_payload
 from events.models import InputEvent
 from events.outputs import RunSummary
-from projections.run import RunState, apply
-from projections.summary import summary
+from projections.assembly.summary import summary
+from projections.fold.run import RunState, apply
 
 __all__ = [
     "broken", "closed", "dead", "fold", "score", "scored_run", "started", "summary_of", "summary_pair", "task_spec",

@@ -11,8 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from events.models import InputEvent
-from projections.compare import KeyComparison, compare
-from projections.history import history, run_tasks
+from projections.analysis.compare import KeyComparison, compare
+from projections.analysis.history import history, run_tasks
 from tests.builders import closed, dead, score, scored_run, started, summary_of, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
 from tests.projections.examples import BASELINE, CANDIDATE

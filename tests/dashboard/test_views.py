@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from events.models import InputEvent
 from events.synthetic import synthetic_run
-from projections.compare import compare
+from projections.analysis.compare import compare
 from tests.builders import closed, dead, score, started, task_spec, trial
 from tests.dashboard.outputs import latest, outputs
 from worker.dashboard.views import (

@@ -25,7 +25,7 @@ from events.importers import inspect_events
 from events.importers.inspect_log import read
 from events.importers.source import ImportOptions, SourceError
 from events.models import InputEvent, RunClosed, RunStarted, ScoreFailed, ScoreMeasured, TrialFinished
-from projections.summary import summary
+from projections.assembly.summary import summary
 from tests.builders import fold
 from worker.commands.replay import replay
 

@@ -1,5 +1,5 @@
 """The summary built from scratch, every task's attempt lists and every run-wide figure
-computed again from the columns: the way `projections.summary` built each revision before
+computed again from the columns: the way `projections.assembly.summary` built each revision before
 it kept per-task contributions, kept here as the oracle the incremental summary must equal
 byte for byte (tests/projections/test_incremental.py)."""
 
@@ -11,17 +11,17 @@ from itertools import chain
 from typing import Any
 
 from events.nonfinite import wire_float
-from projections.aggregates import Aggregate, center, compensated_sum, range_aggregate, spread
-from projections.attempts import AttemptList, key_tallies, summary_tasks, task_attempts
-from projections.declarations import key_name
-from projections.harbor import harbor_estimate, harbor_k_values, value_label
-from projections.passk import estimates, hat_estimates
-from projections.run import RunState
-from projections.statistics import _clip, by_k
-from projections.t975 import t975
-from projections.trials import listed
-from projections.verdicts import verdict_of
-from projections.views import view_values
+from projections.assembly.attempts import AttemptList, key_tallies, summary_tasks, task_attempts
+from projections.assembly.harbor import harbor_estimate, harbor_k_values, value_label
+from projections.assembly.statistics import _clip, by_k
+from projections.assembly.view_values import view_values
+from projections.figures.aggregates import Aggregate, center, compensated_sum, range_aggregate, spread
+from projections.figures.passk import estimates, hat_estimates
+from projections.figures.t975 import t975
+from projections.figures.verdicts import verdict_of
+from projections.fold.declarations import key_name
+from projections.fold.run import RunState
+from projections.packed.trial_ids import listed
 
 TaskAttempts = dict[str, dict[str, AttemptList]]
 """task_id -> key name -> attempt list, tasks in summary order, keys sorted."""

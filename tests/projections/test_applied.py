@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.builders import score
-from projections.applied import (
+from projections.fold.redelivery import (
     NARROW_KEYS,
     PAIR,
     AppliedEvents,
@@ -27,7 +27,7 @@ from projections.applied import (
     pairs_with,
     with_pair,
 )
-from projections.run import Outcome, RunState, apply, rederive
+from projections.fold.run import Outcome, RunState, apply, rederive
 from tests.native import native
 
 HI = 0x1234_5678_9ABC_DEF1

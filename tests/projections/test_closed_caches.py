@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from events.codec import encode
 from events.models import InputEvent
+from projections.assembly.summary import summary_bytes
 from projections.closed_caches import ClosedCaches
+from projections.fold.run import RunState, apply
 from projections.footprint import cache_footprint
 from projections.replayer import Output, Replayer
-from projections.run import RunState, apply
-from projections.summary import summary_bytes
 from tests.builders import closed, score, started, task_spec
 from tests.strategies import run_logs
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.columns import (
+from projections.packed.records import (
     BOOLEAN,
     DENSE,
     METRIC_FAILED,
@@ -136,8 +136,8 @@ def test_records_written_on_a_big_endian_machine_are_the_little_endian_bytes_rea
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sys, "byteorder", "big")
-        patch.setattr("projections.columns.record_layout", lambda width: struct.Struct(">iBq" + "Bd" * width))
-        patch.setattr("projections.columns.SPILLED", struct.Struct(">iIBd"))
+        patch.setattr("projections.packed.records.record_layout", lambda width: struct.Struct(">iBq" + "Bd" * width))
+        patch.setattr("projections.packed.records.SPILLED", struct.Struct(">iIBd"))
         stored = big.records_bytes()
         back = MetricColumns.of_bytes(columns.names, *stored)
     assert stored == columns.records_bytes()  # this machine's (little-endian) bytes

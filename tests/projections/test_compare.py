@@ -1,4 +1,4 @@
-"""Two runs compared (projections.compare): a hand-computed example, and the gate's laws."""
+"""Two runs compared (projections.analysis.compare): a hand-computed example, and the gate's laws."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from events.models import InputEvent
 from events.nonfinite import read_float
 from events.outputs import RunSummary
-from projections.compare import (
+from projections.analysis.compare import (
     NotComparable,
     PassAt,
     TaskDelta,

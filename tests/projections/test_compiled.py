@@ -112,7 +112,10 @@ def build_in(directory: Path, *, pure: bool = False) -> subprocess.CompletedProc
     environment = compiled_environment() | {"PYTHONPATH": str(directory)}
     if pure:
         environment[PURE_SETTING] = "1"
-    probe = "import projections, projections.step as s; print(projections.BUILD, s.__file__.rsplit('.', 1)[-1])"
+    probe = (
+        "import projections, projections.step as s, projections.figures.t975 as t;"
+        " print(projections.BUILD, s.__file__.rsplit('.', 1)[-1], t.__file__.rsplit('.', 1)[-1])"
+    )
     return subprocess.run(
         [sys.executable, "-c", probe], cwd=directory, env=environment, capture_output=True, text=True, check=True
     )
@@ -122,11 +125,11 @@ def test_a_source_changed_since_its_compilation_runs_every_module_as_python(
     compiled: CompiledPeer, tmp_path: Path
 ) -> None:
     shutil.copytree(ROOT / "projections", tmp_path / "projections", ignore=shutil.ignore_patterns("__pycache__"))
-    assert build_in(tmp_path).stdout.split() == ["compiled", "so"]
-    assert build_in(tmp_path, pure=True).stdout.split() == ["pure", "py"]
-    with (tmp_path / "projections" / "t975.py").open("a") as source:
-        source.write("# edited\n")
+    assert build_in(tmp_path).stdout.split() == ["compiled", "so", "so"]
+    assert build_in(tmp_path, pure=True).stdout.split() == ["pure", "py", "py"]
+    source = tmp_path / "projections" / "figures" / "t975.py"
+    source.write_text(source.read_text() + "# edited\n")
     changed = build_in(tmp_path)
-    assert changed.stdout.split() == ["pure", "py"]
+    assert changed.stdout.split() == ["pure", "py", "py"]
     assert "older than its sources" in changed.stderr
     assert "make install" in changed.stderr

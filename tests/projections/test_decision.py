@@ -1,4 +1,5 @@
-"""The gate's decisions (projections.decision) and its small-sample interval (projections.exact)."""
+"""The gate's decisions (projections.analysis.gate.decision) and its small-sample interval
+(projections.analysis.gate.exact)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from projections.compare import compare
-from projections.decision import (
+from projections.analysis.compare import compare
+from projections.analysis.gate.decision import (
     BLOCK,
     EXACT,
     EXACT_BELOW,
@@ -22,7 +23,7 @@ from projections.decision import (
     decide_key,
     worst,
 )
-from projections.exact import subset_mean_interval
+from projections.analysis.gate.exact import subset_mean_interval
 from tests.builders import summary_pair
 from tests.projections.examples import BASELINE, CANDIDATE
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from events import builders
 from events.codec import encode
-from projections.declarations import COMPRESSED_FROM, Declarations
+from projections.fold.declarations import COMPRESSED_FROM, Declarations
 
 OUTPUTS = {"reward.score": "continuous", "usage.tokens": "model"}
 

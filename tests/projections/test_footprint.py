@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from events.synthetic import synthetic_run
+from projections.assembly.progress import progress
+from projections.fold.run import RunState
 from projections.footprint import footprint, footprints
-from projections.progress import progress
-from projections.run import RunState
 from projections.step import step
 
 

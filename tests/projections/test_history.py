@@ -1,4 +1,4 @@
-"""A task across runs (projections.history): a hand-made example, and the laws of the packed
+"""A task across runs (projections.analysis.history): a hand-made example, and the laws of the packed
 record and of the verdict changes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from projections.compare import compare
-from projections.history import Outcome, RunTasks, history, run_tasks
+from projections.analysis.compare import compare
+from projections.analysis.history import Outcome, RunTasks, history, run_tasks
 from tests.builders import scored_run, summary_of
 
 

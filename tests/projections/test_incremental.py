@@ -1,4 +1,4 @@
-"""Laws of the incremental summary (`projections.contributions`): after every event, the
+"""Laws of the incremental summary (`projections.assembly.contributions`): after every event, the
 revision a run's kept contributions give is the one built from scratch, and the one a fresh
 restore of the same state gives, byte for byte; over random logs with late events after
 the close, redeliveries, a late run.started, values over the whole double range."""
@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 import projections.step
 from events.codec import encode, encode_payload
 from events.models import InputEvent
-from projections.attempts import TaskTallies, task_tallies
-from projections.contributions import InOrder, SummaryCache, TaskContribution
-from projections.harbor import binary_lists, encoded_ids
-from projections.progress import progress
-from projections.run import RunState, apply
+from projections.assembly.attempts import TaskTallies, task_tallies
+from projections.assembly.contributions import InOrder, SummaryCache, TaskContribution
+from projections.assembly.harbor import binary_lists, encoded_ids
+from projections.assembly.progress import progress
+from projections.assembly.summary import summary, summary_bytes
+from projections.fold.run import RunState, apply
 from projections.step import step
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
-from projections.summary import summary, summary_bytes
 from tests.builders import closed, score, started, task_spec
 from tests.projections import rebuilt
 from tests.strategies import run_logs
@@ -62,7 +62,7 @@ def test_every_revision_equals_the_summary_built_from_scratch_and_from_a_fresh_r
 def test_a_failed_step_leaves_the_kept_contributions_as_a_fresh_restore_has_them(
     log: list[InputEvent], data: st.DataObject
 ) -> None:
-    """A step that raises after applying its event is undone (`projections.savepoint`): the
+    """A step that raises after applying its event is undone (`projections.fold.savepoint`): the
     next revision must not keep anything of it."""
     runs: dict[str, RunState] = {}
 

@@ -1,4 +1,4 @@
-"""The live gate's fold (projections.live_gate): what one observation is, and when it decides."""
+"""The live gate's fold (projections.analysis.gate.live): what one observation is, and when it decides."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.models import InputEvent
-from projections.compare import NotComparable, compare
-from projections.decision import BLOCK, INCONCLUSIVE, WARN
-from projections.live_gate import LiveGate, Look, live_gate
-from projections.run import RunState, apply
+from projections.analysis.compare import NotComparable, compare
+from projections.analysis.gate.decision import BLOCK, INCONCLUSIVE, WARN
+from projections.analysis.gate.live import LiveGate, Look, live_gate
+from projections.fold.run import RunState, apply
 from tests.builders import broken, closed, dead, score, scored_run, started, summary_of, task_spec
 
 

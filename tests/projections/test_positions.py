@@ -7,7 +7,7 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.positions import NONE, appended, count_after
+from projections.packed.positions import NONE, appended, count_after
 
 
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=20), st.integers(-(2**63), 2**63 - 1))

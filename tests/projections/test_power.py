@@ -1,4 +1,4 @@
-"""Miller's sample-size rule for paired differences (projections.power), by hand."""
+"""Miller's sample-size rule for paired differences (projections.analysis.gate.power), by hand."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from projections.compare import compare
-from projections.power import NORMAL_80, Power, power, tasks_needed
+from projections.analysis.compare import compare
+from projections.analysis.gate.power import NORMAL_80, Power, power, tasks_needed
 from tests.builders import scored_run, summary_of
 from tests.projections.examples import BASELINE, CANDIDATE
 

@@ -15,9 +15,9 @@ from events.codec import decode, encode, encode_payload
 from events.models import InputEvent
 from events.nonfinite import NONFINITE_STRINGS
 from events.outputs import RunProgress, RunSummary
-from projections.progress import progress
-from projections.run import RunState, apply
-from projections.summary import summary
+from projections.assembly.progress import progress
+from projections.assembly.summary import summary
+from projections.fold.run import RunState, apply
 from tests.builders import fold
 from tests.strategies import graded_runs, moderate_values, run_logs
 

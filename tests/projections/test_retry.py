@@ -1,4 +1,4 @@
-"""The retry list (projections.retry): what each task lacks against attempts_per_task."""
+"""The retry list (projections.analysis.retry): what each task lacks against attempts_per_task."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.retry import KeyShortfall, Retry, retries
+from projections.analysis.retry import KeyShortfall, Retry, retries
 from tests.builders import broken, closed, dead, score, scored_run, started, summary_of, task_spec
 
 

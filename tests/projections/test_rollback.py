@@ -14,9 +14,9 @@ from events import builders, codec
 from events.codec import encode, encode_payload
 from events.models import InputEvent
 from projections import step as step_module
-from projections.applied import fingerprint
-from projections.progress import progress
-from projections.run import RunState
+from projections.assembly.progress import progress
+from projections.fold.redelivery import fingerprint
+from projections.fold.run import RunState
 from projections.step import Stepped, step
 from projections.storage import header_to_bytes, task_to_bytes
 from tests.projections.faults import Fault, fault_at

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.models import InputEvent
-from projections.aggregates import Growing, range_aggregate
-from projections.summary import summary
+from projections.assembly.summary import summary
+from projections.figures.aggregates import Growing, range_aggregate
 from tests.builders import broken, dead, fold, score, started, task_spec, trial
 
 STATS = ("sum", "mean", "min", "max", "variance", "std_dev", "sample_variance", "sample_std_dev", "percentiles")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from events.models import InputEvent
-from projections.summary import summary
+from projections.assembly.summary import summary
 from tests.builders import broken, dead, fold, score, started, task_spec
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from events.nonfinite import NONFINITE_STRINGS
 from events.outputs import RangeAggregate
-from projections.aggregates import range_aggregate
+from projections.figures.aggregates import range_aggregate
 from tests import builders
 from tests.builders import summary_of
 from tests.projections import reference

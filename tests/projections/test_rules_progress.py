@@ -9,9 +9,9 @@ import pytest
 
 from events.codec import encode, from_object
 from events.models import InputEvent
-from projections.progress import progress
-from projections.run import RunState, apply
-from projections.summary import summary
+from projections.assembly.progress import progress
+from projections.assembly.summary import summary
+from projections.fold.run import RunState, apply
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
 from tests.projections.examples import reward, reward_tasks, section_2_example
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from events.models import InputEvent
-from projections.run import Outcome, RunState, apply
-from projections.summary import summary
+from projections.assembly.summary import summary
+from projections.fold.run import Outcome, RunState, apply
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
 from tests.projections.test_incremental import restored
 

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from events.models import InputEvent
-from projections.passk import hat_estimates
-from projections.summary import summary
-from projections.t975 import t975
+from projections.assembly.summary import summary
+from projections.figures.passk import hat_estimates
+from projections.figures.t975 import t975
 from tests.builders import fold, scored_run, started, task_spec
 from tests.projections.examples import reward, section_2_example
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.aggregates import compensated_sum, finished_sum, running_sum
+from projections.figures.aggregates import compensated_sum, finished_sum, running_sum
 from tests.projections.reference import bits, cpython_312_sum
 
 INF = math.inf

@@ -1,4 +1,4 @@
-"""The confidence sequence (projections.sequence): against the paper's formulas written out
+"""The confidence sequence (projections.analysis.gate.sequence): against the paper's formulas written out
 plainly, its laws, and the decision rule."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.sequence import ConfidenceSequence
+from projections.analysis.gate.sequence import ConfidenceSequence
 
 differences = st.lists(st.sampled_from([-1.0, -0.6, -0.2, 0.0, 0.2, 0.4, 1.0]), min_size=1, max_size=60)
 

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from events.codec import encode_payload
 from events.models import InputEvent
-from projections.columns import DENSE, NUMERIC, OK, MetricColumns
-from projections.progress import progress
-from projections.run import RunState, apply
+from projections.assembly.progress import progress
+from projections.assembly.summary import summary
+from projections.fold.run import RunState, apply
+from projections.fold.task import TaskState
+from projections.packed.records import DENSE, NUMERIC, OK, MetricColumns
+from projections.packed.trial_ids import joined
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
-from projections.summary import summary
-from projections.task import TaskState
-from projections.trials import joined
 from tests.builders import fold, score, scored_run, trial
 from tests.strategies import run_logs
 

@@ -1,5 +1,5 @@
 """`events/native`'s loops over a list of floats (`sums.rs`) against the Python loops of
-`projections.aggregates` they stand for: the same bits for any floats, NaN and infinities
+`projections.figures.aggregates` they stand for: the same bits for any floats, NaN and infinities
 included, and the Python loops where a list holds anything but floats."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections import aggregates
-from projections.aggregates import (
+from projections.figures import aggregates
+from projections.figures.aggregates import (
     center_and_spread,
     compensated_sum,
     finite_running_sum,
@@ -33,7 +33,7 @@ ANY_LENGTH = st.lists(FLOATS, max_size=120)
 
 @contextmanager
 def python_loops() -> Iterator[None]:
-    """`projections.aggregates` with the module's loops left out: the reference."""
+    """`projections.figures.aggregates` with the module's loops left out: the reference."""
     with pytest.MonkeyPatch.context() as patch:
         for name in ("_RUNNING_SUM", "_FINITE_RUNNING_SUM", "_SQUARES_RUNNING_SUM"):
             patch.setattr(aggregates, name, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from projections.t975 import NORMAL_975, T_975, t975
+from projections.figures.t975 import NORMAL_975, T_975, t975
 from tests.projections.examples import SHARED_EXAMPLES
 
 SPEC_TABLE = SHARED_EXAMPLES.parent / "spec" / "t975.json"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from projections.columns import DENSE, NUMERIC, OK, MetricColumns
+from projections.packed.records import DENSE, NUMERIC, OK, MetricColumns
 from tests.builders import fold, score
 
 

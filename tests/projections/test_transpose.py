@@ -1,4 +1,4 @@
-"""`events/native`'s `transposed` (`transpose.rs`) against `projections.statistics.by_k`'s
+"""`events/native`'s `transposed` (`transpose.rs`) against `projections.assembly.statistics.by_k`'s
 Python: the same columns, holding the very float objects of the per-task figures."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections import statistics
-from projections.passk import estimates, hat_estimates
+from projections.assembly import statistics
+from projections.figures.passk import estimates, hat_estimates
 from tests.native import native
 
 TALLIES = st.lists(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))), max_size=60)

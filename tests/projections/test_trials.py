@@ -1,4 +1,4 @@
-"""A task's trial ids held as one string (`projections.trials`): the same ids, order and
+"""A task's trial ids held as one string (`projections.packed.trial_ids`): the same ids, order and
 indexes as a list of them, whatever characters the ids hold (NUL and SOH included), with
 `events/native`'s search and with the Python one."""
 
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections import trials
-from projections.attempts import task_attempts
-from projections.run import RunState, apply
+from projections.assembly.attempts import task_attempts
+from projections.fold.run import RunState, apply
+from projections.packed import trial_ids as trials
+from projections.packed.trial_ids import NONE, appended, count, joined, listed, position
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
-from projections.trials import NONE, appended, count, joined, listed, position
 from tests.builders import score, trial
 from tests.native import native
 

@@ -18,11 +18,11 @@ import orjson
 
 import projections
 from events.codec import encode_payload
-from projections.progress import progress
-from projections.run import RunState
+from projections.assembly.progress import progress
+from projections.assembly.summary import summary_bytes
+from projections.fold.run import RunState
 from projections.step import step
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
-from projections.summary import summary_bytes
 
 FRAME = struct.Struct("<I")
 

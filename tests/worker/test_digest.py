@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 
 from events.codec import encode_payload
-from projections.progress import progress
-from projections.summary import summary
+from projections.assembly.progress import progress
+from projections.assembly.summary import summary
 from tests.builders import closed, fold
 from tests.projections.examples import section_2_example
 from worker.commands.digest import digest

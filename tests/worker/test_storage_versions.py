@@ -17,9 +17,9 @@ import pytest
 from events import builders
 from events.codec import encode, encode_payload
 from projections import storage
-from projections.run import RunState
+from projections.assembly.summary import summary
+from projections.fold.run import RunState
 from projections.storage import NewerStore
-from projections.summary import summary
 from tests.fixtures.storage.make_v2 import CHECKPOINTED, records
 from tests.worker.engine_harness import Store
 from worker.commands.replay import replay

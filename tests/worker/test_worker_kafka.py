@@ -17,8 +17,8 @@ from events.clients.recorder import RunRecorder
 from events.codec import decode, encode
 from events.models import InputEvent
 from events.synthetic import synthetic_run
-from projections.progress import progress
-from projections.run import RunState, apply
+from projections.assembly.progress import progress
+from projections.fold.run import RunState, apply
 from tests import builders
 from tests.projections.examples import EXAMPLE_LOG
 from worker.commands.clients import publish

@@ -2,9 +2,9 @@
 
 Reads the two runs' latest summaries (from the summaries topic, or a file of summaries such as
 `evalstream replay` prints: the highest revision of each run), compares them with
-`projections.compare` and prints a table (or `--json`).
+`projections.analysis.compare` and prints a table (or `--json`).
 
-Each key gets a decision (`projections.decision`: PASS, WARN, INCONCLUSIVE or BLOCK, on the
+Each key gets a decision (`projections.analysis.gate.decision`: PASS, WARN, INCONCLUSIVE or BLOCK, on the
 exact sign-flip interval below 20 paired tasks and Student's t from 20 on), the gate the worst.
 
 Exit codes. The project's commands use 1 for an environment that is not there and 2 for bad
@@ -21,7 +21,7 @@ tell "the candidate is worse" from "the gate could not run":
 - 5: INCONCLUSIVE, with `--fail-on inconclusive`: some key's interval holds both 0 and
   -threshold.
 
-Beside each key's interval, its power figure (`projections.power`): how many paired tasks
+Beside each key's interval, its power figure (`projections.analysis.gate.power`): how many paired tasks
 would resolve a difference of `--threshold` (when above 0), else of the observed difference's
 size, at 80% power, and how many more than those compared that is. Reports for CI
 (`--format json|junit|markdown`, to stdout or, beside the table, to `--report PATH`):
@@ -48,9 +48,9 @@ from events.clients.kafka import TopicMissing
 from events.codec import decode_output, output_problem
 from events.latest import Latest, revision, seq
 from events.outputs import RunProgress, RunSummary
-from projections.compare import Comparison, KeyComparison, NotComparable, PassAt, compare
-from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide_key, worst
-from projections.power import Power, power
+from projections.analysis.compare import Comparison, KeyComparison, NotComparable, PassAt, compare
+from projections.analysis.gate.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide_key, worst
+from projections.analysis.gate.power import Power, power
 from worker.commands.clients import summary_subscriber
 from worker.commands.gate_report import SHOWN_CHANGES, GateReport, as_json, junit, markdown, to_decide
 from worker.commands.replay import route_key

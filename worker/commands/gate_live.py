@@ -5,12 +5,12 @@ folded from the events topic as it lands, with the worker's own step (`projectio
 what `replay --from-topic` uses: the records keyed by the candidate's run id, in offset
 order, the offset as the position), from the start of the topic, so a gate started late
 catches up first. The events topic, not the worker's progress: progress carries no per-task
-attempts. After each applied event, `projections.live_gate` takes the tasks it completed
-and updates each key's anytime-valid confidence sequence (`projections.sequence`: the
+attempts. After each applied event, `projections.analysis.gate.live` takes the tasks it completed
+and updates each key's anytime-valid confidence sequence (`projections.analysis.gate.sequence`: the
 predictable plug-in empirical-Bernstein CS of Waudby-Smith and Ramdas 2024, after Howard et
 al. 2021), which stays valid however often it is looked at; a line is printed per look.
 
-Each look says its key's state (`projections.decision` on the sequence: PASS, WARN,
+Each look says its key's state (`projections.analysis.gate.decision` on the sequence: PASS, WARN,
 INCONCLUSIVE, BLOCK). It exits as soon as it can, with the fixed gate's codes:
 - 3 (BLOCK) once a key's confidence sequence lies wholly below -threshold;
 - 0 (PASS), or WARN's once every key's lies wholly above -threshold (a drop beyond it ruled
@@ -33,12 +33,12 @@ from typing import TextIO
 
 import orjson
 
-from projections.compare import NotComparable
-from projections.decision import BLOCK, INCONCLUSIVE, WARN
-from projections.live_gate import LiveGate, Look, live_gate
-from projections.run import RunState
+from projections.analysis.compare import NotComparable
+from projections.analysis.gate.decision import BLOCK, INCONCLUSIVE, WARN
+from projections.analysis.gate.live import LiveGate, Look, live_gate
+from projections.fold.run import RunState
+from projections.packed.trial_ids import count
 from projections.step import step
-from projections.trials import count
 from worker.commands.gate import Options, load_summaries
 from worker.failure import ENVIRONMENT, CommandError, topic_missing
 from worker.settings import Settings

@@ -2,7 +2,7 @@
 
 - JSON: `{decision, passed, failures, notes, threshold, max_regressions, power, decisions,
   comparison}`; `decisions` is `{key: {decision, method, interval, reason, tasks_to_decide,
-  more_tasks}}` (`projections.decision`), `comparison` the record `projections.compare`
+  more_tasks}}` (`projections.analysis.gate.decision`), `comparison` the record `projections.analysis.compare`
   returns, field for field.
 - JUnit: a `testsuite` per compared key, a `testcase` per (key, task) (classname the key,
   name the task id): a paired task whose verdict regressed is a `failure` (type "regression",
@@ -25,9 +25,9 @@ from typing import Any
 import orjson
 
 from events.outputs import Attempt, RunSummary
-from projections.compare import Comparison, KeyComparison, key_attempts
-from projections.decision import BLOCK, KeyDecision
-from projections.power import Power
+from projections.analysis.compare import Comparison, KeyComparison, key_attempts
+from projections.analysis.gate.decision import BLOCK, KeyDecision
+from projections.analysis.gate.power import Power
 
 SHOWN_CHANGES = 40
 """Rows of regressions (and of fixes) the table and Markdown list; the others list every one."""

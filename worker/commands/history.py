@@ -1,6 +1,6 @@
 """`evalstream history`: a task's verdict and pass rate in each run of a label set, oldest first,
 and the tasks whose verdict changed between those runs: what the dashboard's `/task` page
-shows, from the same function (`projections.history`).
+shows, from the same function (`projections.analysis.history`).
 
 Runs come from the summaries topic (each run's latest revision, in the order their summaries
 were published: the Kafka timestamp, as on the dashboard) or from a file of summaries such as
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from events.codec import decode_output, output_problem
 from events.outputs import RunSummary
-from projections.history import History, RunTasks, history, run_tasks
+from projections.analysis.history import History, RunTasks, history, run_tasks
 from worker.failure import ENVIRONMENT, CommandError, opened, topic_missing
 from worker.settings import Settings
 from worker.topic_reader import topic_reader

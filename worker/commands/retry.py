@@ -1,7 +1,7 @@
 """`evalstream retry RUN_ID`: the tasks a harness must run again, as JSON lines.
 
 Reads the run's latest summary (the summaries topic, or `--from-file` as `gate` reads it) and
-prints, per task that lacks attempts (`projections.retry`), one line:
+prints, per task that lacks attempts (`projections.analysis.retry`), one line:
 `{"run_id", "task_id", "lacks", "attempts_per_task", "dead_trials", "keys": {key: {"measured",
 "dead", "lacks"}}}`; a harness runs `lacks` more trials of `task_id`. A line on stderr says how
 many tasks and attempts that is, and where attempts_per_task came from.
@@ -24,7 +24,7 @@ import orjson
 
 from events.clients.kafka import TopicMissing
 from events.outputs import RunProgress, RunSummary
-from projections.retry import retries
+from projections.analysis.retry import retries
 from worker.commands.clients import progress_subscriber
 from worker.commands.gate import outputs_from_file, summaries_from_topic
 from worker.failure import CommandError, opened

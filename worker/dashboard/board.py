@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from events.outputs import RunProgress, RunSummary
-from projections.history import RunTasks, run_tasks
+from projections.analysis.history import RunTasks, run_tasks
 from worker.dashboard.index import Index, Indexed, Where
 from worker.dashboard.lookup import Lookup
 from worker.dashboard.views import RunRecords, RunRow, run_row, sort_key
@@ -142,7 +142,7 @@ class Board:
             yield row
 
     def tasks(self) -> list[RunTasks]:
-        """Every run with a summary, reduced for `projections.history`."""
+        """Every run with a summary, reduced for `projections.analysis.history`."""
         return [*self._tasks.values(), *self._index.tasks()]
 
     async def load(self, run_id: str) -> RunRecords | None:

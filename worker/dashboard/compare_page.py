@@ -1,10 +1,10 @@
 """Two runs side by side, as HTML: the head (each run's state) and the body (the comparison).
 
-The body shows `projections.compare`'s record as it is: per pass@k key, pass@k of both runs
+The body shows `projections.analysis.compare`'s record as it is: per pass@k key, pass@k of both runs
 (as their summaries state them, each over its own tasks), the paired mean difference of the
 per-task pass rates with its 95% interval (Student's t over the paired tasks), whether that
 difference is resolved (the interval excludes 0) in words, and how many more paired tasks would
-resolve a difference of the observed size at 80% power (`projections.power`), the verdicts that
+resolve a difference of the observed size at 80% power (`projections.analysis.gate.power`), the verdicts that
 got worse (regressions) or better (fixes), and the tasks and keys only one of the runs has.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from projections.compare import Comparison, KeyComparison, PassAt, VerdictChange
-from projections.power import power
+from projections.analysis.compare import Comparison, KeyComparison, PassAt, VerdictChange
+from projections.analysis.gate.power import power
 from worker.dashboard.charts import Point, Series, passk_chart
 from worker.dashboard.formats import figure
 from worker.dashboard.markup import Html, href, html, join

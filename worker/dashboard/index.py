@@ -2,7 +2,7 @@
 summaries topic and the few things the pages need without reading it (its runs-page row, and its
 tasks' verdicts for the history page), kept in the runs page's order.
 
-An entry is about 1 KB plus 9 bytes a task and key (`projections.history.RunTasks`), against
+An entry is about 1 KB plus 9 bytes a task and key (`projections.analysis.history.RunTasks`), against
 the ~190 KB a closed run of 200 attempts takes as a `RunSummary`. Rows of runs with the same
 labels share one labels mapping, and runs of the same tasks one tuple of task ids.
 """
@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from projections.history import RunTasks
+from projections.analysis.history import RunTasks
 from worker.dashboard.views import RunRow, sort_key
 
 Where = tuple[int, int]

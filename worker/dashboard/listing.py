@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from urllib.parse import urlencode
 
-from projections.history import matches
+from projections.analysis.history import matches
 from worker.dashboard.views import RunRow
 
 PER_PAGE = 50

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from projections.history import history, matches
+from projections.analysis.history import history, matches
 from worker.dashboard.board import Board
 from worker.dashboard.compare_page import compare_fragments
 from worker.dashboard.listing import RunsListing, RunsQuery, listing

@@ -29,7 +29,7 @@ from typing import Literal
 import orjson
 from aiohttp import web
 
-from projections.history import history
+from projections.analysis.history import history
 from worker.dashboard.board import Board
 from worker.dashboard.compare_page import compare_page
 from worker.dashboard.follow import Follower

@@ -1,5 +1,5 @@
 """The task page: one task's verdict and pass rate in each run of a label set, oldest to newest,
-and the tasks whose verdict changed between those runs (`projections.history`).
+and the tasks whose verdict changed between those runs (`projections.analysis.history`).
 
 `/task?id=TASK&label=benchmark=b` shows both; without `id`, the changes alone. Every task id in
 the list links to its own history under the same labels.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from projections.history import Flip, History, TaskRun
+from projections.analysis.history import Flip, History, TaskRun
 from worker.dashboard.formats import figure
 from worker.dashboard.markup import Html, href, html, join
 from worker.dashboard.pages import Fragment, layout

@@ -14,7 +14,7 @@ events' own. What this module decides is which record a figure is taken from:
   in summaries, so it appears when a run closes. An attempt is a cell: passed (projections'
   `passes`: not null and >= 1.0), dead (null: the trial died) or failed (anything else,
   NaN included), in the summary's order, which is log order;
-- two runs are compared by `projections.compare` (the function `evalstream gate` uses), on
+- two runs are compared by `projections.analysis.compare` (the function `evalstream gate` uses), on
   their summaries, so the two-run view fills in once both are closed.
 """
 
@@ -27,9 +27,9 @@ from typing import Literal
 
 from events.nonfinite import NONFINITE_STRINGS, read_float
 from events.outputs import Attempt, Interval, KeyStatistics, PassAtK, RunProgress, RunSummary
-from projections.compare import Comparison, PassAt, compare
-from projections.passk import passes
-from projections.verdicts import FAILED, FLAKY, PENDING, SOLVED, UNMEASURED
+from projections.analysis.compare import Comparison, PassAt, compare
+from projections.figures.passk import passes
+from projections.figures.verdicts import FAILED, FLAKY, PENDING, SOLVED, UNMEASURED
 
 VERDICTS = (SOLVED, FLAKY, FAILED, UNMEASURED, PENDING)
 Outcome = Literal["passed", "failed", "dead"]
@@ -289,7 +289,7 @@ def sort_key(row: RunRow) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CompareView:
-    """Two runs side by side: `projections.compare` of their summaries, once both have one."""
+    """Two runs side by side: `projections.analysis.compare` of their summaries, once both have one."""
 
     baseline_id: str
     candidate_id: str

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from events.nonfinite import read_float
 from events.outputs import Interval, RunSummary
-from projections.passk import passes
-from projections.verdicts import FAILED, FLAKY, SOLVED, UNMEASURED
+from projections.figures.passk import passes
+from projections.figures.verdicts import FAILED, FLAKY, SOLVED, UNMEASURED
 
 PASS_AT, PASS_HAT, TASKS, MEAN = "pass@k", "pass^k", "tasks", "mean"
 VERDICTS = tuple(f"verdicts.{verdict}" for verdict in (SOLVED, FLAKY, FAILED, UNMEASURED))

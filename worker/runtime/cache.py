@@ -21,9 +21,9 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from projections.declarations import Declarations
+from projections.fold.declarations import Declarations
+from projections.fold.run import RunState
 from projections.footprint import footprint, footprints
-from projections.run import RunState
 from projections.storage import ArchiveRef
 
 

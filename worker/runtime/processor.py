@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from projections.run import Outcome, RunState
+from projections.fold.run import Outcome, RunState
 from projections.step import Rejected, RollbackFailed, step
 from projections.storage import (
     ArchiveMismatch,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from events.codec import encode_payload
-from projections.progress import progress
+from projections.assembly.progress import progress
 from worker.runtime.cache import CachedRun
 from worker.runtime.outputs import Publish
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
-from projections.run import RunState
+from projections.fold.run import RunState
 from projections.storage import ArchiveRef, NewerStore, marker_of, restore, restore_archived, task_from_bytes
 from worker.runtime.cache import CachedRun, RunCache
 from worker.runtime.keys import header_key, task_id_of, task_prefix

@@ -1,5 +1,5 @@
-//! `KeyTable`: the table `projections.applied.AppliedEvents` indexes a run's applied
-//! fingerprints by, with the rules of `projections.applied.Keys` (its reference): an
+//! `KeyTable`: the table `projections.fold.redelivery.AppliedEvents` indexes a run's applied
+//! fingerprints by, with the rules of `projections.fold.redelivery.Keys` (its reference): an
 //! open-addressing table of the keys of the fingerprints' `hi` halves (`Slot::of`), slots by
 //! key modulo the width, linear probing, at a load of at most 3/4, the same width for the
 //! same capacities; keys of 4 bytes, or of 8 for a wide table.
@@ -19,7 +19,7 @@ trait Slot: Copy + PartialEq {
     fn home(self, width: usize) -> usize;
 }
 
-/// `projections.applied._key` of a narrow table: `hi`'s top 31 bits with the lowest set.
+/// `projections.fold.redelivery._key` of a narrow table: `hi`'s top 31 bits with the lowest set.
 impl Slot for u32 {
     const EMPTY: u32 = 0;
     fn of(hi: u64) -> u32 {

@@ -21,11 +21,11 @@
 //! Python string.
 //!
 //! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
-//! `projections.applied.digest_of_id` (its reference) calls hashlib through four method calls;
+//! `projections.fold.redelivery.digest_of_id` (its reference) calls hashlib through four method calls;
 //! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by, `pairs.rs` how a
 //! part keeps them; `sums.rs` the
 //! range aggregate's loops over a list of floats; `transpose.rs` section 8's columns;
-//! `trials.rs` a trial id's search among a task's (`projections.trials`).
+//! `trials.rs` a trial id's search among a task's (`projections.packed.trial_ids`).
 
 mod allocator;
 mod keys;
@@ -420,7 +420,7 @@ fn epoch_seconds_of(value: &str) -> Option<f64> {
     common_epoch_seconds(value)
 }
 
-/// `projections.applied.fingerprint`: BLAKE2b with a 16-byte digest of the id's UTF-8 bytes,
+/// `projections.fold.redelivery.fingerprint`: BLAKE2b with a 16-byte digest of the id's UTF-8 bytes,
 /// read as two little-endian halves, the first with its lowest bit set (never 0).
 #[pyfunction]
 fn event_fingerprint(event_id: &str) -> (u64, u64) {

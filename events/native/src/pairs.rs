@@ -1,9 +1,9 @@
-//! A part's kept fingerprints with one more (`projections.applied.with_pair`, its
+//! A part's kept fingerprints with one more (`projections.fold.redelivery.with_pair`, its
 //! reference): the held `bytes` and the (hi, lo) pair after them, little-endian. In the
 //! compiled fold the Python concatenation packs the pair into a `bytes` of its own first (a
 //! `struct` method call and two objects): ~1,400 instructions an event, where this makes the
 //! one object the pair lands in (~600: 20,004 events of big runs went from 58.5k to 57.0k
-//! instructions an event with this and `projections.task._replaced` together).
+//! instructions an event with this and `projections.fold.task._replaced` together).
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

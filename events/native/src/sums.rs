@@ -1,4 +1,4 @@
-//! The range aggregate's loops over a list of floats (`projections.aggregates`, their
+//! The range aggregate's loops over a list of floats (`projections.figures.aggregates`, their
 //! reference): the running compensated (Neumaier) sum, the finite values with theirs, and the
 //! sum of their squared deviations from a mean. The same IEEE 754 operations in the same order
 //! as the Python loops, so the same bits: Rust's `f64` arithmetic is the C doubles the
@@ -55,7 +55,7 @@ impl Running {
     }
 }
 
-/// `projections.aggregates.running_sum(values, total, compensation)`.
+/// `projections.figures.aggregates.running_sum(values, total, compensation)`.
 #[pyfunction]
 pub fn running_sum(values: &Bound<'_, PyList>, total: f64, compensation: f64) -> Option<(f64, f64)> {
     let mut sum = Running { total, compensation };
@@ -95,7 +95,7 @@ pub fn finite_running_sum<'py>(
 }
 
 /// The running sum, from zero, of `pow(value - mean, 2.0)` for each of `values`: the
-/// squared deviations `projections.aggregates.spread` sums (a square past the largest double
+/// squared deviations `projections.figures.aggregates.spread` sums (a square past the largest double
 /// is +Infinity, which `math.pow` raises for and `square` then gives).
 #[pyfunction]
 pub fn squares_running_sum(values: &Bound<'_, PyList>, mean: f64) -> Option<(f64, f64)> {

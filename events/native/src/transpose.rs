@@ -1,4 +1,4 @@
-//! Section 8's per-task figures gathered into one column per k (`projections.statistics.by_k`,
+//! Section 8's per-task figures gathered into one column per k (`projections.assembly.statistics.by_k`,
 //! its reference): the same float objects, moved by reference. In the compiled fold each
 //! figure was read out of its tuple as a double and a new float object made of it for its
 //! column: ~24M instructions a revision of a 5,000-task run.

@@ -1,4 +1,4 @@
-//! A trial id's index among a task's trial ids held as one string (`projections.trials`,
+//! A trial id's index among a task's trial ids held as one string (`projections.packed.trial_ids`,
 //! its reference): a NUL, then each id followed by a NUL. In the compiled fold the Python
 //! search builds the NUL-bounded needle, then searches and counts: ~1,900 instructions a
 //! score on a task of five trials (measured with the needle built by two concatenations),

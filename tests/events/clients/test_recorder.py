@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from events.builders import closed
 from events.clients.recorder import AsyncRunRecorder
 from events.codec import decode, encode
-from projections.run import Outcome, RunState, apply
+from projections.fold.run import Outcome, RunState, apply
 
 TASKS = [{"task_id": "t", "metrics": [{"metric_type": "reward", "outputs": [{"name": "score", "kind": "continuous"}]}]}]
 

@@ -20,9 +20,9 @@ from events.clients.kafka import TopicMissing, whole_topic
 from events.clients.subscriber import AsyncSummarySubscriber, ProgressSubscriber, SummarySubscriber
 from events.codec import encode_payload
 from events.outputs import RunProgress, RunSummary
-from projections.progress import progress
-from projections.run import RunState, apply
-from projections.summary import summary
+from projections.assembly.progress import progress
+from projections.assembly.summary import summary
+from projections.fold.run import RunState, apply
 from tests.builders import score, scored_run, started, task_spec
 from worker.local.processes import isolated_settings
 from worker.runtime.topics import ensure_topics

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.attempts import summary_tasks
-from projections.contributions import KeyFigures
-from projections.declarations import key_name
-from projections.run import RunState
-from projections.statistics import key_figures
+from projections.assembly.attempts import summary_tasks
+from projections.assembly.contributions import KeyFigures
+from projections.assembly.statistics import key_figures
+from projections.fold.declarations import key_name
+from projections.fold.run import RunState
 
 Progress = dict[str, Any]
 

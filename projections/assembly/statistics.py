@@ -27,13 +27,13 @@ from typing import Any, Final
 import orjson
 
 from events.compiled import NATIVE
-from projections.aggregates import Center, Spread, aggregate_of, finite_center_and_spread
-from projections.attempts import task_tallies
-from projections.contributions import Column, KeyFigures, cache_of, fragment
-from projections.declarations import key_name
-from projections.passk import Tally, estimates, hat_estimates
-from projections.run import RunState
-from projections.t975 import t975
+from projections.assembly.attempts import task_tallies
+from projections.assembly.contributions import Column, KeyFigures, cache_of, fragment
+from projections.figures.aggregates import Center, Spread, aggregate_of, finite_center_and_spread
+from projections.figures.passk import Tally, estimates, hat_estimates
+from projections.figures.t975 import t975
+from projections.fold.declarations import key_name
+from projections.fold.run import RunState
 
 Statistics = dict[str, dict[str, Any]]
 """key name -> {"tasks", "pass_at_k", "pass_hat_k"}: JSON-ready, in the contract's key order."""

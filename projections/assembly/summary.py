@@ -4,7 +4,7 @@ Built as JSON-ready data (non-finite floats already in their wire strings) in th
 order of the contract, so that encoding it is one `orjson.dumps` and the same state always
 gives the same bytes. `events.outputs.RunSummary` is the model of this shape.
 
-A revision is assembled from what each task contributes (`projections.contributions`, kept
+A revision is assembled from what each task contributes (`projections.assembly.contributions`, kept
 as events land: only the changed tasks are computed again, their attempt lists encoded
 again) and the run-wide figures summed over those contributions in the order the
 specification fixes: metric values in run log order, views and pass@k in summary task order.
@@ -19,13 +19,13 @@ from typing import Any
 
 import orjson
 
-from projections.aggregates import Aggregate, Growing, aggregate_of, center_and_spread, negative_zero
-from projections.attempts import summary_tasks
-from projections.contributions import InOrder, MetricCoverage, SummaryCache, fragment, refreshed
-from projections.declarations import Key
-from projections.harbor import harbor_stats
-from projections.run import RunState
-from projections.statistics import key_figures, pass_at_k_aggregates
+from projections.assembly.attempts import summary_tasks
+from projections.assembly.contributions import InOrder, MetricCoverage, SummaryCache, fragment, refreshed
+from projections.assembly.harbor import harbor_stats
+from projections.assembly.statistics import key_figures, pass_at_k_aggregates
+from projections.figures.aggregates import Aggregate, Growing, aggregate_of, center_and_spread, negative_zero
+from projections.fold.declarations import Key
+from projections.fold.run import RunState
 
 Summary = dict[str, Any]
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import final
 
-from projections.columns import MetricRecords
-from projections.declarations import Key, key_name
-from projections.passk import Tally
-from projections.placed import PlacedTallies
-from projections.run import RunState
-from projections.task import TaskState
-from projections.trials import listed
+from projections.assembly.placed import PlacedTallies
+from projections.figures.passk import Tally
+from projections.fold.declarations import Key, key_name
+from projections.fold.run import RunState
+from projections.fold.task import TaskState
+from projections.packed.records import MetricRecords
+from projections.packed.trial_ids import listed
 
 AttemptList = list[tuple[str, float | None, int]]
 """[(trial_id, value, run sequence number of the score that made the attempt)], in log order."""
@@ -120,7 +120,7 @@ def task_attempts(
     task: TaskState, read: Mapping[str, MetricRecords] | None = None, trial_ids: list[str] | None = None
 ) -> dict[str, AttemptList]:
     """The task's attempt list of each of its keys, by key name; `read`: the task's
-    records (`TaskState.read`), `trial_ids`: its trial ids (`projections.trials.listed`),
+    records (`TaskState.read`), `trial_ids`: its trial ids (`projections.packed.trial_ids.listed`),
     when the caller has them."""
     if read is None:
         read = task.read()

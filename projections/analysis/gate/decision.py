@@ -14,14 +14,14 @@ worst of its keys, in the order BLOCK, INCONCLUSIVE, WARN, PASS (an inconclusive
 a block).
 
 Which interval, for a fixed gate over n paired tasks (the rule the README states): below
-`EXACT_BELOW` tasks the exact sign-flip interval (`projections.exact`), which needs no
+`EXACT_BELOW` tasks the exact sign-flip interval (`projections.analysis.gate.exact`), which needs no
 normality and is what few tasks allow; from `EXACT_BELOW` tasks on, Student's t interval of
-`projections.compare`. One paired task or none: no interval, INCONCLUSIVE. A key with more
+`projections.analysis.compare`. One paired task or none: no interval, INCONCLUSIVE. A key with more
 verdict regressions than `max_regressions` is BLOCK whatever its interval.
 
 To decide an INCONCLUSIVE key, its interval must shrink to exclude 0 or -threshold; about how
 many paired tasks that takes, if the mean difference stays what it is: Miller's 80%-power
-rule (`projections.power`) for an effect of the distance from the mean to the farther of 0
+rule (`projections.analysis.gate.power`) for an effect of the distance from the mean to the farther of 0
 and -threshold (the one the interval can clear first), at least one more than compared and at
 least `EXACT_MINIMUM` (the fewest tasks with which the exact interval excludes anything); or, on the same tasks, about
 how many attempts per task of the candidate (`power.candidate_attempts_needed`), when more
@@ -33,9 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from projections.compare import KeyComparison
-from projections.exact import subset_mean_interval
-from projections.power import candidate_attempts_needed, tasks_needed
+from projections.analysis.compare import KeyComparison
+from projections.analysis.gate.exact import subset_mean_interval
+from projections.analysis.gate.power import candidate_attempts_needed, tasks_needed
 
 PASS: Final = "pass"
 WARN: Final = "warn"

@@ -1,12 +1,12 @@
 """View aggregates: per trial, a task's declared views reduce several signals to one value
-(SEMANTICS.md section 4, "View aggregate", with the reducers of `projections.reducers`)."""
+(SEMANTICS.md section 4, "View aggregate", with the reducers of `projections.figures.reducers`)."""
 
 from __future__ import annotations
 
-from projections.columns import MetricRecords
-from projections.declarations import Key, TaskDeclaration
-from projections.task import TaskState
-from projections.trials import count
+from projections.fold.declarations import Key, TaskDeclaration
+from projections.fold.task import TaskState
+from projections.packed.records import MetricRecords
+from projections.packed.trial_ids import count
 
 
 def view_values(

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Final, cast, final
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from events.timestamps import LAST_READ, epoch_seconds
-from projections import positions
-from projections.applied import NO_PAIRS, AppliedEvents, fingerprint, pair_count, with_pair
-from projections.declarations import Declarations, Key
-from projections.passk import KeyTally
-from projections.task import TaskState
+from projections.figures.passk import KeyTally
+from projections.fold.declarations import Declarations, Key
+from projections.fold.redelivery import NO_PAIRS, AppliedEvents, fingerprint, pair_count, with_pair
+from projections.fold.task import TaskState
+from projections.packed import positions
 
 if TYPE_CHECKING:
-    from projections.contributions import SummaryCache
+    from projections.assembly.contributions import SummaryCache
 
 
 class Outcome(enum.Enum):
@@ -81,9 +81,9 @@ class RunState:
     applied: AppliedEvents = field(default_factory=AppliedEvents)
     run_events: bytes = NO_PAIRS
     """Fingerprints of the applied run.started / run.closed (a task keeps its own events'),
-    `projections.applied.PAIR`s."""
+    `projections.fold.redelivery.PAIR`s."""
     run_positions: bytes = positions.NONE
-    """Their log positions, one per event (`projections.positions`)."""
+    """Their log positions, one per event (`projections.packed.positions`)."""
     tasks: dict[str, TaskState] = field(default_factory=dict)
     passk: dict[Key, KeyTally] = field(default_factory=dict)
     """One tally per pass@k-eligible key."""
@@ -93,7 +93,7 @@ class RunState:
     """Run-wide counts of the tasks' trials and scores, kept as events apply (progress reads
     them on every emission; `storage.restore` sums the tasks' own)."""
     summary_cache: SummaryCache | None = None
-    """What the summary last took from each task (`projections.contributions`): derived,
+    """What the summary last took from each task (`projections.assembly.contributions`): derived,
     never stored; `apply` names in it the task an event changes."""
 
     def span(self) -> float | None:

@@ -22,7 +22,7 @@ observations x_i in [0, 1] (here x = (d + 1) / 2 for a difference d in [-1, 1]):
 intersected with every earlier C_s (still a CS) and with [0, 1]. It is nonasymptotic: the
 guarantee holds from the first observation, for any distribution on [0, 1]. What it needs is
 that each observation's conditional mean given the earlier ones is the same mean mu (the
-`projections.live_gate` docstring says when that holds). Its width adapts to the observed
+`projections.analysis.gate.live` docstring says when that holds). Its width adapts to the observed
 variance, which for paired differences of pass rates is far below the worst case of the bound.
 """
 

@@ -19,8 +19,8 @@ from operator import attrgetter
 from typing import Any, Final, cast
 
 from events.models import InputEvent, ScoreEmitted, TrialFinished
-from projections.run import RunState, rederive
-from projections.task import TaskState
+from projections.fold.run import RunState, rederive
+from projections.fold.task import TaskState
 
 _HEADER: Final = (
     "declarations",

@@ -5,13 +5,13 @@ One observation per (key, task), frozen when it is made:
 - a task is observed on a key once the candidate has `attempts_per_task` attempts of it (its
   `run.started` says how many; a dead trial is an attempt that did not pass, a `failed` /
   `metric` score is none) and the baseline measured the task on that key; its value is
-  candidate pass rate - baseline pass rate at that moment (each as in `projections.compare`),
+  candidate pass rate - baseline pass rate at that moment (each as in `projections.analysis.compare`),
   and attempts landing later do not change it;
 - at the candidate's close, every task not observed yet that both runs measured on the key is
   observed, in summary task order, with the attempts it has; a run whose `run.started` gave no
   `attempts_per_task` is observed at its close only.
 
-Why: the confidence sequence (`projections.sequence`) needs each observation's conditional
+Why: the confidence sequence (`projections.analysis.gate.sequence`) needs each observation's conditional
 mean, given the earlier ones, to be the mean it covers. A task's difference is fixed once
 counted, and which task completes next is the harness's scheduling, not its outcome; so under
 the null (candidate and baseline share each task's pass rate) every observation has mean 0
@@ -21,7 +21,7 @@ Under an alternative the tasks' means differ; the CS then covers the weighted me
 of the tasks observed so far (the paper's weights), which is what the decision is about.
 
 Several keys: each key's CS is at level 1 - alpha / (number of keys) (Bonferroni), so the
-gate's overall false-alarm rate stays at most alpha. Each key's state is `projections.decision`'s
+gate's overall false-alarm rate stays at most alpha. Each key's state is `projections.analysis.gate.decision`'s
 on its CS. The gate decides BLOCK as soon as a key's CS lies below -threshold; PASS or WARN
 (the worse of its keys') as soon as every key has ruled out a drop beyond the threshold (its
 CS lies above -threshold, so it can never block); at the candidate's close, the worst of its
@@ -34,13 +34,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from events.outputs import RunSummary
-from projections.attempts import summary_tasks
-from projections.compare import NotComparable, key_attempts, pass_rate, passk_keys
-from projections.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide, worst
-from projections.declarations import key_name
-from projections.run import RunState
-from projections.sequence import ConfidenceSequence
-from projections.task import TaskState
+from projections.analysis.compare import NotComparable, key_attempts, pass_rate, passk_keys
+from projections.analysis.gate.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide, worst
+from projections.analysis.gate.sequence import ConfidenceSequence
+from projections.assembly.attempts import summary_tasks
+from projections.fold.declarations import key_name
+from projections.fold.run import RunState
+from projections.fold.task import TaskState
 
 ALPHA = 0.05
 
@@ -55,7 +55,7 @@ class Look:
     mean: float | None
     interval: tuple[float, float]
     decision: str
-    """`projections.decision`'s on the CS: INCONCLUSIVE before any observation."""
+    """`projections.analysis.gate.decision`'s on the CS: INCONCLUSIVE before any observation."""
 
 
 @dataclass(slots=True)

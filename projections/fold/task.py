@@ -13,9 +13,11 @@ from functools import lru_cache
 from typing import Final, TypeVar
 
 from events.models import ScoreEmitted
-from projections import positions
-from projections.applied import NO_PAIRS
-from projections.columns import (
+from projections.figures.passk import KeyTally, Tally, passes
+from projections.fold.declarations import Declarations, Key
+from projections.fold.redelivery import NO_PAIRS
+from projections.packed import positions
+from projections.packed.records import (
     METRIC_FAILED,
     NON_SEMANTIC,
     OK,
@@ -25,10 +27,8 @@ from projections.columns import (
     classify,
     record_layout,
 )
-from projections.declarations import Declarations, Key
-from projections.passk import KeyTally, Tally, passes
-from projections.sharing import shared
-from projections.trials import NONE, appended, listed, position
+from projections.packed.sharing import shared
+from projections.packed.trial_ids import NONE, appended, listed, position
 
 ONE_OUTPUT: Final = record_layout(1)
 T = TypeVar("T")
@@ -43,7 +43,7 @@ class TaskState:
     """The log position (`run.apply`) of the task's first score (orders undeclared tasks); -1: none yet."""
     trials: str
     """The task's trial ids, in the order its scores first named them, as one string
-    (`projections.trials`: an object per id cost ~20 bytes a stored attempt)."""
+    (`projections.packed.trial_ids`: an object per id cost ~20 bytes a stored attempt)."""
     metric_names: tuple[str, ...]
     """The metrics the task's scores named, in the order they first did. A metric's
     `MetricColumns` is its fields at the same index in `output_names`, `records` and
@@ -63,10 +63,10 @@ class TaskState:
     """n, c of each of `keys`, flat: the task's (n, c) of `keys[i]` is `counts[2 * i : 2 * i + 2]`.
     Made anew by a change: one block, where a list is two (~2 bytes a stored attempt more)."""
     events: bytes
-    """Fingerprints (`projections.applied.PAIR`s) of the events applied to this task:
+    """Fingerprints (`projections.fold.redelivery.PAIR`s) of the events applied to this task:
     persisted with it, they rebuild the run's redelivery index on restore."""
     trial_positions: bytes
-    """Log positions of the task's trial.finished events (`projections.positions`; its
+    """Log positions of the task's trial.finished events (`projections.packed.positions`; its
     scores' are in their columns)."""
     excluded: frozenset[Key]
     """Keys the task declares label or model: never an attempt list (rule 3)."""

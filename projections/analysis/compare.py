@@ -11,9 +11,9 @@ The statistics, per key, over the tasks both runs have and both measured (a pair
   analysis of Miller, "Adding Error Bars to Evals", 2024);
 - the mean difference and its standard error sd(d) / sqrt(n), sd the sample standard deviation
   (n - 1), both from the range aggregate of the differences (SEMANTICS.md section 4's compensated
-  sums, `projections.aggregates`);
+  sums, `projections.figures.aggregates`);
 - the 95% interval mean +- t x SE, t the 0.975 quantile of Student's t with n - 1 degrees of
-  freedom (`projections.t975`, SEMANTICS.md section 8): with few tasks the normal 1.96 is too
+  freedom (`projections.figures.t975`, SEMANTICS.md section 8): with few tasks the normal 1.96 is too
   narrow (t is 2.26 at n = 10). The interval is not clipped: a difference of pass rates lies in
   [-1, 1], and an interval reaching past that says the data are too few;
 - with one paired task there is a mean and no standard error, so no interval; with none, neither.
@@ -22,7 +22,7 @@ Also per key: pass@1 .. pass@k of both runs as their summaries state them (over 
 tasks, so they need not agree with the paired rates), and the verdicts that changed:
 regressions (solved -> flaky or failed, flaky -> failed), fixes (the reverse), tasks only one
 run has the key for, and shared tasks unmeasured (no attempt) in either run, which take no part
-in the differences. Verdicts are the fold's own rule (`projections.verdicts`) on the attempts.
+in the differences. Verdicts are the fold's own rule (`projections.figures.verdicts`) on the attempts.
 
 A run's pass@k keys are those its `verdicts` name (every key some task declares continuous or
 boolean). Keys and tasks only one run has are listed, and the rest compared.
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 from events.nonfinite import read_float
 from events.outputs import Attempt, RunSummary
-from projections.aggregates import range_aggregate
-from projections.passk import passes
-from projections.t975 import t975
-from projections.verdicts import FAILED, FLAKY, SOLVED, verdict_of
+from projections.figures.aggregates import range_aggregate
+from projections.figures.passk import passes
+from projections.figures.t975 import t975
+from projections.figures.verdicts import FAILED, FLAKY, SOLVED, verdict_of
 
 _WORSE = {(SOLVED, FLAKY), (SOLVED, FAILED), (FLAKY, FAILED)}
 

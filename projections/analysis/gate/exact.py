@@ -11,7 +11,7 @@ differences (under no change on any task, candidate and baseline are exchangeabl
 each task, so each sign is a fair coin). Below 6 tasks (2^5 x 0.025 < 1) no such interval
 excludes anything: it is the whole range of a difference of pass rates, [-1, 1].
 
-Cost: 2^n subset sums, so it is for few tasks (`projections.decision` says how few).
+Cost: 2^n subset sums, so it is for few tasks (`projections.analysis.gate.decision` says how few).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The reducers of views (SEMANTICS.md section 4, "View aggregate"): per trial, several
 signal values to one. `mean` and `weighted` add with the same compensated sum as the
 aggregates, signals in declaration order. A declaration holds its views' reducers
-(`projections.declarations.DeclaredView`), made once for every task that shares it."""
+(`projections.fold.declarations.DeclaredView`), made once for every task that shares it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from events.models import ViewSpec
-from projections.aggregates import compensated_sum, finite_values
+from projections.figures.aggregates import compensated_sum, finite_values
 
 Reduce = Callable[[list[float]], float | None]
 """A view's reducer over one trial's signal values, in declaration order (all present);

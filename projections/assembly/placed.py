@@ -8,7 +8,7 @@ from array import array
 from bisect import bisect_left
 from typing import final
 
-from projections.passk import Tally
+from projections.figures.passk import Tally
 
 
 @final

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, final
 
-from projections.sharing import shared
+from projections.packed.sharing import shared
 
 OK: Final = 0
 """completed or partial: the outputs count."""

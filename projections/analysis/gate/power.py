@@ -23,8 +23,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from projections.compare import KeyComparison, TaskDelta
-from projections.t975 import NORMAL_975
+from projections.analysis.compare import KeyComparison, TaskDelta
+from projections.figures.t975 import NORMAL_975
 
 NORMAL_80 = 0.8416212335729143
 """The 0.8 quantile of the standard normal: power 80%."""

@@ -8,7 +8,7 @@ those tasks' `TaskContribution` (O(the task)) and moves the run-wide structures 
 difference: the numeric values of every metric output in run log order, and Harbor's
 reward_stats lists in the order of the scores that made them. Everything else the summary
 needs is summed over the tasks' contributions in summary task order, in the order the
-specification fixes (`projections.summary`), so the floats are the ones a rebuild gives.
+specification fixes (`projections.assembly.summary`), so the floats are the ones a rebuild gives.
 
 Safe because, between two resets, a task's state only grows: score rows and trials are
 appended, and a key a task gains (SEMANTICS.md section 1, rule 2) is a new attempt list. The
@@ -28,17 +28,17 @@ from typing import Any, Final, TypeVar, final
 
 import orjson
 
-from projections.aggregates import Center, Growing, Spread, finite, negative_zero, wire_number
-from projections.attempts import AttemptList, TaskTallies, task_attempts
-from projections.columns import MetricRecords
-from projections.declarations import Key, key_name
-from projections.harbor import HarborLists, value_label
-from projections.passk import Tally
-from projections.run import RunState
-from projections.task import TaskState
-from projections.trials import listed
-from projections.verdicts import verdict_of
-from projections.views import view_values
+from projections.assembly.attempts import AttemptList, TaskTallies, task_attempts
+from projections.assembly.harbor import HarborLists, value_label
+from projections.assembly.view_values import view_values
+from projections.figures.aggregates import Center, Growing, Spread, finite, negative_zero, wire_number
+from projections.figures.passk import Tally
+from projections.figures.verdicts import verdict_of
+from projections.fold.declarations import Key, key_name
+from projections.fold.run import RunState
+from projections.fold.task import TaskState
+from projections.packed.records import MetricRecords
+from projections.packed.trial_ids import listed
 
 K = TypeVar("K")
 

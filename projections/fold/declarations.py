@@ -20,8 +20,8 @@ from typing import Final
 
 from events.codec import encode
 from events.models import Reducer, RunStarted, Signal, TaskSpec, ViewSpec
-from projections.reducers import Reduce, reducer_of
-from projections.sharing import shared
+from projections.figures.reducers import Reduce, reducer_of
+from projections.packed.sharing import shared
 
 Key = tuple[str, str]
 """(metric_type, output name); written `metric_type.output` on the wire."""

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import orjson
 
-from projections.aggregates import compensated_sum
-from projections.passk import Tally
-from projections.placed import PlacedTallies
-from projections.run import RunState
+from projections.assembly.placed import PlacedTallies
+from projections.figures.aggregates import compensated_sum
+from projections.figures.passk import Tally
+from projections.fold.run import RunState
 
 if TYPE_CHECKING:
-    from projections.contributions import InOrder, SummaryCache, TaskContribution
+    from projections.assembly.contributions import InOrder, SummaryCache, TaskContribution
 
 
 @lru_cache(maxsize=1024)

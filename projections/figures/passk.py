@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from projections.verdicts import FAILED, FLAKY, SOLVED, verdict_of
+from projections.figures.verdicts import FAILED, FLAKY, SOLVED, verdict_of
 
 Tally = tuple[int, int]
 """(n, c): a task's attempts for a key, and how many of them pass."""

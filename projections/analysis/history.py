@@ -3,7 +3,7 @@ tasks whose verdict changed between those runs.
 
 A run is reduced to `RunTasks` once, when its summary arrives: per task and pass@k key, the
 verdict and the attempts that passed of all (`c` of `n`, the pass rate `c / n` of
-`projections.compare`, an attempt passing as in SEMANTICS.md section 2). It is packed in bytes
+`projections.analysis.compare`, an attempt passing as in SEMANTICS.md section 2). It is packed in bytes
 (9 a task and key) so that a year of runs fits in a dashboard's memory; `history` reads it back.
 
 What counts as a verdict change: between two consecutive runs of the label set (oldest to
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from events.nonfinite import NONFINITE_STRINGS
 from events.outputs import Attempt, RunSummary
-from projections.passk import passes
-from projections.verdicts import FAILED, FLAKY, SOLVED, UNMEASURED
+from projections.figures.passk import passes
+from projections.figures.verdicts import FAILED, FLAKY, SOLVED, UNMEASURED
 
 _CODES = (None, SOLVED, FLAKY, FAILED, UNMEASURED)
 """Verdict codes in the packed bytes; 0: the task has no such key in this run."""
