@@ -32,6 +32,7 @@ from aiokafka import AIOKafkaProducer
 
 from events.codec import MAX_EVENT_BYTES, decode
 from events.synthetic import interleave, synthetic_run
+from projections.assembly.contributions import SummaryCache
 from projections.assembly.progress import progress
 from projections.fold.run import RunState, apply
 from worker.local.clusters import cluster
@@ -60,12 +61,12 @@ def progress_cost(tasks: int, every: int, runs: int) -> float:
     for index in range(runs):
         made_run = synthetic_run(f"r{index}", tasks=tasks, attempts=5, seed=index)
         events = [decode(orjson.dumps(event)) for event in made_run]
-        run = RunState(f"r{index}")
+        run, cache = RunState(f"r{index}"), SummaryCache()
         for count, event in enumerate(events, start=1):
             apply(run, event)
             if count % every == 0:
                 began = time.perf_counter()
-                progress(run, run.event_count)
+                progress(run, run.event_count, cache=cache)
                 spent += time.perf_counter() - began
                 made += 1
     return spent / made

@@ -46,6 +46,7 @@ from projections.assembly.summary import summary
 from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.run import RunState, apply
 from projections.fold.savepoint import Savepoint
+from projections.held import Held
 from projections.replayer import Replayer
 from projections.step import step
 from worker.commands.replay import replay
@@ -206,7 +207,7 @@ def rss_growth_replaying(path: Path, closed_caches_bytes: int) -> tuple[int, int
     with path.open("rb") as stream:
         for number, line in enumerate(stream, 1):
             replayer.feed(number, line)
-    return process.memory_info().rss - before, sum(attempts_in(run) for run in replayer.runs.values())
+    return process.memory_info().rss - before, sum(attempts_in(held.run) for held in replayer.runs.values())
 
 
 def attempts_in(run: RunState) -> int:
@@ -293,9 +294,9 @@ def savepoint_share(seed: int, tasks: int = 500) -> tuple[float, float]:
     events = [decode(wire) for wire in wires]
 
     def steps() -> None:
-        run = RunState("s")
+        held = Held(RunState("s"))
         for wire in wires:
-            step(wire, lambda _: run)
+            step(wire, lambda _: held)
 
     run = RunState("s")
     for event in events:

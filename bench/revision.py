@@ -10,10 +10,9 @@ folding the whole run's events (what a revision costing O(run) is to compare wit
 Counted in instructions, a revision is what `--rounds 20` adds to `--rounds 0`, divided by
 20 (`valgrind --tool=callgrind python -m bench.revision --rounds N`: the same run, fold and
 summary at close either way).
-The revision is `summary_bytes`, what the worker and replay publish; on a tree without it
-(older ones), `encode_payload(summary(run))`, so that the same command gives the figure before
-and after a change. (Reading the bytes back into dicts, as `summary` does, costs 50 to 120 ms
-of allocation on a 7.4 MB summary, varying from call to call: it is no part of a revision.)
+The revision is `summary_bytes` with the run's summary cache, what the worker and replay
+publish. (Reading the bytes back into dicts, as `summary` does, costs 50 to 120 ms of
+allocation on a 7.4 MB summary, varying from call to call: it is no part of a revision.)
 """
 
 from __future__ import annotations
@@ -28,10 +27,10 @@ from typing import Any
 from pydantic import TypeAdapter
 
 import projections
-from events.codec import encode_payload
 from events.models import InputEvent
 from events.synthetic import synthetic_run
-from projections.assembly import summary as summaries
+from projections.assembly.contributions import SummaryCache
+from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState, apply
 from projections.packed.trial_ids import count
 from worker.runtime.collector import quiet_collector
@@ -55,15 +54,10 @@ def late_attempt(run_id: str, task: int, number: int) -> InputEvent:
     )
 
 
-def encoded_summary(run: RunState) -> bytes:
-    built = getattr(summaries, "summary_bytes", None)
-    return built(run) if built is not None else encode_payload(summaries.summary(run))
-
-
 def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]:
     # Validated from Python objects: a run.started of thousands of tasks is over the wire limit.
     events = [EVENT.validate_python(event) for event in synthetic_run("r", tasks=tasks, attempts=attempts, seed=seed)]
-    run = RunState("r")
+    run, cache = RunState("r"), SummaryCache()
     began = time.process_time()
     for event in events:
         apply(run, event)
@@ -71,7 +65,7 @@ def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]
     del events
     gc.collect()
     began = time.process_time()
-    first = encoded_summary(run)
+    first = summary_bytes(run, cache)
     at_close = time.process_time() - began
     costs = []
     encoded = first
@@ -79,7 +73,7 @@ def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]
         event = late_attempt("r", number * 7919 % tasks, number)
         began = time.process_time()
         apply(run, event)
-        encoded = encoded_summary(run)
+        encoded = summary_bytes(run, cache)
         costs.append(time.process_time() - began)
     return {
         "fold": fold,

@@ -29,11 +29,13 @@ from pydantic import TypeAdapter
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
 from projections.assembly.attempts import key_tallies
+from projections.assembly.contributions import SummaryCache
+from projections.assembly.key_figures import statistics
 from projections.assembly.progress import progress
-from projections.assembly.statistics import Statistics, by_k, statistics
 from projections.assembly.summary import summary
 from projections.figures.aggregates import center
-from projections.figures.passk import estimates
+from projections.figures.passk import by_k, estimates
+from projections.figures.statistics import Statistics
 from projections.fold.run import RunState, apply
 from projections.replayer import Replayer
 
@@ -56,7 +58,6 @@ def without_section_8(run: RunState) -> Statistics:
 
 def afresh(run: RunState) -> Statistics:
     """Section 8 of `run` with none of its figures kept: every key's columns computed again."""
-    run.summary_cache = None
     return statistics(run)
 
 
@@ -106,9 +107,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
     for tasks in (500, 5_000):
-        run = open_run(tasks, args.seed)
+        run, cache = open_run(tasks, args.seed), SummaryCache()
         print(f"open run of {tasks:,} tasks x {ATTEMPTS} attempts, {run.event_count:,} events applied:")
-        for label, build in (("progress emission", partial(progress, run, 1)), ("summary", partial(summary, run))):
+        emission, summarized = partial(progress, run, 1, cache=cache), partial(summary, run, cache)
+        for label, build in (("progress emission", emission), ("summary", summarized)):
             print(f"  {label:<38} {best(build, args.rounds) * 1e3:9.1f} ms")
         with_8 = best(partial(afresh, run), args.rounds)
         before = best(partial(without_section_8, run), args.rounds)

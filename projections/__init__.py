@@ -81,16 +81,21 @@ def source_digest() -> str:
 
 
 class _SourcesOnly(MetaPathFinder):
-    """Finds the fold's modules as their `.py` files, ahead of the compiled ones."""
+    """Finds the fold's modules as their `.py` files, ahead of the compiled ones; a compiled
+    module whose source is gone (moved or removed since) is no module."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
         root, _, rest = fullname.partition(".")
+        if root != __name__ or not rest:
+            return None
         source = _HERE.joinpath(*rest.split(".")).with_suffix(".py")
-        if root != __name__ or not rest or not source.is_file():
+        if source.is_file():
+            return spec_from_file_location(fullname, source)
+        if (source.with_suffix("") / "__init__.py").is_file():
             return None  # a sub-package: its `__init__.py`, never compiled, is found as usual
-        return spec_from_file_location(fullname, source)
+        raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
 
 
 def _pick() -> Literal["compiled", "pure"]:

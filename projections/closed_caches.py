@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Final
 
-from projections.fold.run import RunState
 from projections.footprint import cache_footprint
+from projections.held import HeldRun
 
 CLOSED_CACHES_BYTES: Final = 64 * 1024 * 1024
 """The default budget, by `cache_footprint`'s estimate (which is from above)."""
@@ -36,7 +36,7 @@ class ClosedCaches:
         """The estimates of the caches held, as taken when each run was last revised."""
         self.dropped = 0
         """Caches dropped so far."""
-        self._held: OrderedDict[str, tuple[RunState, int]] = OrderedDict()
+        self._held: OrderedDict[str, tuple[HeldRun, int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._held)
@@ -44,21 +44,22 @@ class ClosedCaches:
     def __contains__(self, run_id: str) -> bool:
         return run_id in self._held
 
-    def revised(self, run: RunState) -> None:
-        """After an event was applied to `run`: a closed run's cache is now the most
+    def revised(self, held: HeldRun) -> None:
+        """After an event was applied to `held`'s run: a closed run's cache is now the most
         recently revised, and the oldest are dropped while the caches are over budget."""
+        run = held.run
         if not run.closed:
             return
-        held = self._held.pop(run.run_id, None)
-        if held is not None:
-            self.held_bytes -= held[1]
-        size = cache_footprint(run)
+        before = self._held.pop(run.run_id, None)
+        if before is not None:
+            self.held_bytes -= before[1]
+        size = cache_footprint(run, held.summaries)
         if not size:
             return
-        self._held[run.run_id] = (run, size)
+        self._held[run.run_id] = (held, size)
         self.held_bytes += size
         while self.held_bytes > self.budget and len(self._held) > 1:
             _, (oldest, size) = self._held.popitem(last=False)
-            oldest.summary_cache = None
+            oldest.summaries = None
             self.held_bytes -= size
             self.dropped += 1

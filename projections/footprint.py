@@ -1,6 +1,6 @@
-"""What a run holds in memory, estimated from above in O(1) from its counts, so that the
-worker's run cache can bound the bytes it holds rather than the number of runs (many small
-runs fit where a few big ones do).
+"""What a held run (its state and its summary cache) holds in memory, estimated from above in
+O(1) from its counts, so that the worker's run cache can bound the bytes it holds rather than
+the number of runs (many small runs fit where a few big ones do).
 
 The constants are calibrated with tracemalloc (`tests/projections/test_footprint.py` checks
 that the estimate is never below what a run measures, and within 3x of it, for runs small
@@ -9,9 +9,12 @@ and large, open and closed, with and without a summary cache).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
+from projections.assembly.contributions import SummaryCache
 from projections.fold.run import RunState
+from projections.held import HeldRun
 
 RUN_BYTES: Final = 4096
 """A run before any event: its objects and dicts (its run.started as kept is counted apart)."""
@@ -31,18 +34,17 @@ CONTRIBUTION_EVENT_BYTES: Final = 200
 (attempt lists, Harbor lists, values in log order)."""
 
 
-def footprint(run: RunState) -> int:
-    """An estimate from above of the bytes `run` holds in memory."""
+def footprint(run: RunState, cache: SummaryCache | None = None) -> int:
+    """An estimate from above of the bytes `run` and its summary `cache` hold in memory."""
     tasks = len(run.tasks)
     held = RUN_BYTES + TASK_BYTES * tasks + EVENT_BYTES * run.event_count + run.applied.table_bytes
     if run.declarations is not None:
         held += len(run.declarations.started)
-    return held + cache_footprint(run)
+    return held + cache_footprint(run, cache)
 
 
-def cache_footprint(run: RunState) -> int:
-    """The part of `footprint(run)` that is its summary cache (0: none)."""
-    cache = run.summary_cache
+def cache_footprint(run: RunState, cache: SummaryCache | None) -> int:
+    """The part of `footprint(run, cache)` that is the summary cache (0: none)."""
     if cache is None:
         return 0
     held = FIGURES_BYTES + FIGURES_TASK_BYTES * len(run.tasks)
@@ -51,10 +53,10 @@ def cache_footprint(run: RunState) -> int:
     return held
 
 
-def footprints(runs: list[RunState]) -> int:
-    """The sum of `footprint` over `runs`: one loop of the compiled fold, where the run
-    cache sums every run it holds at each checkpoint (~3 us a run as a Python generator)."""
+def footprints(runs: Iterable[HeldRun]) -> int:
+    """The sum of `footprint` over the held `runs` (the worker's run cache sums every run it
+    holds at each checkpoint)."""
     total = 0
-    for run in runs:
-        total += footprint(run)
+    for held in runs:
+        total += footprint(held.run, held.summaries)
     return total

@@ -11,6 +11,7 @@ from events.codec import encode_payload
 from projections.assembly.progress import progress
 from projections.closed_caches import CLOSED_CACHES_BYTES, ClosedCaches
 from projections.fold.run import Outcome, RunState
+from projections.held import Held, summaries_of
 from projections.step import step
 
 STDOUT, STDERR = 1, 2
@@ -38,7 +39,7 @@ class Replayer:
 
     def __init__(self, progress_every: int | None = None, closed_caches_bytes: int = CLOSED_CACHES_BYTES) -> None:
         """`closed_caches_bytes`: the budget of the closed runs' summary caches (`ClosedCaches`)."""
-        self.runs: dict[str, RunState] = {}
+        self.runs: dict[str, Held] = {}
         self.progress_every = progress_every
         self.stats = ReplayStats()
         self.closed_caches = ClosedCaches(closed_caches_bytes)
@@ -66,24 +67,26 @@ class Replayer:
             self.stats.ignored += stepped.outcome is Outcome.IGNORED
             return ()
         self.stats.applied += 1
-        self.closed_caches.revised(run)
+        held = self.runs[run.run_id]
+        self.closed_caches.revised(held)
         if stepped.summary is None and not self.progress_every:
             return ()
         outputs = []
         if self.progress_every and (run.closed or run.event_count % self.progress_every == 0):
-            outputs.append((number, STDOUT, encode_payload(progress(run, run.event_count)) + b"\n"))
+            shown = progress(run, run.event_count, cache=summaries_of(held))
+            outputs.append((number, STDOUT, encode_payload(shown) + b"\n"))
         if stepped.summary is not None:
             self.stats.summaries += 1
             outputs.append((number, STDOUT, stepped.summary + b"\n"))
         return outputs
 
-    def _run(self, run_id: str) -> RunState:
-        run = self.runs.get(run_id)
-        if run is None:
-            run = self.runs[run_id] = RunState(run_id)
-        return run
+    def _run(self, run_id: str) -> Held:
+        held = self.runs.get(run_id)
+        if held is None:
+            held = self.runs[run_id] = Held(RunState(run_id))
+        return held
 
     def finish(self) -> ReplayStats:
         # A run whose only events failed (and were rolled back) has nothing applied: not a run.
-        self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed and run.event_count)
+        self.stats.open_runs = sum(1 for held in self.runs.values() if not held.run.closed and held.run.event_count)
         return self.stats

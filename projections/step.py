@@ -28,6 +28,7 @@ from events.models import InputEvent
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import Outcome, RunState, apply, summary_due
 from projections.fold.savepoint import Savepoint
+from projections.held import HeldRun, summaries_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +77,9 @@ class Stepped:
         return self.outcome is Outcome.APPLIED
 
 
-RunLookup = Callable[[str], RunState]
-"""The state of a run by id, created empty when new (a dict in replay, the run cache
-over the stored state in the worker)."""
+RunLookup = Callable[[str], HeldRun]
+"""A held run by id, its state created empty when new (a dict in replay, the run cache over
+the stored state in the worker)."""
 
 
 def step(
@@ -99,13 +100,14 @@ def step(
     if keyed and key != event.run_id.encode():
         reason = f"message key {key!r} is not the event's run_id {event.run_id!r}; key each event by its run_id"
         return Stepped(None, None, Rejected("key-mismatch", reason))
-    run = runs(event.run_id)
+    held = runs(event.run_id)
+    run = held.run
     saved = Savepoint(run, event)
     try:
         applied = apply(run, event, position)
         if applied.outcome is Outcome.REFUSED:
             return Stepped(run, None, Rejected("refused", applied.reason))
-        due = summary_bytes(run) if summary_due(run, applied) else None
+        due = summary_bytes(run, summaries_of(held)) if summary_due(run, applied) else None
         return Stepped(run, applied.outcome, None, applied.task_id, due)
     except Exception as error:
         try:

@@ -66,9 +66,9 @@ import orjson
 from events.codec import decode
 from events.models import RunStarted
 from projections.fold.declarations import Declarations
-from projections.fold.redelivery import PAIR
 from projections.fold.run import RunState, rederive
 from projections.fold.task import TaskState
+from projections.packed.fingerprints import PAIR
 from projections.packed.positions import POSITION
 from projections.packed.records import MetricColumns
 from projections.packed.trial_ids import joined, listed

@@ -12,24 +12,27 @@ from __future__ import annotations
 from typing import Any
 
 from projections.assembly.attempts import summary_tasks
-from projections.assembly.contributions import KeyFigures
-from projections.assembly.statistics import key_figures
+from projections.assembly.contributions import SummaryCache
+from projections.assembly.key_figures import key_figures
+from projections.figures.passk import KeyFigures
 from projections.fold.declarations import key_name
 from projections.fold.run import RunState
 
 Progress = dict[str, Any]
 
 
-def progress(run: RunState, seq: int, elapsed: float | None = None) -> Progress:
+def progress(run: RunState, seq: int, elapsed: float | None = None, cache: SummaryCache | None = None) -> Progress:
     """The `run.progress` event number `seq` of this run.
 
     `elapsed`: seconds the run has been going, for the ETA; by default the span of the
-    applied events' `occurred_at` (no ETA without either).
+    applied events' `occurred_at` (no ETA without either). `cache`: the run's summary cache,
+    which keeps its pass@k figures between events (without one they are computed afresh).
     """
     declared = run.declarations.tasks if run.declarations else {}
     open_ = not run.closed
     pending = sum(1 for task_id in declared if not run.tasks[task_id].touched) if open_ else 0
-    keys = [(name, key) for name, key in key_figures(run) if key.statistics is not None]
+    figured = key_figures(run, SummaryCache() if cache is None else cache)
+    keys = [(name, key) for name, key in figured if key.statistics is not None]
     figures = {name: key.statistics for name, key in keys}
     pass_at_k = {name: _pass_at_k(key) for name, key in keys}
     verdicts = {}

@@ -4,12 +4,13 @@ Built as JSON-ready data (non-finite floats already in their wire strings) in th
 order of the contract, so that encoding it is one `orjson.dumps` and the same state always
 gives the same bytes. `events.outputs.RunSummary` is the model of this shape.
 
-A revision is assembled from what each task contributes (`projections.assembly.contributions`, kept
-as events land: only the changed tasks are computed again, their attempt lists encoded
-again) and the run-wide figures summed over those contributions in the order the
-specification fixes: metric values in run log order, views and pass@k in summary task order.
-`summary_bytes` is the encoded revision (what the worker and replay publish); `summary` is
-the same revision as plain data, read back from those bytes.
+A revision is assembled from what each task contributes (`projections.assembly.contributions`,
+kept in the run's summary cache: only the tasks changed since are computed again, their
+attempt lists encoded again) and the run-wide figures summed over those contributions in the
+order the specification fixes: metric values in run log order, views and pass@k in summary
+task order. `summary_bytes` is the encoded revision (what the worker and replay publish);
+`summary` is the same revision as plain data, read back from those bytes. Without a cache
+they build it from the state alone, to the same bytes.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import Any
 import orjson
 
 from projections.assembly.attempts import summary_tasks
-from projections.assembly.contributions import InOrder, MetricCoverage, SummaryCache, fragment, refreshed
-from projections.assembly.harbor import harbor_stats
-from projections.assembly.statistics import key_figures, pass_at_k_aggregates
+from projections.assembly.contributions import MetricCoverage, SummaryCache, fragment, refreshed
+from projections.assembly.harbor_stats import harbor_stats
+from projections.assembly.key_figures import key_figures, pass_at_k_aggregates
+from projections.assembly.log_order import InOrder
 from projections.figures.aggregates import Aggregate, Growing, aggregate_of, center_and_spread, negative_zero
 from projections.fold.declarations import Key
 from projections.fold.run import RunState
@@ -30,25 +32,25 @@ from projections.fold.run import RunState
 Summary = dict[str, Any]
 
 
-def summary(run: RunState) -> Summary:
+def summary(run: RunState, cache: SummaryCache | None = None) -> Summary:
     """The `run.summary` event of a closed run (its `revision` counts events since close)."""
-    parsed: Summary = orjson.loads(summary_bytes(run))
+    parsed: Summary = orjson.loads(summary_bytes(run, cache))
     return parsed
 
 
-def summary_bytes(run: RunState) -> bytes:
-    """`summary(run)` encoded, as `events.codec.encode_payload` encodes it."""
-    cache = refreshed(run)
+def summary_bytes(run: RunState, cache: SummaryCache | None = None) -> bytes:
+    """`summary(run, cache)` encoded, as `events.codec.encode_payload` encodes it."""
+    cache = refreshed(run, SummaryCache() if cache is None else cache)
     tasks = summary_tasks(run)
     # One pass over the tasks for their shares and the two maps made of them.
-    shares = []
+    harbor = []
     task_attempts, verdicts = {}, {}
     for task in tasks:
         share = cache.tasks[task.task_id]
-        shares.append(share)
+        harbor.append(share.harbor)
         task_attempts[task.task_id] = share.attempts
         verdicts[task.task_id] = share.verdicts
-    figures = key_figures(run)
+    figures = key_figures(run, cache)
     outputs = metric_outputs(run, cache)
     payload = {
         "schema_version": 1,
@@ -70,7 +72,7 @@ def summary_bytes(run: RunState) -> bytes:
             "trial_count": len(cache.trials),
             "score_count": run.score_count,
         },
-        "harbor": harbor_stats(run, shares, cache),
+        "harbor": harbor_stats(run, harbor, cache.harbor),
         "verdicts": verdicts,
         "statistics": {name: key.statistics for name, key in figures if key.statistics is not None},
     }

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, final
 
-from events.compiled import NATIVE
 from events.nonfinite import wire_float
+from projections.kernels import finite_running_sum, running_sum, squares_running_sum
 
 PERCENTILES: Final = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 _LABELS: Final = tuple(f"p{p}" for p in PERCENTILES)
@@ -50,23 +50,6 @@ def wire_number(value: float | None) -> float | str | None:
     return value if value is None or finite(value) else wire_float(value)
 
 
-_SUMMED_FROM: Final = 10
-"""A list of floats this long or longer is summed by `events/native`'s loops (`sums.rs`) where
-that is built: the same operations in the same order, so the same bits, without a float
-object read (or made, for a square) a value. A shorter one is summed here, where the call
-costs more than the loop: callgrind counts ~360 + 80 instructions a value for `running_sum`
-here, ~890 + 26 there. The loops below are the reference (tests/projections/test_sums.py
-holds the module to them); a list holding anything but floats is summed here (the module
-answers None)."""
-_FILTERED_FROM: Final = 2
-"""The same for `finite_running_sum` and `squares_sum`, which make a float object a value
-here: `center_and_spread` costs ~2,050 + 655 instructions a value here, ~2,660 + 214 there
-(of which 145 are the C library's `pow`)."""
-_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.running_sum
-_FINITE_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.finite_running_sum
-_SQUARES_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.squares_running_sum
-
-
 def compensated_sum(values: Iterable[float]) -> float:
     """The sum of floats exactly as CPython 3.12's built-in `sum(values)` computes it.
 
@@ -78,31 +61,6 @@ def compensated_sum(values: Iterable[float]) -> float:
     return finished_sum(total, compensation)
 
 
-def running_sum(values: Iterable[float], total: float, compensation: float) -> tuple[float, float]:
-    """`compensated_sum`'s running sum and compensation after adding `values` to `total` and
-    `compensation`: a sum resumed from where an earlier call left it is the sum of all the
-    values at once, to the bit (`finished_sum` gives it)."""
-    if _RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _SUMMED_FROM:
-        summed: tuple[float, float] | None = _RUNNING_SUM(values, total, compensation)
-        if summed is not None:
-            return summed
-    # `sum` starts from the int 0 and takes the first float x as `0 + x`, uncompensated.
-    # Starting from 0.0 and compensating x too gives the same result: for a finite x that
-    # step adds 0.0 to the compensation, and after a non-finite x the sum stays non-finite,
-    # so its compensation is never added.
-    for value in values:
-        step = total + value
-        # abs() inlined: the loop runs once per value of every aggregate, and a call costs
-        # as much as the arithmetic. Same branches as abs for every double, NaN included
-        # (its comparisons are false either way, and its step is NaN on both).
-        if (total if total >= 0.0 else -total) >= (value if value >= 0.0 else -value):
-            compensation += (total - step) + value
-        else:
-            compensation += (value - step) + total
-        total = step
-    return total, compensation
-
-
 def finished_sum(total: float, compensation: float) -> float:
     """The sum `running_sum` was keeping."""
     # As CPython: adding a zero compensation would turn a -0.0 sum into 0.0, and a
@@ -110,20 +68,6 @@ def finished_sum(total: float, compensation: float) -> float:
     if compensation and finite(compensation):
         total += compensation
     return total
-
-
-def square(value: float) -> float:
-    """`value ** 2` as Python computes it, and +Infinity where Python raises OverflowError
-    (a finite square past the largest double): IEEE's result, which section 4 asks for.
-
-    Written `math.pow(value, 2.0)`: the same C `pow` as `**` (which takes it of the
-    magnitude, the sign of an even power being +), to the bit and with the same
-    OverflowError, but a native call in the compiled fold, where `**` boxes both operands.
-    (`value * value` is not the same: it differs from `pow` in the last bit of some values.)"""
-    try:
-        return math.pow(value, 2.0)
-    except OverflowError:
-        return math.inf
 
 
 @lru_cache(maxsize=4096)
@@ -168,17 +112,6 @@ def center(values: Iterable[float], total: int) -> Center:
     return centered(finite, finished_sum(running, compensation), total)
 
 
-def finite_running_sum(values: Iterable[float], total: float, compensation: float) -> tuple[list[float], float, float]:
-    """`finite_values(values)`, and the `running_sum` of those from `total` and `compensation`."""
-    if _FINITE_RUNNING_SUM is not None and isinstance(values, list) and len(values) >= _FILTERED_FROM:
-        summed: tuple[list[float], float, float] | None = _FINITE_RUNNING_SUM(values, total, compensation)
-        if summed is not None:
-            return summed
-    finite = finite_values(values)
-    total, compensation = running_sum(finite, total, compensation)
-    return finite, total, compensation
-
-
 def finite_values(values: Iterable[float]) -> list[float]:
     """The finite ones of `values`, in their order. Written as a loop the compiled fold makes
     C of (`isinf` and `isnan` are C there): `filter(math.isfinite, ...)` would call a Python
@@ -206,16 +139,7 @@ def spread(middle: Center, mean: float) -> Spread:
 
 def squares_sum(values: list[float], mean: float) -> float:
     """The compensated sum of the squared deviations of `values` from `mean`."""
-    if _SQUARES_RUNNING_SUM is not None and len(values) >= _FILTERED_FROM:
-        summed: tuple[float, float] | None = _SQUARES_RUNNING_SUM(values, mean)
-        if summed is not None:
-            total, compensation = summed
-            return finished_sum(total, compensation)
-    try:
-        deviations = [math.pow(value - mean, 2.0) for value in values]  # `square`, inlined
-    except OverflowError:  # one square past the largest double: each made so by `square`
-        deviations = [square(value - mean) for value in values]
-    return compensated_sum(deviations)
+    return finished_sum(*squares_running_sum(values, mean))
 
 
 @final

@@ -14,18 +14,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, cast, final
+from typing import Final, cast, final
 
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
 from events.timestamps import LAST_READ, epoch_seconds
-from projections.figures.passk import KeyTally
 from projections.fold.declarations import Declarations, Key
-from projections.fold.redelivery import NO_PAIRS, AppliedEvents, fingerprint, pair_count, with_pair
+from projections.fold.key_tallies import KeyTally
+from projections.fold.redelivery import AppliedEvents
 from projections.fold.task import TaskState
+from projections.kernels import fingerprint, with_pair
 from projections.packed import positions
-
-if TYPE_CHECKING:
-    from projections.assembly.contributions import SummaryCache
+from projections.packed.fingerprints import NO_PAIRS, pair_count
 
 
 class Outcome(enum.Enum):
@@ -81,7 +80,7 @@ class RunState:
     applied: AppliedEvents = field(default_factory=AppliedEvents)
     run_events: bytes = NO_PAIRS
     """Fingerprints of the applied run.started / run.closed (a task keeps its own events'),
-    `projections.fold.redelivery.PAIR`s."""
+    `projections.packed.fingerprints.PAIR`s."""
     run_positions: bytes = positions.NONE
     """Their log positions, one per event (`projections.packed.positions`)."""
     tasks: dict[str, TaskState] = field(default_factory=dict)
@@ -92,9 +91,6 @@ class RunState:
     score_count: int = 0
     """Run-wide counts of the tasks' trials and scores, kept as events apply (progress reads
     them on every emission; `storage.restore` sums the tasks' own)."""
-    summary_cache: SummaryCache | None = None
-    """What the summary last took from each task (`projections.assembly.contributions`): derived,
-    never stored; `apply` names in it the task an event changes."""
 
     def span(self) -> float | None:
         """Seconds between the earliest and the latest `occurred_at` of the applied events."""
@@ -227,8 +223,6 @@ def _score(
         _saw(task, moment)
     task.record_score(event, at, run.passk)
     run.score_count += 1
-    if run.summary_cache is not None:
-        run.summary_cache.dirty.add(task.task_id)
     return Applied(Outcome.APPLIED, "", task.task_id)
 
 
@@ -247,8 +241,6 @@ def _trial(
         if task.failed_trials is None:
             task.failed_trials = []
         task.failed_trials.append((at, error_type, event.trial_id))
-    if run.summary_cache is not None:
-        run.summary_cache.dirty.add(task.task_id)
     return Applied(Outcome.APPLIED, "", task.task_id)
 
 
@@ -273,7 +265,8 @@ def rekey_run(run: RunState) -> None:
     """Decide every task's keys and the pass@k tallies afresh from the columns: when
     declarations arrive, and when a run is restored from storage (O(run), once)."""
     declarations = run.declarations
-    run.summary_cache = None  # every task's keys are decided again
+    # A new dict, also when the keys are the same: what was derived from the tallies before
+    # (a summary cache) tells by it that they were decided afresh.
     run.passk = {key: KeyTally() for key in sorted(declarations.eligible)} if declarations else {}
     for task in run.tasks.values():
         task.rekey(declarations)

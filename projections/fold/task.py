@@ -13,10 +13,12 @@ from functools import lru_cache
 from typing import Final, TypeVar
 
 from events.models import ScoreEmitted
-from projections.figures.passk import KeyTally, Tally, passes
+from projections.figures.passk import Tally, passes
 from projections.fold.declarations import Declarations, Key
-from projections.fold.redelivery import NO_PAIRS
+from projections.fold.key_tallies import KeyTally
+from projections.kernels import trial_index
 from projections.packed import positions
+from projections.packed.fingerprints import NO_PAIRS
 from projections.packed.records import (
     METRIC_FAILED,
     NON_SEMANTIC,
@@ -28,7 +30,7 @@ from projections.packed.records import (
     record_layout,
 )
 from projections.packed.sharing import shared
-from projections.packed.trial_ids import NONE, appended, listed, position
+from projections.packed.trial_ids import NONE, appended, listed
 
 ONE_OUTPUT: Final = record_layout(1)
 T = TypeVar("T")
@@ -63,7 +65,7 @@ class TaskState:
     """n, c of each of `keys`, flat: the task's (n, c) of `keys[i]` is `counts[2 * i : 2 * i + 2]`.
     Made anew by a change: one block, where a list is two (~2 bytes a stored attempt more)."""
     events: bytes
-    """Fingerprints (`projections.fold.redelivery.PAIR`s) of the events applied to this task:
+    """Fingerprints (`projections.packed.fingerprints.PAIR`s) of the events applied to this task:
     persisted with it, they rebuild the run's redelivery index on restore."""
     trial_positions: bytes
     """Log positions of the task's trial.finished events (`projections.packed.positions`; its
@@ -172,7 +174,7 @@ class TaskState:
         # A task has a few trials: its ids searched in C cost about what a dict lookup
         # does, where an index dict would cost ~360 bytes a task.
         trials = self.trials
-        trial = position(trials, trial_id)
+        trial = trial_index(trials, trial_id)
         if trial < 0:
             trial = -1 - trial
             self.trials = appended(trials, trial_id)

@@ -5,27 +5,21 @@ characters) in a list (56 bytes and a pointer an id) cost more than the ids: ~20
 stored attempt on runs of 5 to 8 trials a task. So a task holds its ids in one string: a
 NUL, then each id followed by a NUL, in the order the task first saw them. An id's NUL and
 SOH characters are written as SOH STX and SOH SOH, so that every NUL of the string is a
-separator: an id is found by one search, and its index is the NULs before it. The string
-is immutable, so a savepoint keeps the object itself.
-
-Where `events/native` is built, its `trial_index` searches a held string of one byte a
-character in place (~1,900 instructions a score in the compiled fold otherwise, as measured
-with the NUL-bounded needle built by two concatenations, then the search and the count).
+separator: an id is found by one search, and its index is the NULs before it
+(`projections.kernels.trial_index`). The string is immutable, so a savepoint keeps the object
+itself.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
-
-from events.compiled import NATIVE
-
-_TRIAL_INDEX: Final[Any] = None if NATIVE is None else NATIVE.trial_index
+from typing import Final
 
 NONE: Final = "\0"
 """No trial yet (a one-character string: CPython shares it)."""
 
 
-def _escaped(trial_id: str) -> str:
+def escaped(trial_id: str) -> str:
+    """The id as the held string writes it."""
     if "\0" in trial_id or "\1" in trial_id:
         return trial_id.replace("\1", "\1\1").replace("\0", "\1\2")
     return trial_id
@@ -39,7 +33,7 @@ def _unescaped(text: str) -> str:
 
 def joined(trial_ids: list[str]) -> str:
     """The held form of `trial_ids`, in order."""
-    return NONE + "".join(_escaped(trial_id) + "\0" for trial_id in trial_ids)
+    return NONE + "".join(escaped(trial_id) + "\0" for trial_id in trial_ids)
 
 
 def listed(held: str) -> list[str]:
@@ -54,17 +48,6 @@ def count(held: str) -> int:
     return held.count("\0") - 1
 
 
-def position(held: str, trial_id: str) -> int:
-    """The index of `trial_id`; when it is not held, -1 minus the number of ids (so the
-    index it would take is `-1 - position`, without counting them again)."""
-    if _TRIAL_INDEX is not None:
-        found: int | None = _TRIAL_INDEX(held, trial_id)
-        if found is not None:
-            return found
-    at = held.find(f"\0{_escaped(trial_id)}\0")
-    return -held.count("\0") if at < 0 else held.count("\0", 0, at)
-
-
 def appended(held: str, trial_id: str) -> str:
     """`held` with `trial_id` after the others (not there yet)."""
-    return f"{held}{_escaped(trial_id)}\0"  # one new string, where + makes two
+    return f"{held}{escaped(trial_id)}\0"  # one new string, where + makes two

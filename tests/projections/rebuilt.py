@@ -12,11 +12,11 @@ from typing import Any
 
 from events.nonfinite import wire_float
 from projections.assembly.attempts import AttemptList, key_tallies, summary_tasks, task_attempts
-from projections.assembly.harbor import harbor_estimate, harbor_k_values, value_label
-from projections.assembly.statistics import _clip, by_k
 from projections.assembly.view_values import view_values
 from projections.figures.aggregates import Aggregate, center, compensated_sum, range_aggregate, spread
-from projections.figures.passk import estimates, hat_estimates
+from projections.figures.harbor import harbor_estimate, harbor_k_values, value_label
+from projections.figures.passk import by_k, estimates, hat_estimates
+from projections.figures.statistics import _clip
 from projections.figures.t975 import t975
 from projections.figures.verdicts import verdict_of
 from projections.fold.declarations import key_name

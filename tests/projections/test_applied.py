@@ -5,30 +5,15 @@ from __future__ import annotations
 
 import random
 import struct
-from hashlib import blake2b
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from events.builders import score
-from projections.fold.redelivery import (
-    NARROW_KEYS,
-    PAIR,
-    AppliedEvents,
-    Keys,
-    KeySet,
-    _key,
-    digest_of_id,
-    fingerprint,
-    his,
-    holds,
-    pair_count,
-    pairs_with,
-    with_pair,
-)
+from projections.fold.redelivery import NARROW_KEYS, AppliedEvents
 from projections.fold.run import Outcome, RunState, apply, rederive
-from tests.native import native
+from projections.kernels import with_pair
+from projections.packed.fingerprints import PAIR, his, holds, pair_count
 
 HI = 0x1234_5678_9ABC_DEF1
 
@@ -58,16 +43,6 @@ def test_kept_pairs_are_little_endian_in_order() -> None:
     assert pairs == struct.pack("<QQQQ", HI, 2, 3, 2**64 - 1)
     assert pair_count(pairs) == 2
     assert list(his(pairs)) == [HI, 3]
-
-
-@given(
-    st.binary(max_size=64).map(lambda data: data[: len(data) // 16 * 16]),
-    st.integers(0, 2**64 - 1),
-    st.integers(0, 2**64 - 1),
-)
-def test_the_compiled_append_of_a_pair_is_the_python_one(pairs: bytes, hi: int, lo: int) -> None:
-    assert with_pair is native().with_pair
-    assert with_pair(pairs, hi, lo) == pairs_with(pairs, hi, lo) == pairs + struct.pack("<QQ", hi, lo)
 
 
 def test_fingerprints_sharing_hi_are_distinct_events() -> None:
@@ -134,82 +109,6 @@ def test_a_redelivery_naming_another_task_is_found_and_a_rebuilt_index_agrees() 
     assert apply(run, other).outcome is Outcome.APPLIED
 
 
-@given(st.text(min_size=1, max_size=200))
-def test_a_fingerprint_is_the_ids_128_bit_blake2b(event_id: str) -> None:
-    """What the stored form keeps: the halves of BLAKE2b-128 of the id's UTF-8, hi made odd,
-    computed in compiled code (`fingerprint`) and by the Python reference alike."""
-    hi, lo = struct.unpack("<QQ", blake2b(event_id.encode(), digest_size=16).digest())
-    assert fingerprint(event_id) == digest_of_id(event_id) == (hi | 1, lo)
-
-
-def test_the_fingerprint_is_computed_in_compiled_code_where_it_is_built() -> None:
-    assert fingerprint is native().event_fingerprint
-    with pytest.raises(UnicodeEncodeError):
-        fingerprint("\ud800")  # not UTF-8: refused as the reference refuses it
-    with pytest.raises(UnicodeEncodeError):
-        digest_of_id("\ud800")
-
-
-def native_keys() -> type:
-    table: type = native().KeyTable
-    return table
-
-
-Operation = tuple[str, int]
-HALVES = st.one_of(st.integers(0, 63), st.integers(0, 2**64 - 1))
-"""A few `hi` halves, whose keys collide, and any 64-bit one."""
-OPERATIONS = st.lists(
-    st.tuples(st.sampled_from(["add", "put", "holds"]), HALVES) | st.tuples(st.just("reserve"), st.integers(0, 300)),
-    max_size=200,
-)
-
-
-def run_on(table: KeySet, operations: list[Operation]) -> list[object]:
-    said: list[object] = []
-    for name, argument in operations:
-        said.append((getattr(table, name)(argument), len(table), table.width))
-    return said
-
-
-@given(st.integers(0, 100), st.booleans(), OPERATIONS)
-def test_the_compiled_key_table_does_what_the_python_one_does(
-    capacity: int, wide: bool, operations: list[Operation]
-) -> None:
-    """Same answers, sizes and widths (so the same `table_bytes`) for any operations,
-    growth included, narrow or wide."""
-    native_table = native_keys()(capacity, wide)
-    assert native_table.wide is wide
-    assert run_on(native_table, operations) == run_on(Keys(capacity, wide), operations)
-
-
-@given(st.booleans(), OPERATIONS)
-def test_the_python_key_table_is_a_set_of_keys_with_puts_counted(wide: bool, operations: list[Operation]) -> None:
-    """`add` places a key not held, `put` places one anyway, `holds` says whether any slot
-    has it; the table holds what it was given at a load of at most 3/4."""
-    table, placed = Keys(4, wide), []
-    for name, hi in operations:
-        key = _key(hi, wide)
-        if name == "add":
-            new = key not in placed
-            assert table.add(hi) is new
-            if new:
-                placed.append(key)
-        elif name == "put":
-            table.put(hi)
-            placed.append(key)
-        elif name == "holds":
-            assert table.holds(hi) is (key in placed)
-        else:
-            table.reserve(hi)
-        assert len(table) == len(placed) <= table.width * 3 // 4
-
-
-def test_a_narrow_key_is_the_top_31_bits_and_a_wide_one_the_whole_half() -> None:
-    assert _key(HI, False) == HI >> 33 | 1 < 2**31
-    assert _key(HI, True) == HI
-    assert _key(2, True) == 3  # never 0, an empty slot
-
-
 def test_past_the_narrow_keys_the_index_widens_and_still_finds_every_pair() -> None:
     """A run that grows past `NARROW_KEYS` events gets 8-byte keys, built again from what
     its parts keep (an event's part and the header here); every pair is still found, and
@@ -240,7 +139,3 @@ def test_a_run_planned_past_the_narrow_keys_is_indexed_wide_from_its_start() -> 
     assert (small.table_bytes, big.table_bytes) == (4 * small._keys.width, 8 * big._keys.width)
     assert not AppliedEvents(NARROW_KEYS)._keys.wide
     assert AppliedEvents(NARROW_KEYS + 1)._keys.wide
-
-
-def test_the_index_is_the_compiled_table_where_it_is_built() -> None:
-    assert isinstance(AppliedEvents()._keys, native_keys())

@@ -13,6 +13,7 @@ from projections.assembly.summary import summary_bytes
 from projections.closed_caches import ClosedCaches
 from projections.fold.run import RunState, apply
 from projections.footprint import cache_footprint
+from projections.held import Held, summaries_of
 from projections.replayer import Output, Replayer
 from tests.builders import closed, score, started, task_spec
 from tests.strategies import run_logs
@@ -53,67 +54,68 @@ def test_what_replay_writes_is_the_same_whatever_the_budget(
     assert bounded == replayed(lines, UNBOUNDED, progress_every)[0]
     caches = replayer.closed_caches
     assert caches.held_bytes <= budget or len(caches) == 1
-    for run in replayer.runs.values():
-        if not run.closed:
+    for held in replayer.runs.values():
+        if not held.run.closed:
             continue
         # A closed run has a cache only if held; a held run's estimate is its cache's now.
-        assert (run.summary_cache is not None) == (run.run_id in caches)
+        assert (held.summaries is not None) == (held.run.run_id in caches)
 
 
-def closed_run(run_id: str, tasks: int) -> RunState:
+def closed_run(run_id: str, tasks: int) -> Held:
     """A closed run of `tasks` tasks with its first summary built (its cache made)."""
-    run = RunState(run_id)
+    held = Held(RunState(run_id))
+    run = held.run
     events: list[InputEvent] = [
         started(run_id, [task_spec(f"t{i}", {"reward.score": "boolean"}) for i in range(tasks)])
     ]
     events += [score(f"t{i}", f"t{i}-0", "reward", {"score": 1.0}, run_id=run_id) for i in range(tasks)]
     for event in [*events, closed(run_id)]:
         apply(run, event)
-    summary_bytes(run)
-    return run
+    summary_bytes(run, summaries_of(held))
+    return held
 
 
 def test_the_caches_of_the_runs_revised_least_recently_are_dropped_first() -> None:
     runs = [closed_run(f"r{index}", tasks=3) for index in range(4)]
-    size = cache_footprint(runs[0])
+    size = cache_footprint(runs[0].run, runs[0].summaries)
     caches = ClosedCaches(budget=2 * size)
     for run in runs[:2]:
         caches.revised(run)
     caches.revised(runs[0])  # r0 is now the most recently revised
     caches.revised(runs[2])
-    assert [run.summary_cache is not None for run in runs] == [True, False, True, True]
+    assert [held.summaries is not None for held in runs] == [True, False, True, True]
     assert (len(caches), caches.held_bytes, caches.dropped) == (2, 2 * size, 1)
     caches.revised(runs[3])
-    assert [run.summary_cache is not None for run in runs] == [False, False, True, True]
+    assert [held.summaries is not None for held in runs] == [False, False, True, True]
     assert caches.dropped == 2
 
 
 def test_the_most_recently_revised_run_keeps_its_cache_whatever_its_size() -> None:
     big, small = closed_run("big", tasks=50), closed_run("small", tasks=1)
-    caches = ClosedCaches(budget=cache_footprint(small))
+    caches = ClosedCaches(budget=cache_footprint(small.run, small.summaries))
     caches.revised(small)
     caches.revised(big)
-    assert big.summary_cache is not None
-    assert small.summary_cache is None
-    assert caches.held_bytes == cache_footprint(big) > caches.budget
+    assert big.summaries is not None
+    assert small.summaries is None
+    assert caches.held_bytes == cache_footprint(big.run, big.summaries) > caches.budget
 
 
 def test_an_open_run_keeps_its_cache() -> None:
-    run = RunState("open")
-    apply(run, score("t", "t-0", "reward", {"score": 1.0}, run_id="open"))
-    summary_bytes(run)
+    held = Held(RunState("open"))
+    apply(held.run, score("t", "t-0", "reward", {"score": 1.0}, run_id="open"))
+    summary_bytes(held.run, summaries_of(held))
     caches = ClosedCaches(budget=0)
-    caches.revised(run)
-    assert run.summary_cache is not None
+    caches.revised(held)
+    assert held.summaries is not None
     assert len(caches) == 0
 
 
 def test_a_dropped_cache_is_made_again_by_the_next_summary_and_gives_the_same_bytes() -> None:
-    run = closed_run("r", tasks=3)
-    kept = summary_bytes(run)
+    held = closed_run("r", tasks=3)
+    kept = summary_bytes(held.run, summaries_of(held))
     caches = ClosedCaches(budget=0)
-    caches.revised(run)
+    caches.revised(held)
     caches.revised(closed_run("other", tasks=1))
-    assert run.summary_cache is None
-    assert summary_bytes(run) == kept
-    assert run.summary_cache is not None
+    assert held.summaries is None
+    assert summary_bytes(held.run, summaries_of(held)) == kept
+    assert held.summaries is not None

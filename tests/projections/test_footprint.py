@@ -13,18 +13,19 @@ from events.synthetic import synthetic_run
 from projections.assembly.progress import progress
 from projections.fold.run import RunState
 from projections.footprint import footprint, footprints
+from projections.held import Held, summaries_of
 from projections.step import step
 
 
-def folded(tasks: int, attempts: int, *, close: bool, summarized: bool, events: int | None = None) -> RunState:
+def folded(tasks: int, attempts: int, *, close: bool, summarized: bool, events: int | None = None) -> Held:
     lines = [orjson.dumps(event) for event in synthetic_run("measured", tasks=tasks, attempts=attempts, seed=3)]
     lines = lines[:events] if events is not None else lines if close else lines[:-1]
-    run = RunState("measured")
+    held = Held(RunState("measured"))
     for line in lines:
-        step(line, lambda _: run)
+        step(line, lambda _: held)
     if summarized:
-        progress(run, run.event_count)  # builds the summary cache, as a summary does
-    return run
+        progress(held.run, held.run.event_count, cache=summaries_of(held))  # builds the cache, as a summary does
+    return held
 
 
 @pytest.mark.parametrize(
@@ -49,17 +50,22 @@ def test_a_runs_footprint_is_never_below_its_measured_memory(
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        run = folded(tasks, attempts, close=close, summarized=summarized, events=events)
+        held = folded(tasks, attempts, close=close, summarized=summarized, events=events)
         gc.collect()
         measured = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert run.closed is close
-    assert (run.summary_cache is not None) is summarized
-    assert measured <= footprint(run) <= 3 * measured
+    assert held.run.closed is close
+    assert (held.summaries is not None) is summarized
+    assert measured <= footprint(held.run, held.summaries) <= 3 * measured
 
 
 def test_the_footprint_of_runs_is_the_sum_of_theirs() -> None:
-    runs = [folded(2, 5, close=True, summarized=True), folded(40, 5, close=False, summarized=False), RunState("new")]
-    assert footprints(runs) == sum(footprint(run) for run in runs)
+    runs = [
+        folded(2, 5, close=True, summarized=True),
+        folded(40, 5, close=False, summarized=False),
+        Held(RunState("new")),
+    ]
+    assert footprints(runs) == sum(footprint(held.run, held.summaries) for held in runs)
+    assert footprint(runs[0].run) < footprint(runs[0].run, runs[0].summaries)
     assert footprints([]) == 0

@@ -16,11 +16,13 @@ import projections.step
 from events.codec import encode, encode_payload
 from events.models import InputEvent
 from projections.assembly.attempts import TaskTallies, task_tallies
-from projections.assembly.contributions import InOrder, SummaryCache, TaskContribution
-from projections.assembly.harbor import binary_lists, encoded_ids
+from projections.assembly.contributions import SummaryCache
+from projections.assembly.harbor_stats import HarborKept, HarborShare, binary_lists, encoded_ids
+from projections.assembly.log_order import InOrder
 from projections.assembly.progress import progress
 from projections.assembly.summary import summary, summary_bytes
 from projections.fold.run import RunState, apply
+from projections.held import Held
 from projections.step import step
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 from tests.builders import closed, score, started, task_spec
@@ -46,16 +48,17 @@ def test_every_revision_equals_the_summary_built_from_scratch_and_from_a_fresh_r
     log: list[InputEvent], data: st.DataObject
 ) -> None:
     run = RunState("run")
+    cache = SummaryCache()
     for event in with_redeliveries(log, data):
         apply(run, event)
         if data.draw(st.booleans(), label="summarize now"):
-            kept = summary_bytes(run)
+            kept = summary_bytes(run, cache)
             assert kept == encode_payload(rebuilt.summary(run))
             assert kept == summary_bytes(restored(run))
             assert summary(run) == rebuilt.summary(run)
         if data.draw(st.booleans(), label="progress now"):
-            assert progress(run, 1) == progress(restored(run), 1)
-    assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
+            assert progress(run, 1, cache=cache) == progress(restored(run), 1)
+    assert summary_bytes(run, cache) == encode_payload(rebuilt.summary(run))
 
 
 @given(run_logs(), st.data())
@@ -64,13 +67,13 @@ def test_a_failed_step_leaves_the_kept_contributions_as_a_fresh_restore_has_them
 ) -> None:
     """A step that raises after applying its event is undone (`projections.fold.savepoint`): the
     next revision must not keep anything of it."""
-    runs: dict[str, RunState] = {}
+    runs: dict[str, Held] = {}
 
-    def lookup(run_id: str) -> RunState:
-        return runs.setdefault(run_id, RunState(run_id))
+    def lookup(run_id: str) -> Held:
+        return runs.setdefault(run_id, Held(RunState(run_id)))
 
-    def failing(run: RunState) -> bytes:
-        summary_bytes(run)  # the contributions move, then the step fails
+    def failing(run: RunState, cache: SummaryCache) -> bytes:
+        summary_bytes(run, cache)  # the contributions move, then the step fails
         raise RuntimeError("injected")
 
     broken = data.draw(st.sets(st.integers(0, max(len(log) - 1, 0))), label="steps that fail")
@@ -81,20 +84,23 @@ def test_a_failed_step_leaves_the_kept_contributions_as_a_fresh_restore_has_them
                 faults.enter_context(patch.object(projections.step, "summary_bytes", failing))
             stepped = step(encode(event), lookup)
         assert number not in broken or stepped.rejected is not None
-    for run in runs.values():
-        assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
-        assert summary_bytes(run) == summary_bytes(restored(run))
+    for held in runs.values():
+        run = held.run
+        assert summary_bytes(run, held.summaries) == encode_payload(rebuilt.summary(run))
+        assert summary_bytes(run, held.summaries) == summary_bytes(restored(run))
 
 
 def test_a_late_attempt_moves_only_the_figures_of_its_task_and_key() -> None:
-    run = RunState("run")
+    run, cache = RunState("run"), SummaryCache()
     tasks = [task_spec(f"t{i}", {"reward.score": "continuous", "judge.pass": "boolean"}) for i in range(3)]
     for event in [started("run", tasks), *[score(f"t{i}", f"t{i}-0", "reward", {"score": 0.5}) for i in range(3)]]:
         apply(run, event)
     apply(run, closed())
-    before = summary(run)
+    before = summary(run, cache)
+    kept = dict(cache.tasks)
     apply(run, score("t1", "t1-late", "reward", {"score": 1.0}))
-    after = summary(run)
+    after = summary(run, cache)
+    assert [cache.tasks[task] is kept[task] for task in ("t0", "t1", "t2")] == [True, False, True]
     assert after == rebuilt.summary(run)
     attempts = after["summary"]["task_metric_attempts"]
     assert attempts["t1"]["reward.score"][-1] == {"trial_id": "t1-late", "value": 1.0}
@@ -106,13 +112,13 @@ def test_a_view_value_that_turns_from_0_to_minus_0_moves_the_view_aggregate() ->
     """The kept view aggregates are computed again when a task's view values change to the
     bit: 0.0 == -0.0, yet the aggregate's min, max and percentiles spell them apart."""
     view = {"name": "v", "reducer": "single", "signals": [{"metric": "reward", "output": "score"}]}
-    run = RunState("run")
+    run, cache = RunState("run"), SummaryCache()
     apply(run, started("run", [task_spec("t", {"reward.score": "continuous"}, [view])]))
     apply(run, score("t", "a", "reward", {"score": 0.0}))
     apply(run, closed())
-    assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
+    assert summary_bytes(run, cache) == encode_payload(rebuilt.summary(run))
     apply(run, score("t", "a", "reward", {"score": -0.0}))  # the later score of trial a wins
-    after = summary(run)
+    after = summary(run, cache)
     assert after == rebuilt.summary(run)
     view_record = next(record for record in after["summary"]["scores"] if record["name"] == "view.v")
     assert str(view_record["min"]) == "-0.0"
@@ -124,7 +130,7 @@ def test_a_view_value_that_turns_from_0_to_minus_0_moves_the_view_aggregate() ->
 def test_kept_reward_ids_encode_as_the_whole_list_after_appends_and_insertions(
     batches: list[tuple[list[int], bool]],
 ) -> None:
-    cache = SummaryCache(dirty=set())
+    kept = HarborKept()
     ordered = InOrder()
     seen: set[int] = set()
     # The first list long enough for its encoding to be kept, with gaps to insert into.
@@ -135,52 +141,36 @@ def test_kept_reward_ids_encode_as_the_whole_list_after_appends_and_insertions(
         seen.update(batch)
         if new:
             ordered.add(new)
-        encoded = orjson.dumps(encoded_ids(cache, "r.s", "1.0", ordered))
+        encoded = orjson.dumps(encoded_ids(kept, "r.s", "1.0", ordered))
         assert encoded == orjson.dumps(ordered.items)
-        assert orjson.dumps(encoded_ids(cache, "r.s", "1.0", ordered)) == encoded
-
-
-def share(harbor: dict[str, tuple[int, int]], broken: set[str]) -> TaskContribution:
-    """A task's contribution of which only the Harbor tallies and broken keys matter."""
-    return TaskContribution(
-        attempts=orjson.Fragment(b"{}"),
-        verdicts={},
-        harbor=harbor,
-        broken=frozenset(broken),
-        views={},
-        coverage={},
-        taken_attempts={},
-        taken_numeric={},
-        taken_trials=0,
-        rows=0,
-    )
+        assert orjson.dumps(encoded_ids(kept, "r.s", "1.0", ordered)) == encoded
 
 
 shares_of = st.builds(
-    share,
+    lambda tallies, broken: HarborShare(tallies, frozenset(broken)),
     st.dictionaries(st.sampled_from(["a.x", "b.y", "c.z"]), st.tuples(st.integers(1, 9), st.integers(0, 9))),
     st.sets(st.sampled_from(["a.x", "b.y"])),
 )
 
 
 @given(st.lists(shares_of, min_size=1, max_size=6), st.lists(st.tuples(st.integers(0, 5), shares_of), max_size=12))
-def test_kept_harbor_lists_equal_those_gathered_afresh_as_contributions_change(
-    tasks: list[TaskContribution], changes: list[tuple[int, TaskContribution]]
+def test_kept_harbor_lists_equal_those_gathered_afresh_as_shares_change(
+    tasks: list[HarborShare], changes: list[tuple[int, HarborShare]]
 ) -> None:
-    cache = SummaryCache(dirty=set())
+    kept_by = HarborKept()
     for place, new in [(0, tasks[0]), *changes]:
         tasks = list(tasks)
         if place < len(tasks):
             tasks[place] = new
         else:
             tasks.append(new)  # a task more: gathered anew
-        kept = binary_lists(cache, tasks)
-        fresh = binary_lists(SummaryCache(dirty=set()), tasks)
+        kept = binary_lists(kept_by, tasks)
+        fresh = binary_lists(HarborKept(), tasks)
         assert kept.binary.tallies == fresh.binary.tallies
         assert kept.broken == fresh.broken
         assert kept.binary.tallies == {
-            name: [task.harbor[name] for task in tasks if name in task.harbor]
-            for name in sorted({name for task in tasks for name in task.harbor})
+            name: [task.tallies[name] for task in tasks if name in task.tallies]
+            for name in sorted({name for task in tasks for name in task.tallies})
         }
         assert set(kept.broken) == {name for task in tasks for name in task.broken}
 
@@ -196,11 +186,11 @@ def test_a_view_aggregate_revised_as_task_values_change_equals_the_one_built_fro
     as they change, through equal values, -0.0 (which `single` passes on as it is, where a
     weighted sum gives 0.0) and non-finite ones."""
     view = {"name": "v", "reducer": "single", "signals": [{"metric": "r", "output": "s"}]}
-    run = RunState("run")
+    run, cache = RunState("run"), SummaryCache()
     apply(run, started(tasks=[task_spec(f"t{task}", {"r.s": "continuous"}, [view]) for task in range(3)]))
     for task, trial, value in scores:
         apply(run, score(f"t{task}", f"t{task}-{trial}", "r", {"s": value}))
-        assert summary_bytes(run) == encode_payload(rebuilt.summary(run))
+        assert summary_bytes(run, cache) == encode_payload(rebuilt.summary(run))
 
 
 @given(run_logs(), st.data())

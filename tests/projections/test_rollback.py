@@ -15,8 +15,9 @@ from events.codec import encode, encode_payload
 from events.models import InputEvent
 from projections import step as step_module
 from projections.assembly.progress import progress
-from projections.fold.redelivery import fingerprint
 from projections.fold.run import RunState
+from projections.held import Held
+from projections.kernels import fingerprint
 from projections.step import Stepped, step
 from projections.storage import header_to_bytes, task_to_bytes
 from tests.projections.faults import Fault, fault_at
@@ -39,16 +40,18 @@ def image(run: RunState, log: Sequence[InputEvent]) -> tuple[Any, ...]:
     )
 
 
-def stepped_through_every_fault(run: RunState, event: InputEvent, log: Sequence[InputEvent]) -> Stepped:
+def stepped_through_every_fault(held: Held, event: InputEvent, log: Sequence[InputEvent]) -> Stepped:
     """Step `event` with a fault at its first point, then its second, and so on: each
-    failed step must leave the run as it was; returns the step that reached its end."""
+    failed step must leave the run as it was; returns the step that reached its end. The run
+    keeps its summary cache throughout: what a failed step left in it must not show."""
+    run = held.run
     before = image(run, log)
     wire = encode(event)
     target = 1
     while True:
         with fault_at(target) as points:
             try:
-                stepped = step(wire, lambda _: run)
+                stepped = step(wire, lambda _: held)
             except Fault:  # raised before the step's guard (decoding, the savepoint): nothing was applied
                 stepped = None
         if not points.raised:
@@ -63,21 +66,21 @@ def stepped_through_every_fault(run: RunState, event: InputEvent, log: Sequence[
 
 
 def clean(log: Sequence[InputEvent]) -> list[bytes | None]:
-    run = RunState("run")
-    return [step(encode(event), lambda _: run).summary for event in log]
+    held = Held(RunState("run"))
+    return [step(encode(event), lambda _: held).summary for event in log]
 
 
 @settings(max_examples=100, deadline=None)
 @given(run_logs(), st.data())
 def test_a_fault_at_any_point_of_a_step_leaves_no_trace(log: list[InputEvent], data: st.DataObject) -> None:
     chosen = data.draw(st.integers(0, len(log) - 1), label="event faulted at every point")
-    run = RunState("run")
+    held = Held(RunState("run"))
     outputs = []
     for index, event in enumerate(log):
         if index == chosen:
-            outputs.append(stepped_through_every_fault(run, event, log).summary)
+            outputs.append(stepped_through_every_fault(held, event, log).summary)
         else:
-            outputs.append(step(encode(event), lambda _: run).summary)
+            outputs.append(step(encode(event), lambda _: held).summary)
     assert outputs == clean(log)
 
 
@@ -103,8 +106,8 @@ def test_every_kind_of_event_fails_closed_at_every_point() -> None:
     ]
     log.append(log[2])  # a redelivery
     log.append(builders.started("run", [spec]))  # refused
-    run = RunState("run")
-    outputs = [stepped_through_every_fault(run, event, log).summary for event in log]
+    held = Held(RunState("run"))
+    outputs = [stepped_through_every_fault(held, event, log).summary for event in log]
     assert outputs == clean(log)
 
 
@@ -124,8 +127,8 @@ def test_a_decode_that_raises_costs_its_message_alone(monkeypatch: pytest.Monkey
         return codec.decode(raw)
 
     monkeypatch.setattr(step_module, "decode", decode)
-    run = RunState("run")
-    stepped = [step(encode(event), lambda _: run) for event in log]
+    held = Held(RunState("run"))
+    stepped = [step(encode(event), lambda _: held) for event in log]
     rejected = stepped[1].rejected
     assert rejected is not None
     assert (rejected.code, stepped[1].run, type(stepped[1].failure)) == ("internal-error", None, RecursionError)
@@ -137,7 +140,7 @@ def test_a_rollback_that_fails_raises_naming_the_run_instead_of_dead_lettering(m
     """If the undo itself raises, the run is neither the state before the event nor after
     it: the step raises `RollbackFailed` (whoever holds the run stops) rather than reject the
     event and go on folding into a broken run."""
-    runs = {"run": RunState("run")}
+    runs = {"run": Held(RunState("run"))}
     step(encode(builders.started("run", [builders.task_spec("t")])), runs.__getitem__)
 
     def broken_apply(*args: object, **kwargs: object) -> None:

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.models import InputEvent, TrialFinished
-from projections.assembly.harbor import value_label
 from projections.assembly.summary import summary
+from projections.figures.harbor import value_label
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
 
 

@@ -1,23 +1,18 @@
 """A task's trial ids held as one string (`projections.packed.trial_ids`): the same ids, order and
-indexes as a list of them, whatever characters the ids hold (NUL and SOH included), with
-`events/native`'s search and with the Python one."""
+indexes (`projections.kernels.trial_index`) as a list of them, whatever characters the ids hold
+(NUL and SOH included)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from projections.assembly.attempts import task_attempts
 from projections.fold.run import RunState, apply
-from projections.packed import trial_ids as trials
-from projections.packed.trial_ids import NONE, appended, count, joined, listed, position
+from projections.kernels import trial_index
+from projections.packed.trial_ids import NONE, appended, count, joined, listed
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 from tests.builders import score, trial
-from tests.native import native
 
 # Ids made mostly of the characters the held form escapes, so that they meet each other.
 ids = st.lists(st.sampled_from(["\0", "\1", "\2", "a", "\1\1", "\1\2", "é", "\U0001f600"]), min_size=1).map(
@@ -25,55 +20,30 @@ ids = st.lists(st.sampled_from(["\0", "\1", "\2", "a", "\1\1", "\1\2", "é", "\U
 ) | st.text(min_size=1)
 
 
-@contextmanager
-def python_search() -> Iterator[None]:
-    """`position` searching in Python (the reference), the module left out."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(trials, "_TRIAL_INDEX", None)
-        yield
-
-
-def test_the_module_is_built_and_used() -> None:
-    assert trials._TRIAL_INDEX is native().trial_index
-
-
 @given(st.lists(ids, unique=True))
 def test_the_held_form_gives_back_the_ids_their_count_and_indexes(trial_ids: list[str]) -> None:
     held = NONE
     for trial_id in trial_ids:
-        assert position(held, trial_id) == -1 - len(listed(held))
+        assert trial_index(held, trial_id) == -1 - len(listed(held))
         held = appended(held, trial_id)
     assert held == joined(trial_ids)
     assert listed(held) == trial_ids
     assert count(held) == len(trial_ids)
     for at, trial_id in enumerate(trial_ids):
-        assert position(held, trial_id) == at
+        assert trial_index(held, trial_id) == at
 
 
 @given(st.lists(ids, unique=True), ids)
 def test_an_id_not_held_is_not_found_even_as_part_of_others(trial_ids: list[str], other: str) -> None:
     held = joined(trial_ids)
     expected = trial_ids.index(other) if other in trial_ids else -1 - len(trial_ids)
-    assert position(held, other) == expected
-    with python_search():
-        assert position(held, other) == expected
-
-
-@given(st.lists(st.text(alphabet="ab\0\1\xe9", min_size=1, max_size=3), unique=True, max_size=6), st.data())
-def test_the_module_finds_what_the_python_search_finds(trial_ids: list[str], data: st.DataObject) -> None:
-    held = joined(trial_ids)
-    other = data.draw(st.sampled_from([*trial_ids, "a"]) | st.text(alphabet="ab\0\1\xe9\u0100", min_size=1, max_size=3))
-    found = position(held, other)
-    with python_search():
-        assert position(held, other) == found
+    assert trial_index(held, other) == expected
 
 
 def test_no_trial() -> None:
     assert listed(NONE) == []
     assert count(NONE) == 0
-    assert position(NONE, "a") == -1
-    with python_search():
-        assert position(NONE, "a") == -1
+    assert trial_index(NONE, "a") == -1
 
 
 def test_a_task_keeps_ids_with_nul_and_soh_apart_through_its_scores_and_its_store() -> None:

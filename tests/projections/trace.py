@@ -21,6 +21,7 @@ from events.codec import encode_payload
 from projections.assembly.progress import progress
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState
+from projections.held import Held, summaries_of
 from projections.step import step
 from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
 
@@ -28,10 +29,13 @@ FRAME = struct.Struct("<I")
 
 
 def trace(log: bytes) -> bytes:
-    runs: dict[str, RunState] = {}
+    runs: dict[str, Held] = {}
 
-    def lookup(run_id: str) -> RunState:
-        return runs.setdefault(run_id, RunState(run_id))
+    def lookup(run_id: str) -> Held:
+        held = runs.get(run_id)
+        if held is None:
+            held = runs[run_id] = Held(RunState(run_id))
+        return held
 
     steps = []
     for line in log.splitlines():
@@ -41,15 +45,16 @@ def trace(log: bytes) -> bytes:
         summary = None if stepped.summary is None else stepped.summary.decode()
         steps.append([rejected, outcome, stepped.task_id, summary])
     stored = {}
-    for run_id, run in sorted(runs.items()):
+    for run_id, held in sorted(runs.items()):
+        run = held.run
         header = header_to_bytes(run) if run.run_events else None
         tasks = {task_id: task_to_bytes(task) for task_id, task in sorted(run.tasks.items())}
         again = restore(run_id, header, [task_from_bytes(task_id, data) for task_id, data in tasks.items()])
         stored[run_id] = {
             "header": None if header is None else header.decode(),
             "tasks": {task_id: data.decode() for task_id, data in tasks.items()},
-            "progress": encode_payload(progress(run, run.event_count)).decode(),
-            "summary": summary_bytes(run).decode(),
+            "progress": encode_payload(progress(run, run.event_count, cache=summaries_of(held))).decode(),
+            "summary": summary_bytes(run, summaries_of(held)).decode(),
             "restored summary": summary_bytes(again).decode(),
         }
     return orjson.dumps({"steps": steps, "runs": stored})

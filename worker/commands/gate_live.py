@@ -37,6 +37,7 @@ from projections.analysis.compare import NotComparable
 from projections.analysis.gate.decision import BLOCK, INCONCLUSIVE, WARN
 from projections.analysis.gate.live import LiveGate, Look, live_gate
 from projections.fold.run import RunState
+from projections.held import Held
 from projections.packed.trial_ids import count
 from projections.step import step
 from worker.commands.gate import Options, load_summaries
@@ -90,7 +91,8 @@ async def follow(
     consumer = await topic_reader(settings, settings.events_topic, wait=0)
     if consumer is None:
         raise topic_missing(settings.events_topic, settings.bootstrap, "--events-topic")
-    run = RunState(candidate)
+    held = Held(RunState(candidate))
+    run = held.run
     trials = Trials(run)
     wanted = candidate.encode()
     loop = asyncio.get_running_loop()
@@ -102,7 +104,7 @@ async def follow(
                     if record.key != wanted:
                         continue
                     stepped = step(
-                        record.value or b"", lambda _: run, position=record.offset, keyed=True, key=record.key
+                        record.value or b"", lambda _: held, position=record.offset, keyed=True, key=record.key
                     )
                     if stepped.rejected is not None:
                         where = f"{partition.topic}[{partition.partition}]@{record.offset}"

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from projections.assembly.contributions import SummaryCache
 from projections.fold.declarations import Declarations
 from projections.fold.run import RunState
 from projections.footprint import footprint, footprints
@@ -32,6 +33,8 @@ class CachedRun:
     run: RunState
     partition: int
     """The events partition the run's events come from (its key's), where its records go."""
+    summaries: SummaryCache | None = None
+    """What its summaries and progress keep between events (`projections.held`): dropped with it."""
     unwritten: int = 0
     """Checkpoints (being gathered, or taken and not yet written) that hold changes of the run."""
     progress_pending: bool = False
@@ -108,7 +111,7 @@ class RunCache:
         """Drop unpinned runs, least recently used first, closed before open, down to
         `capacity` runs and `budget` bytes; returns their ids. Footprints are taken afresh
         (runs grow between two calls): O(runs held), once a checkpoint."""
-        count, total = len(self), footprints([entry.run for entry in self])
+        count, total = len(self), footprints(self)
         gone: list[str] = []
         for held in (self._closed, self._open):
             victims = []
@@ -118,7 +121,7 @@ class RunCache:
                 if not entry.pinned:
                     victims.append(run_id)
                     count -= 1
-                    total -= footprint(entry.run)
+                    total -= footprint(entry.run, entry.summaries)
             for run_id in victims:
                 del held[run_id]
             gone += victims

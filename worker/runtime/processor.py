@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from projections.fold.run import Outcome, RunState
+from projections.fold.run import Outcome
 from projections.step import Rejected, RollbackFailed, step
 from projections.storage import (
     ArchiveMismatch,
@@ -256,13 +256,13 @@ class Processor:
         counts = self.counts
         held: dict[str, CachedRun] = {}
 
-        def lookup(run_id: str) -> RunState:
+        def lookup(run_id: str) -> CachedRun:
             # A run is looked up in the cache (which makes it the most recently used) once a
             # batch: `held` has it for the batch's later events.
             entry = held.get(run_id)
             if entry is None:
                 entry = held[run_id] = self.runs.cached(partition, run_id, fetched)
-            return entry.run
+            return entry
 
         for offset, key, value in records:
             admission = self.admit(partition, offset)

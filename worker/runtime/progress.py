@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from events.codec import encode_payload
 from projections.assembly.progress import progress
+from projections.held import summaries_of
 from worker.runtime.cache import CachedRun
 from worker.runtime.outputs import Publish
 
@@ -74,4 +75,5 @@ class Progress:
         del self._pending[run.run_id]
         entry.progress_at = now
         # seq = events applied so far: increasing per run, and the same after a restart.
-        return Publish("progress", run.run_id.encode(), encode_payload(progress(run, run.event_count)))
+        shown = progress(run, run.event_count, cache=summaries_of(entry))
+        return Publish("progress", run.run_id.encode(), encode_payload(shown))
