@@ -212,7 +212,7 @@ def test_the_two_run_view_says_whether_the_difference_is_resolved() -> None:
         ).keys
         return key
 
-    # The example of tests/projections/test_compare.py: t interval [-0.8514, +0.5181]; sd sqrt(5/27), size 1/6.
+    # The example of tests/projections/analysis/test_compare.py: t interval [-0.8514, +0.5181]; sd sqrt(5/27), size 1/6.
     assert resolution(key_of(BASELINE, CANDIDATE)) == (
         "Not resolved: the 95% interval [-0.8514, +0.5181] holds 0. About 49 more paired tasks (53 in all) "
         "would resolve a difference of this size (0.1667) at 80% power."

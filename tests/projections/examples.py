@@ -36,7 +36,7 @@ def section_2_example() -> list[InputEvent]:
 
 
 # Two runs' attempts (reward.score, one list per task) that `evalstream gate` compares:
-# the hand-computed example of tests/projections/test_compare.py.
+# the hand-computed example of tests/projections/analysis/test_compare.py.
 BASELINE: dict[str, list[object]] = {
     "a": [1, 1, 1],  # solved
     "b": [1, None, 1],  # flaky: a dead trial is an attempt that did not pass

@@ -1,7 +1,7 @@
 """The summary built from scratch, every task's attempt lists and every run-wide figure
 computed again from the columns: the way `projections.assembly.summary` built each revision before
 it kept per-task contributions, kept here as the oracle the incremental summary must equal
-byte for byte (tests/projections/test_incremental.py)."""
+byte for byte (tests/projections/assembly/test_incremental.py)."""
 
 from __future__ import annotations
 

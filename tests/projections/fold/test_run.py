@@ -11,7 +11,7 @@ from events.models import InputEvent
 from projections.assembly.summary import summary
 from projections.fold.run import Outcome, RunState, apply
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
-from tests.projections.test_incremental import restored
+from tests.projections.assembly.test_incremental import restored
 
 
 def body(events: Sequence[InputEvent]) -> dict[str, Any]:
