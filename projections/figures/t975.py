@@ -1,7 +1,7 @@
 """The 0.975 quantile of Student's t, for the 95% intervals of SEMANTICS.md section 8.
 
 The values are those of the spec's `t975.json` (scipy.stats.t.ppf(0.975, df), scipy 1.17.1)
-for df = 1..1000, written out here so the fold reads no file; `tests/projections/test_t975.py`
+for df = 1..1000, written out here so the fold reads no file; `tests/projections/figures/test_t975.py`
 checks them against the spec's copy. Above df 1000 the spec takes the normal quantile.
 """
 
