@@ -16,7 +16,7 @@ import pytest
 
 from tests.projections.examples import EXAMPLE_LOG
 from worker import failure
-from worker.commands.cli import parser
+from worker.commands.cli.main import parser
 from worker.local.processes import free_port, isolated_settings
 from worker.runtime.topics import ensure_topics
 
