@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import orjson
 
-from events import builders
 from events.codec import encode
 from events.synthetic import synthetic_run
+from tests import builders
 from worker.runtime.processor import Processor, Record
 
 

@@ -1,4 +1,4 @@
-"""A JSONL log of valid runs with hostile lines spliced in (`worker.local.poison`'s kinds that a
+"""A JSONL log of valid runs with hostile lines spliced in (`tests.faults.poison`'s kinds that a
 file can hold), and what replay must report of it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from worker.local.poison import KINDS, NOT_A_LINE, STATEFUL, line, poison
+from tests.faults.poison import KINDS, NOT_A_LINE, STATEFUL, line, poison
 
 LINE_KINDS = tuple(kind for kind in KINDS if kind not in NOT_A_LINE)
 

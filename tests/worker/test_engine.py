@@ -15,10 +15,10 @@ from aiokafka.errors import KafkaTimeoutError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import builders
 from events.codec import encode
 from events.models import InputEvent
 from projections.storage import checkpoint_from_bytes, marker_of
+from tests import builders
 from tests.strategies import run_logs
 from tests.worker.engine_harness import (
     Broker,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import orjson
 
-from events import builders
 from events.codec import decode_output, encode
 from events.models import InputEvent
+from tests import builders
 from tests.worker.test_replay import run_replay
 from worker.runtime.processor import Processor, Record
 

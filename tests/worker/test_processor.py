@@ -11,13 +11,13 @@ import orjson
 import pytest
 
 import projections.step
-from events import builders
 from events.codec import encode, encode_payload
 from events.models import InputEvent
 from projections.footprint import footprint
 from projections.run import RunState
 from projections.storage import checkpoint_to_bytes
 from projections.summary import summary, summary_bytes
+from tests import builders
 from tests.builders import fold
 from tests.worker.engine_harness import Store
 from worker.commands.replay import replay

@@ -15,8 +15,8 @@ from aiokafka.errors import (
 )
 from faust.exceptions import ProducerSendError
 
-from events import builders
 from events.codec import encode
+from tests import builders
 from tests.worker.engine_harness import Broker, run, worker
 from worker.runtime.refusals import refusal
 

@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 import pytest
 
-from events import builders
 from events.codec import encode
 from events.synthetic import synthetic_run
 from projections import storage
+from tests import builders
 from tests.worker.test_worker_kafka import _records_until, replayed
 from worker.commands.clients import publish
 from worker.local.processes import WorkerProcess, free_port, isolated_settings, topic_flags

@@ -14,12 +14,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from events import builders
 from events.codec import encode, encode_payload
 from projections import storage
 from projections.run import RunState
 from projections.storage import NewerStore
 from projections.summary import summary
+from tests import builders
 from tests.fixtures.storage.make_v2 import CHECKPOINTED, records
 from tests.worker.engine_harness import Store
 from worker.commands.replay import replay

@@ -16,8 +16,8 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from events import builders
 from events.codec import encode
+from tests import builders
 from tests.worker.test_restart_kafka import latest_summaries
 from tests.worker.test_worker_kafka import replayed
 from worker.commands.clients import publish

@@ -9,10 +9,10 @@ import orjson
 import pytest
 from rich.console import Console
 
-from events.builders import closed, score, started, task_spec
 from events.codec import encode
 from events.models import InputEvent
 from projections.replayer import Replayer
+from tests.builders import closed, score, started, task_spec
 from worker.commands.watch import render
 
 HEADERS = ("pass@1", "pass@2", "solved", "flaky", "failed", "unmeas.", "pending")

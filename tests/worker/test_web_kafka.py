@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 import psutil
 import pytest
 
-from events import builders
 from events.codec import encode
+from tests import builders
 from tests.projections.examples import EXAMPLE_LOG
 from tests.worker.test_worker_kafka import send_raw
 from worker.commands.clients import publish

@@ -1,5 +1,5 @@
 """Every field of the v1 input events given a value of a wrong type, one field a message: the
-"wrong-type:..." kinds of `worker.local.poison`.
+"wrong-type:..." kinds of `tests.faults.poison`.
 
 Each `WrongType` names the event, the field's path in it, the wrong value and the dead-letter
 reason it must get. The values are the plausible mistakes: a number where a name goes, a

@@ -3,7 +3,7 @@
 Each kind is one way a bad message reaches the events topic: a producer bug, a text encoding
 mix-up, a binary file sent by mistake, a client of a newer contract, a hostile sender (nesting
 past any parser's depth, lone surrogates, NUL bytes, a key given twice, every field of every
-type with a value of the wrong type: `worker.local.wrong_types`). `Poison.reason` is the
+type with a value of the wrong type: `tests.faults.wrong_types`). `Poison.reason` is the
 dead-letter reason code the worker must give it (its `evalstream.reason` header). The codes
 are not guesses: each was found by running the kind through `events.codec.decode` and
 `worker.runtime.processor.Processor`, and `tests/faults/test_poison.py` checks them still hold.
@@ -36,10 +36,10 @@ from typing import Any, Final, cast
 import orjson
 from pydantic import BaseModel
 
-from events import builders
 from events.codec import MAX_EVENT_BYTES, encode
 from events.models import INT_LIMIT
-from worker.local.wrong_types import FIELDS, Event, WrongType, given
+from tests import builders
+from tests.faults.wrong_types import FIELDS, Event, WrongType, given
 
 TASK_ID: Final = "task-00000"
 """The task the poisons name: the first task of an `events.synthetic` run, so that a poison

@@ -12,10 +12,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from events import builders
 from events.codec import encode
-from worker.local import broker
-from worker.local.chaos import (
+from tests import builders
+from tests.faults.chaos import (
     Group,
     Message,
     ProgressWatch,
@@ -25,8 +24,9 @@ from worker.local.chaos import (
     mismatches,
     replayed,
 )
+from tests.faults.poison import NOT_A_MESSAGE, STATEFUL, poisons
+from worker.local import broker
 from worker.local.clusters import local_broker
-from worker.local.poison import NOT_A_MESSAGE, STATEFUL, poisons
 from worker.local.processes import isolated_settings
 from worker.local.records import create_compacting_fast, read_topic
 from worker.runtime.topics import ensure_topics

@@ -33,9 +33,9 @@ from pathlib import Path
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from events import builders
 from events.codec import MAX_EVENT_BYTES, encode
 from events.synthetic import interleave, synthetic_run
+from tests import builders
 from worker.local.processes import WorkerProcess, free_port, topic_flags
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
