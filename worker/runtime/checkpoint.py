@@ -171,7 +171,7 @@ class Checkpoint:
                 sent.append(
                     (
                         index,
-                        await producer.send(item.stream, item.key, item.value, partition=None, headers=item.headers),
+                        await producer.output(item),
                     )
                 )
             except Exception as error:
