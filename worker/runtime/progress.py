@@ -74,4 +74,6 @@ class Progress:
         del self._pending[run.run_id]
         entry.progress_at = now
         # seq = events applied so far: increasing per run, and the same after a restart.
-        return Publish("progress", run.run_id.encode(), encode_payload(progress(run, run.event_count)))
+        seq = run.event_count
+        event = encode_payload(progress(run, seq))
+        return Publish("progress", run.run_id.encode(), event, event_id=f"{run.run_id}/progress/{seq}")

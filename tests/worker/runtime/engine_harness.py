@@ -17,19 +17,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka.errors import MessageSizeTooLargeError, ProducerFenced
 
 from worker.runtime.archive import Found, Gone, Read
 from worker.runtime.engine import Engine
-from worker.runtime.outputs import Headers
+from worker.runtime.outputs import Headers, Publish
 from worker.runtime.ownership import Claim
 from worker.runtime.processor import Processor, Record
 from worker.runtime.store import Change
 from worker.runtime.transactions import Stream
 
 EVENTS_TOPIC_ID = "events-topic-id"
+WRITTEN = datetime(2026, 12, 5, tzinfo=UTC)
+"""The outputs' `ce_time`: one instant, so that two workers' outputs compare."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,10 @@ class Producer:
         self.open.append((write, answered))
         self.broker._pending.append((write, answered))
         return answered
+
+    async def output(self, item: Publish) -> Awaitable[int]:
+        headers = item.cloudevent("/evalstream/test", WRITTEN)
+        return await self.send(item.stream, item.key, item.value, partition=None, headers=headers)
 
     async def commit(self, offset: int | None) -> None:
         if offset is not None:
