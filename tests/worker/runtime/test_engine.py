@@ -677,3 +677,31 @@ def test_a_run_that_could_not_be_put_back_stops_the_worker_with_nothing_of_it_co
     assert not solo.engine.ready(0)
     assert broker.offsets.get(0, 0) <= 2, "nothing past the broken event is committed"
     assert all(write.stream != "summary" for write in broker.committed)
+
+
+def test_closed_runs_a_worker_stopped_before_retiring_are_retired_by_the_next_claim() -> None:
+    """A worker stops right after the runs' closes are committed, before it retires them: the
+    next worker to claim the partition finds them closed in its local copy and retires them,
+    so that the changelog keeps one marker per closed run whatever the stops."""
+    messages, _ = _retiring_log()
+    broker = Broker()
+    first = worker(broker, messages, flush_every=1000)
+
+    async def stop_after_close() -> None:
+        first.engine.assigned([0])
+        await settle()
+        await first.engine.tick(rebalancing=False)
+        await first.engine.handle(0, first.consumer.take(0, len(messages)))
+        revoking = asyncio.ensure_future(first.engine.revoked(timeout=5))  # commits what gathered
+        while not revoking.done():
+            broker.acknowledge_all()
+            await settle()
+        await revoking
+
+    asyncio.run(stop_after_close())
+    assert set(outputs(broker.committed)[0]) == {b"run-a", b"run-c"}, "the stop committed what it gathered"
+    assert not any(write.stream == "archive" for write in broker.committed), "nothing retired yet"
+    asyncio.run(_assigned_and_run(worker(broker, messages, first.store)))
+    store = Store()
+    store.apply(0, [(write.key or b"", write.value) for write in broker.changelog(0)], 0)
+    assert set(store.partitions[0]) == {b'h"run-a"', b'h"run-c"', b"o0"}, "only markers are left"
