@@ -306,7 +306,8 @@ class Processor:
             entry = touched[run.run_id] = held[run.run_id]
             changes.change(entry, stepped.task_id)
             if stepped.summary is not None:
-                out.append(Publish("summary", key, stepped.summary, source=source))
+                event_id = f"{run.run_id}/summary/{run.revision}"
+                out.append(Publish("summary", key, stepped.summary, source=source, event_id=event_id))
         for entry in touched.values():
             self.cache.refile(entry)
         return out + self.progress.changed(touched.values(), now)

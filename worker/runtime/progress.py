@@ -75,5 +75,6 @@ class Progress:
         del self._pending[run.run_id]
         entry.progress_at = now
         # seq = events applied so far: increasing per run, and the same after a restart.
-        shown = progress(run, run.event_count, cache=summaries_of(entry))
-        return Publish("progress", run.run_id.encode(), encode_payload(shown))
+        seq = run.event_count
+        event = encode_payload(progress(run, seq, cache=summaries_of(entry)))
+        return Publish("progress", run.run_id.encode(), event, event_id=f"{run.run_id}/progress/{seq}")

@@ -11,7 +11,7 @@ a worker that stalled past its session and woke up can no longer write for a par
 has moved: its next write fails with `ProducerFenced`.
 
 `Transactions` is what the checkpoint needs of a producer; `KafkaTransactions` is aiokafka's,
-and `tests/worker/engine_harness.py` has a broker in memory with the same rules.
+and `tests/worker/runtime/engine_harness.py` has a broker in memory with the same rules.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from aiokafka.errors import (
     TransactionalIdAuthorizationFailed,
 )
 
-from worker.runtime.outputs import Headers, Output
+from worker.runtime.outputs import Headers, Output, Publish
 from worker.settings import SUMMARY_MAX_BYTES, Settings
 
 Stream = Output | Literal["changelog", "archive"]
@@ -47,6 +47,10 @@ class Transactions(Protocol):
         """Send a record in the open transaction (`partition` None: by key); the awaitable
         resolves to its offset once the broker has it, or raises what the broker answered.
         Raises at once what the producer refuses before sending (a record too large)."""
+        ...
+
+    async def output(self, item: Publish) -> Awaitable[int]:
+        """`send` an output, keyed, with its CloudEvents headers (`worker.runtime.outputs`)."""
         ...
 
     async def commit(self, offset: int | None) -> None:
@@ -94,6 +98,8 @@ class KafkaTransactions:
     def __init__(self, producer: AIOKafkaProducer, settings: Settings, partition: int) -> None:
         self.producer = producer
         self.group = settings.app_id
+        self.source = f"/evalstream/{settings.app_id}"
+        """`ce_source` of the outputs (`worker.runtime.outputs`)."""
         self.events = TopicPartition(settings.events_topic, partition)
         self.topics: dict[Stream, str] = {
             "summary": settings.summaries_topic,
@@ -113,6 +119,9 @@ class KafkaTransactions:
             self.topics[stream], value, key, partition=partition, headers=list(headers) or None
         )
         return _offset(sent)
+
+    async def output(self, item: Publish) -> Awaitable[int]:
+        return await self.send(item.stream, item.key, item.value, partition=None, headers=item.cloudevent(self.source))
 
     async def commit(self, offset: int | None) -> None:
         if offset is not None:

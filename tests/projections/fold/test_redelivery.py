@@ -9,11 +9,11 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.builders import score
 from projections.fold.redelivery import NARROW_KEYS, AppliedEvents
 from projections.fold.run import Outcome, RunState, apply, rederive
 from projections.kernels import with_pair
 from projections.packed.fingerprints import PAIR, his, holds, pair_count
+from tests.builders import score
 
 HI = 0x1234_5678_9ABC_DEF1
 
