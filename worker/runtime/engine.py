@@ -377,6 +377,8 @@ class Engine:
                     return
                 continue
             except StateRefused as error:
+                if not self._current(held):
+                    return  # revoked meanwhile: the next owner writes that state, or is refused it
                 for run_id, why in error.runs.items():
                     self._park(held.partition, run_id, STATE_REFUSED, f"the broker refused the run's state: {why}")
                 await self._redo(held, 0.0, f"the broker refused the state of runs {sorted(error.runs)}")

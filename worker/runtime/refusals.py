@@ -10,7 +10,37 @@ output: the worker stops, and its restart sends the output again.
 
 from __future__ import annotations
 
-from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, OutOfOrderSequenceNumber
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    ConcurrentTransactions,
+    DuplicateSequenceNumber,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    OutOfOrderSequenceNumber,
+    ProducerClosed,
+    TransactionalIdAuthorizationFailed,
+    TransactionCoordinatorFenced,
+    UnknownProducerId,
+)
+
+from worker.runtime.transactions import FENCED
+
+OF_THE_PRODUCER = (
+    *FENCED,
+    ProducerClosed,
+    OutOfOrderSequenceNumber,  # the producer's state after another record's refusal
+    DuplicateSequenceNumber,
+    UnknownProducerId,
+    ConcurrentTransactions,
+    TransactionCoordinatorFenced,
+    TransactionalIdAuthorizationFailed,
+    ClusterAuthorizationFailedError,
+)
+"""Errors that are the broker's word on the producer or its transaction, not on the record
+sent: a fenced producer's records in flight all fail with one of them, and taking that for a
+refusal would dead-letter good outputs and park good runs, on a worker that no longer owns
+the partition."""
 
 
 def refusal(error: BaseException) -> KafkaError | None:
@@ -19,10 +49,7 @@ def refusal(error: BaseException) -> KafkaError | None:
     seen: BaseException | None = error
     while seen is not None:
         if isinstance(seen, KafkaError):
-            # Out of sequence: the producer's state after another record's refusal, not this one's.
-            transient = seen.retriable or isinstance(
-                seen, KafkaTimeoutError | KafkaConnectionError | OutOfOrderSequenceNumber
-            )
-            return None if transient else seen
+            transient = seen.retriable or isinstance(seen, KafkaTimeoutError | KafkaConnectionError)
+            return None if transient or isinstance(seen, OF_THE_PRODUCER) else seen
         seen = seen.__cause__
     return None

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import orjson
 import pytest
-from aiokafka.errors import KafkaTimeoutError
+from aiokafka.errors import InvalidProducerEpoch, KafkaTimeoutError, ProducerFenced
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -211,19 +211,23 @@ STEPS = ("begin", "send", "answer", "offsets", "commit", "committed")
 def test_a_failure_at_any_step_of_a_transaction_is_redone_exactly_once(
     messages: list[Message], data: st.DataObject
 ) -> None:
-    """Any step of a checkpoint's transaction fails (a timeout, a lost broker), some of them
-    after the commit took effect (the worker cannot tell): the partition is claimed again and
-    read from what was committed, and the committed outputs are exactly a crash-free worker's."""
+    """Any step of a checkpoint's transaction fails (a timeout, a lost broker, or the producer
+    fenced, as aiokafka answers a record in flight when another producer takes the partition's
+    transactional id), some of them after the commit took effect (the worker cannot tell): the
+    partition is claimed again and read from what was committed, and the committed outputs are
+    exactly a crash-free worker's. A fence refuses no record: nothing is dead-lettered or parked
+    for it."""
     want = outputs(crash_free(messages).committed)
     failing = set(data.draw(st.lists(st.sampled_from(STEPS), min_size=1, unique=True), label="failing steps"))
     budget = data.draw(st.integers(1, 6), label="failures")
+    kind = data.draw(st.sampled_from([KafkaTimeoutError, ProducerFenced, InvalidProducerEpoch]), label="failure")
     rng = randomness(data)
     injected: list[str] = []
 
     def fail(step_: str) -> BaseException | None:
         if step_ in failing and len(injected) < budget and rng.random() < 0.3:
             injected.append(step_)
-            error: BaseException = KafkaTimeoutError()
+            error: BaseException = kind()
             return error
         return None
 
@@ -233,6 +237,8 @@ def test_a_failure_at_any_step_of_a_transaction_is_redone_exactly_once(
     assert flaky.gave_up == []
     assert outputs(broker.committed) == want
     assert flaky.engine.counts.redone >= (1 if injected else 0)
+    assert [write for write in broker.committed if write.stream == "deadletter" and is_refusal_letter(write)] == []
+    assert flaky.engine.counts.parked == {}
 
 
 def test_a_run_whose_state_the_broker_refuses_is_parked_and_the_others_go_on() -> None:

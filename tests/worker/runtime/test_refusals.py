@@ -6,10 +6,14 @@ import asyncio
 
 import pytest
 from aiokafka.errors import (
+    InvalidProducerEpoch,
     KafkaConnectionError,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
     NotLeaderForPartitionError,
+    OutOfOrderSequenceNumber,
+    ProducerClosed,
+    ProducerFenced,
     RecordListTooLargeError,
     TopicAuthorizationFailedError,
 )
@@ -38,7 +42,18 @@ def test_the_brokers_final_no_is_a_refusal_also_through_faust(error: Exception) 
 
 
 @pytest.mark.parametrize(
-    "error", [KafkaTimeoutError(), KafkaConnectionError(), NotLeaderForPartitionError(), RuntimeError("a bug")]
+    "error",
+    [
+        KafkaTimeoutError(),
+        KafkaConnectionError(),
+        NotLeaderForPartitionError(),
+        RuntimeError("a bug"),
+        # The producer's, not the output's: a fenced producer's records in flight fail so.
+        ProducerFenced(),
+        InvalidProducerEpoch(),
+        ProducerClosed(),
+        OutOfOrderSequenceNumber(),
+    ],
 )
 def test_an_error_that_says_nothing_about_the_output_is_no_refusal(error: Exception) -> None:
     assert refusal(error) is None
