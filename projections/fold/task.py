@@ -321,8 +321,8 @@ class TaskState:
 
 
 def _replaced(values: tuple[T, ...], at: int, value: T) -> tuple[T, ...]:
-    """`values` with item `at` replaced by `value`. Through a list: two copies in C, ~530
-    instructions in the compiled fold, where slicing and unpacking the tuple took ~1,100."""
+    """`values` with item `at` replaced by `value`. Through a list: two copies in C in the
+    compiled fold, where slicing and unpacking the tuple builds more."""
     items = list(values)
     items[at] = value
     return tuple(items)
