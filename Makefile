@@ -52,9 +52,9 @@ chromium:
 demo: install
 	bash deploy/demo.sh
 
-## Replay the shared example log: progress lines, then each run's summary.
+## Replay the contract's example log: progress lines, then each run's summary.
 replay-demo: install
-	$(BIN)/evalstream replay ../shared/examples/mixed-runs.jsonl --progress --progress-every 10 | $(BIN)/evalstream digest
+	$(BIN)/evalstream replay docs/spec/examples/mixed-runs.jsonl --progress --progress-every 10 | $(BIN)/evalstream digest
 
 ## Replay benchmark (throughput, memory, apply cost) and end-to-end through a broker and worker.
 bench: install
