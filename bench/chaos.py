@@ -16,8 +16,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from worker.local import scenarios
-from worker.local.chaos import TABLE_HEAD, Result
+from tests.faults import scenarios
+from tests.faults.chaos import TABLE_HEAD, Result
 from worker.local.clusters import cluster
 
 

@@ -12,48 +12,21 @@ run's own size for scale.
 from __future__ import annotations
 
 import argparse
-from bisect import bisect_left, insort
-from collections.abc import Iterator
 
 import orjson
 
-from events import builders
+from bench.processor import DictStore
 from events.codec import encode
 from events.synthetic import synthetic_run
+from tests import builders
 from worker.runtime.processor import Processor, Record
-
-
-class Store:
-    """A partition's local copy: sorted keys, for the processor's prefix scans."""
-
-    def __init__(self) -> None:
-        self.keys: list[bytes] = []
-        self.values: dict[bytes, bytes] = {}
-
-    def get(self, partition: int, key: bytes) -> bytes | None:
-        return self.values.get(key)
-
-    def scan(self, partition: int, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        at = bisect_left(self.keys, prefix)
-        while at < len(self.keys) and self.keys[at].startswith(prefix):
-            yield self.keys[at], self.values[self.keys[at]]
-            at += 1
-
-    def write(self, key: bytes, value: bytes | None) -> None:
-        if value is None:
-            if self.values.pop(key, None) is not None:
-                del self.keys[bisect_left(self.keys, key)]
-            return
-        if key not in self.values:
-            insort(self.keys, key)
-        self.values[key] = value
 
 
 class Worker:
     """The processor driven as the engine drives it, counting bytes per destination."""
 
     def __init__(self) -> None:
-        self.store = Store()
+        self.store = DictStore()
         self.archive: list[tuple[bytes, bytes]] = []
         self.processor = Processor(self.store, cache_runs=0)
         self.processor.assign([0])

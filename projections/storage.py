@@ -37,7 +37,7 @@ carries the version too (`checkpoint_to_bytes`), so that a worker meets a newer 
 its partitions are assigned, before it consumes, and stops there: in a rolling upgrade an
 old worker given a partition the new one has written stops instead of folding it, and the
 group moves the partition on to a new worker. A version bump adds its step to `UPGRADES`;
-`tests/worker/test_storage_versions.py` restores a store written by version 2's code
+`tests/worker/runtime/test_storage_versions.py` restores a store written by version 2's code
 (`tests/fixtures/storage/`) with every later version. Version 3's parts are version 2's
 (the step only renumbers them); what it adds is the marker and the archive, which a worker
 of version 2 would take for a run that never was: its checkpoint records (`{"v": 3, ...}`)

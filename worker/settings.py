@@ -65,7 +65,9 @@ class Settings:
     dashboard_recent: int = field(default_factory=lambda: _int("DASHBOARD_RECENT_RUNS", "200"))
     """Closed runs the dashboard keeps in memory (the last to move); older ones it reads back."""
     progress_interval: float = field(default_factory=lambda: _float("PROGRESS_INTERVAL", "0.2"))
-    flush_interval: float = field(default_factory=lambda: _float("FLUSH_INTERVAL", "0.25"))
+    flush_interval: float = field(default_factory=lambda: _float("FLUSH_INTERVAL", "0.1"))
+    """Seconds between two checkpoints (transactions) of a partition with something to write: a
+    progress event or a summary is readable once its checkpoint commits."""
     session_timeout: float = field(default_factory=lambda: _float("SESSION_TIMEOUT", "10"))
     """Seconds before the group gives a silent worker's partitions to others (faust: 60)."""
     fetch_max_wait_ms: int = field(default_factory=lambda: _int("FETCH_MAX_WAIT_MS", "20"))

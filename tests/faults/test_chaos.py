@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.local import scenarios
+from tests.faults import scenarios
 
 
 def test_worker_killed_at_random_moments_loses_and_doubles_nothing(bootstrap: str, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from events.codec import MAX_EVENT_BYTES
 from events.synthetic import synthetic_run
 from projections.summary import summary
-from worker.local.poison import KINDS, OVERSIZED_BYTES, STATEFUL, Poison, poison, poisons
+from tests.faults.poison import KINDS, OVERSIZED_BYTES, STATEFUL, Poison, poison, poisons
 from worker.runtime.outputs import Publish
 from worker.runtime.processor import Processor, Record
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.builders import score
 from projections.applied import (
     NARROW_KEYS,
     PAIR,
@@ -28,6 +27,7 @@ from projections.applied import (
     with_pair,
 )
 from projections.run import Outcome, RunState, apply, rederive
+from tests.builders import score
 from tests.native import native
 
 HI = 0x1234_5678_9ABC_DEF1

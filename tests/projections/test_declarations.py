@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from events import builders
 from events.codec import encode
 from projections.declarations import COMPRESSED_FROM, Declarations
+from tests import builders
 
 OUTPUTS = {"reward.score": "continuous", "usage.tokens": "model"}
 

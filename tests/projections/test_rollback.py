@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import builders, codec
+from events import codec
 from events.codec import encode, encode_payload
 from events.models import InputEvent
 from projections import step as step_module
@@ -19,6 +19,7 @@ from projections.progress import progress
 from projections.run import RunState
 from projections.step import Stepped, step
 from projections.storage import header_to_bytes, task_to_bytes
+from tests import builders
 from tests.projections.faults import Fault, fault_at
 from tests.strategies import run_logs
 

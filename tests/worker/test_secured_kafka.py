@@ -26,8 +26,8 @@ from events.clients.subscriber import SummarySubscriber
 from events.codec import encode
 from tests import builders
 from tests.projections.examples import EXAMPLE_LOG
-from tests.worker.test_cli import NOISE
-from tests.worker.test_worker_kafka import by_run, replayed
+from tests.worker.commands.test_cli import NOISE
+from tests.worker.runtime.test_worker_kafka import by_run, replayed
 from worker.local import certs, secured
 from worker.local.broker import BrokerConfig
 from worker.local.processes import WorkerProcess, free_port, isolated_settings, topic_flags

@@ -1,7 +1,7 @@
 """What to tell a user whom a Kafka cluster refused: the cause named (authentication failed,
 certificate not trusted, not authorised for topic X), where, and which setting to change.
 
-`worker.commands.cli` asks here before its general Kafka messages. The errors come from
+`worker.commands.cli.explained` asks here before its general Kafka messages. The errors come from
 aiokafka and ssl, found by `events.clients.kafka.bootstrapped` when a client cannot bootstrap. What
 is said names the user, the mechanism, files and the broker's own reason, never the password.
 """

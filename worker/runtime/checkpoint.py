@@ -125,7 +125,6 @@ class Checkpoint:
         self.singly = False
         """Each changelog record in a batch of its own (after a refused batch: to find the
         record the broker refuses)."""
-
         self.last = Source(topic, partition, -1)
         """The last event its partition had handled when it was sealed: the source named by
         the dead letter of a refused output that came from no one event (progress)."""
@@ -168,12 +167,7 @@ class Checkpoint:
         sent: list[tuple[int, Awaitable[int]]] = []
         for index, item in enumerate(self.outputs):
             try:
-                sent.append(
-                    (
-                        index,
-                        await producer.output(item),
-                    )
-                )
+                sent.append((index, await producer.output(item)))
             except Exception as error:
                 refused.outputs[index] = _refusal_or_raise(error)
         retired: dict[str, ArchiveRef] = {}

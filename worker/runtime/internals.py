@@ -7,7 +7,7 @@ a consumer's and an admin's client, and a client's connection settings, private:
 `events.clients.kafka` reads them to say why a broker refused a client, and they are listed
 here too. They are pinned to the versions in pyproject.toml (`faust-streaming` 0.15,
 `aiokafka` 0.14). An upgrade that renames or removes one fails `missing()`, which
-`tests/worker/test_internals.py` and the worker's start-up both check, naming it.
+`tests/worker/runtime/test_internals.py` and the worker's start-up both check, naming it.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """A checkpoint is one transaction: its records' acknowledgements and its commit, tens of
-milliseconds on a healthy broker, seconds when it struggles (the flush interval is 0.25 s)."""
+milliseconds on a healthy broker, seconds when it struggles (the flush interval is 0.1 s)."""
 
 
 class WorkerMetrics(Collector):

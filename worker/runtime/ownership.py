@@ -70,6 +70,9 @@ class KafkaClaims:
             consumer = AIOKafkaConsumer(
                 enable_auto_commit=False,
                 isolation_level="read_committed",
+                # Past a restore's last record there may be only transaction markers: a fetch
+                # the broker held for aiokafka's default half second would wait for nothing.
+                fetch_max_wait_ms=20,
                 max_partition_fetch_bytes=FETCH_BYTES,
                 fetch_max_bytes=FETCH_BYTES,
                 **settings.client_options(),

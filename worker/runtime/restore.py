@@ -71,7 +71,9 @@ async def restore(
     if offset is None or offset + 1 < end:
         consumer.seek(changelog, offset + 1 if offset is not None else start)
         while await consumer.position(changelog) < end:
-            batch = (await consumer.getmany(changelog, timeout_ms=1000)).get(changelog, [])
+            # Short: past the last record there may be only transaction markers, which move the
+            # position on but never arrive as records.
+            batch = (await consumer.getmany(changelog, timeout_ms=100)).get(changelog, [])
             if batch:
                 changes: list[Change] = [(record.key, record.value) for record in batch]
                 store.apply(changes, batch[-1].offset, identity)

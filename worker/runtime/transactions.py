@@ -11,7 +11,7 @@ a worker that stalled past its session and woke up can no longer write for a par
 has moved: its next write fails with `ProducerFenced`.
 
 `Transactions` is what the checkpoint needs of a producer; `KafkaTransactions` is aiokafka's,
-and `tests/worker/engine_harness.py` has a broker in memory with the same rules.
+and `tests/worker/runtime/engine_harness.py` has a broker in memory with the same rules.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from events.clients.inspect_hook import EvalstreamHook, _Run
 from events.importers import inspect_events
 from events.models import InputEvent
-from tests.events.test_import_inspect import SPEC, sample
+from tests.events.importers.test_import_inspect import SPEC, sample
 
 
 class Recorder:

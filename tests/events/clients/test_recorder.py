@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from events.builders import closed
 from events.clients.recorder import AsyncRunRecorder
 from events.codec import decode, encode
 from projections.run import Outcome, RunState, apply
+from tests.builders import closed
 
 TASKS = [{"task_id": "t", "metrics": [{"metric_type": "reward", "outputs": [{"name": "score", "kind": "continuous"}]}]}]
 

@@ -1,0 +1,202 @@
+"""`evalstream import harbor JOB`: real Harbor 0.25 jobs (tests/fixtures/harbor) as event logs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events.codec import decode
+from events.importers.harbor import read
+from events.importers.source import ImportOptions, SourceError
+from events.models import RunClosed, RunStarted, ScoreFailed, ScoreMeasured, TrialFinished
+from tests.events.importers.harbor_stats import (
+    FIXTURES,
+    JOBS,
+    assert_matches_harbor,
+    closing_lines,
+    harbor_evals,
+    imported,
+    replayed,
+    several_reward_keys,
+    summaries,
+)
+
+
+def _finished(job: Path) -> bool:
+    return json.loads((job / "result.json").read_text())["finished_at"] is not None
+
+
+@pytest.mark.parametrize("job", JOBS, ids=[job.name for job in JOBS])
+def test_the_replayed_harbor_block_is_harbors_own_job_stats(job: Path) -> None:
+    finished = _finished(job)
+    lines = imported(job) + ([] if finished else closing_lines(job))
+    ours = summaries(replayed(lines))
+    theirs = harbor_evals(job)
+    assert set(ours) == set(theirs)
+    for run_id, stats in theirs.items():
+        assert_matches_harbor(ours[run_id]["harbor"], stats, finished=finished, multi_key=several_reward_keys(job))
+
+
+def test_the_command_line_pipe_gives_the_same_summaries() -> None:
+    job = FIXTURES / "job-mixed"
+    cli = [sys.executable, "-m", "worker.commands.cli"]
+    source = subprocess.run([*cli, "import", "harbor", str(job)], capture_output=True, check=True, timeout=120)
+    folded = subprocess.run([*cli, "replay", "-"], input=source.stdout, capture_output=True, check=True, timeout=120)
+    assert folded.stdout == replayed(imported(job))
+    assert folded.stdout.count(b'"type":"run.summary"') == 1
+
+
+@pytest.mark.parametrize("job", JOBS, ids=[job.name for job in JOBS])
+def test_importing_twice_is_a_redelivery(job: Path) -> None:
+    once = imported(job)
+    assert imported(job) == once
+    assert replayed(once + once) == replayed(once)
+
+
+def test_a_job_still_running_leaves_its_runs_open_and_counts_its_cancelled_trial() -> None:
+    events = list(read(FIXTURES / "job-running", ImportOptions()))
+    assert not any(isinstance(event, RunClosed) for event in events)
+    cancelled = [e for e in events if isinstance(e, TrialFinished) and e.error and e.error.type == "CancelledError"]
+    assert len(cancelled) == 1
+    assert cancelled[0].status == "failed"
+    (score,) = [e for e in events if isinstance(e, ScoreFailed) and e.trial_id == cancelled[0].trial_id]
+    assert score.failure == "trial"
+
+
+def test_each_way_a_trial_ends() -> None:
+    events = list(read(FIXTURES / "job-mixed", ImportOptions()))
+    by_trial: dict[str, list[object]] = {}
+    for event in events:
+        if isinstance(event, TrialFinished | ScoreMeasured | ScoreFailed):
+            by_trial.setdefault(event.trial_id, []).append(event)
+    ways: dict[str, tuple[str, str | None, str]] = {}
+    for trial_events in by_trial.values():
+        finished, score = trial_events
+        assert isinstance(finished, TrialFinished)
+        assert isinstance(score, ScoreMeasured | ScoreFailed)
+        ways.setdefault(
+            finished.task_id.split("/")[-1],
+            (finished.status, finished.error.type if finished.error else None, score.status),
+        )
+    assert ways == {
+        "solid": ("completed", None, "completed"),
+        "wrong": ("completed", None, "completed"),
+        "flaky": ("completed", None, "completed"),
+        "dead": ("failed", "RewardFileNotFoundError", "failed"),
+        "teardown": ("failed", "SandboxStopError", "completed"),  # raised after the verifier graded it
+        "slow": ("failed", "AgentTimeoutError", "completed"),  # timed out, then graded all the same
+    }
+    (start,) = [event for event in events if isinstance(event, RunStarted)]
+    assert start.attempts_per_task == 4
+    assert {o.kind for task in start.tasks for metric in task.metrics for o in metric.outputs} == {"continuous"}
+    # dead's trials returned no reward: it declares its group's keys, so they count as failures.
+    dead = next(task for task in start.tasks if task.task_id.endswith("/dead"))
+    assert [o.name for o in dead.metrics[0].outputs] == ["reward"]
+
+
+def test_run_ids_come_from_the_job_and_the_group_and_run_id_overrides_them() -> None:
+    def run_ids(job: str, run_id: str | None) -> list[str]:
+        events = read(FIXTURES / job, ImportOptions(run_id=run_id))
+        return list(dict.fromkeys(event.run_id for event in events))
+
+    assert run_ids("job-b", None) == ["job-b:oracle__tasks"]
+    assert run_ids("job-b", "mine") == ["mine"]
+    groups = ["oracle__tasks", "nop__tasks", "nop__acme/m-small__tasks"]
+    assert sorted(run_ids("job-groups", None)) == sorted(f"job-groups:{group}" for group in groups)
+    assert sorted(run_ids("job-groups", "mine")) == sorted(f"mine:{group}" for group in groups)
+
+
+def test_trials_are_in_the_order_they_started_not_the_order_they_ended() -> None:
+    job = FIXTURES / "job-overlap"
+    results = [json.loads(file.read_text()) for file in job.glob("*/result.json")]
+    started = [r["trial_name"] for r in sorted(results, key=lambda r: r["started_at"])]
+    ended = [r["trial_name"] for r in sorted(results, key=lambda r: r["finished_at"])]
+    assert started != ended  # what makes this fixture worth having
+    events = [decode(line) for line in imported(job)]
+    assert [e.trial_id for e in events if isinstance(e, TrialFinished)] == started
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_any_part_of_a_job_counts_its_graded_and_failed_trials(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    source = FIXTURES / "job-mixed"
+    trials = sorted(path.parent.name for path in source.glob("*/result.json"))
+    kept = data.draw(st.lists(st.sampled_from(trials), min_size=1, unique=True))
+    job = tmp_path_factory.mktemp("job")
+    for name in ("config.json", "result.json"):
+        shutil.copy(source / name, job / name)
+    for trial in kept:
+        (job / trial).mkdir()
+        shutil.copy(source / trial / "result.json", job / trial / "result.json")
+    results = [json.loads((job / trial / "result.json").read_text()) for trial in kept]
+    (summary,) = summaries(replayed(imported(job))).values()
+    assert summary["harbor"]["n_trials"] == sum(
+        (r["verifier_result"] or {}).get("rewards") is not None for r in results
+    )
+    assert summary["harbor"]["n_errors"] == sum(r["exception_info"] is not None for r in results)
+
+
+def _cli_import(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "import", "harbor", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _copy(job: Path, into: Path) -> Path:
+    return Path(shutil.copytree(job, into / job.name))
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (shutil.rmtree, "no such directory; pass a Harbor job directory"),
+        (lambda job: (job / "result.json").unlink(), "not a Harbor job directory (it has no result.json)"),
+        (
+            lambda job: (job / "solid__R8goNSc" / "result.json").write_text('{\n  "id": "f6a1",\n  "task_na'),
+            "solid__R8goNSc/result.json, line 3: not valid JSON",
+        ),
+        (
+            lambda job: (job / "solid__R8goNSc" / "result.json").write_text('{"trial_name": "x"}'),
+            "solid__R8goNSc/result.json: no `agent_info` object",
+        ),
+        (lambda job: (job / "result.json").write_text("[]"), "result.json: not a JSON object"),
+    ],
+    ids=["missing", "no-result", "half-written-trial", "not-a-trial", "not-an-object"],
+)
+def test_a_missing_or_garbled_job_is_named_with_exit_2_and_no_traceback(
+    tmp_path: Path, damage: object, said: str
+) -> None:
+    job = _copy(FIXTURES / "job-b", tmp_path)
+    damage(job)  # type: ignore[operator]
+    done = _cli_import(job)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr
+    assert str(job) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_a_trial_result_that_cannot_be_an_event_is_a_source_error(tmp_path: Path) -> None:
+    job = _copy(FIXTURES / "job-b", tmp_path)
+    file = job / "solid__R8goNSc" / "result.json"
+    result = json.loads(file.read_text())
+    result["verifier_result"]["rewards"] = {"": 1}
+    file.write_text(json.dumps(result))
+    with pytest.raises(
+        SourceError,
+        match=r"solid__R8goNSc/result.json: cannot be written as a v1 event \(.*outputs.0.name: String should",
+    ):
+        list(read(job, ImportOptions()))
