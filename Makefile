@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium test check deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean
+.PHONY: install chromium test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,14 +25,18 @@ events/native.digest: $(BIN)/.installed $(NATIVE_SOURCES) .ci/compile_native.py
 
 install: $(BIN)/.installed projections/compiled.digest events/native.digest
 
-## The whole suite: lint, format, types, import layers, then every test.
+## The whole suite: lint, format, types, import layers, the docs site, then every test.
 test: check unit
 
-check: install deploy-check
+check: install deploy-check docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## The documentation site, built as the checks build it (every link must resolve); `$(BIN)/mkdocs serve` to read it.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 ## deploy/ checked without Docker or a cluster: each tool ships the rules or schemas it checks against.
 deploy-check: install
@@ -52,9 +56,9 @@ chromium:
 demo: install
 	bash deploy/demo.sh
 
-## Replay the shared example log: progress lines, then each run's summary.
+## Replay the contract's example log: progress lines, then each run's summary.
 replay-demo: install
-	$(BIN)/evalstream replay ../shared/examples/mixed-runs.jsonl --progress --progress-every 10 | $(BIN)/evalstream digest
+	$(BIN)/evalstream replay docs/spec/examples/mixed-runs.jsonl --progress --progress-every 10 | $(BIN)/evalstream digest
 
 ## Replay benchmark (throughput, memory, apply cost) and end-to-end through a broker and worker.
 bench: install
@@ -93,5 +97,5 @@ bench-chaos: install
 	$(BIN)/python -m bench.chaos
 
 clean:
-	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis build
-	find projections -name "*.so" -delete; rm -f projections/compiled.digest
+	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis build site
+	find projections -name "*.so" -delete; rm -f projections/compiled.digest events/_native*.so events/native.digest

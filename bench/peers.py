@@ -44,7 +44,9 @@ from worker.runtime.collector import quiet_collector
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "tests" / "fixtures" / "harbor" / "job-mixed"
 """Harbor trial results (one graded, one dead) that every trial of the run is made from."""
-SDK_PYTHON = Path(os.environ.get("EVALSTREAM_NEMO_PYTHON", "/work/tools/nemo-venv/bin/python"))
+SDK_PYTHON = Path(os.environ.get("EVALSTREAM_NEMO_PYTHON", "nemo-venv/bin/python"))
+"""The NeMo SDK's interpreter (its venv: tests/fixtures/nemo/README.md); relative paths are
+to the working directory."""
 
 Trial = tuple[str, str, float | None, str | None]
 """(task id, trial id, reward or None, error type or None)."""

@@ -43,7 +43,7 @@ def takes_started(recognise: Recognise) -> bool:
     return recognise is compiled.COMPILED
 
 
-EXAMPLES = Path(__file__).parents[3] / "shared" / "examples" / "mixed-runs.jsonl"
+EXAMPLES = Path(__file__).parents[2] / "docs" / "spec" / "examples" / "mixed-runs.jsonl"
 
 TRICKY: tuple[Any, ...] = (
     None, True, False, 0, 1, -1, 2, 1.0, 0.0, -0.0, 0.5, 1e19, -1e19, 1e308, 5e-324,

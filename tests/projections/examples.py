@@ -1,4 +1,5 @@
-"""The worked examples of SEMANTICS.md and the shared example log, for the tests that check them."""
+"""The worked examples of SEMANTICS.md and the contract's example log (docs/spec), for the
+tests that check them."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from typing import Any
 from events.models import InputEvent
 from tests.builders import broken, dead, score, started, task_spec
 
-SHARED_EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples"
-EXAMPLE_LOG = SHARED_EXAMPLES / "mixed-runs.jsonl"
-"""The realistic mixed log of ../shared/examples, and the summaries it must produce."""
-EXPECTED = SHARED_EXAMPLES / "mixed-runs.expected.jsonl"
+SPEC = Path(__file__).resolve().parents[2] / "docs" / "spec"
+EXAMPLES = SPEC / "examples"
+EXAMPLE_LOG = EXAMPLES / "mixed-runs.jsonl"
+"""The contract's realistic mixed log, and the summaries it must produce."""
+EXPECTED = EXAMPLES / "mixed-runs.expected.jsonl"
 
 
 def reward_tasks(*task_ids: str, **fields: Any) -> InputEvent:

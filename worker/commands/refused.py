@@ -65,7 +65,7 @@ def refusal(error: BaseException, settings: Settings) -> str | None:
         return (
             f"the broker at {where} closed the connection before answering: it expects another protocol than "
             f"EVALSTREAM_SECURITY_PROTOCOL={security.protocol}. Set it to the listener's (a secured one also needs "
-            'EVALSTREAM_SASL_* and EVALSTREAM_SSL_*: README, "Secured clusters").'
+            'EVALSTREAM_SASL_* and EVALSTREAM_SSL_*: docs/operations.md, "Secured clusters").'
         )
     if isinstance(error, TopicsRefused):
         topics, them = _listed("topic", error)

@@ -69,7 +69,7 @@ def run(
     missing = sum(retry.lacks for retry in found)
     err.write(
         f"retry: run {run_id!r} (revision {summary.revision}): {len(found)} task{'' if len(found) == 1 else 's'} "
-        f"lack {missing} attempt{'' if missing == 1 else 's'} (attempts_per_task {per_task}, from {source})\n"
+        f"lack{'s' if len(found) == 1 else ''} {missing} attempt{'' if missing == 1 else 's'} (attempts_per_task {per_task}, from {source})\n"
     )
     return 0
 

@@ -7,7 +7,7 @@ server; the events topic's records reach the engine a batch per partition on fau
 fetcher task (`worker.runtime.consumer`), never through a faust stream. The state is the
 worker's own: a local copy of its changelog per partition (`worker.runtime.store`),
 restored by the worker when it claims a partition (`worker.runtime.ownership`), not by
-faust's table recovery. Traps avoided (shared/notes/FAUST.md): raw serializers, keys sent
+faust's table recovery. Traps of faust avoided: raw serializers, keys sent
 explicitly, errors dead-lettered.
 """
 

@@ -91,7 +91,8 @@ def decide_key(key: KeyComparison, threshold: float, max_regressions: int | None
     method, interval = _interval(key)
     floor = 0.0 - threshold
     if max_regressions is not None and len(key.regressions) > max_regressions:
-        reason = f"{len(key.regressions)} regressions, more than the {max_regressions} allowed"
+        count = len(key.regressions)
+        reason = f"{count} regression{'' if count == 1 else 's'}, more than the {max_regressions} allowed"
         return KeyDecision(key.key, BLOCK, method, interval, reason)
     if interval is None:
         reason = f"{paired} paired task{'' if paired == 1 else 's'}: too few for an interval"

@@ -6,9 +6,9 @@ import orjson
 import pytest
 
 from projections.figures.t975 import NORMAL_975, T_975, t975
-from tests.projections.examples import SHARED_EXAMPLES
+from tests.projections.examples import SPEC
 
-SPEC_TABLE = SHARED_EXAMPLES.parent / "spec" / "t975.json"
+SPEC_TABLE = SPEC / "t975.json"
 
 
 def test_the_table_is_the_specs_bit_for_bit() -> None:

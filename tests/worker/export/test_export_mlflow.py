@@ -45,7 +45,7 @@ def runs_of(client: MlflowClient, run_id: str) -> list[Run]:
 
 
 def expected_metrics(summary: RunSummary) -> dict[str, float]:
-    """The metrics a summary's figures make, by the names the README gives."""
+    """The metrics a summary's figures make, by the names docs/export.md gives."""
     wanted: dict[str, float] = {}
     for key, statistics in summary.statistics.items():
         for name, entries in (("pass_at", statistics.pass_at_k), ("pass_hat", statistics.pass_hat_k)):
