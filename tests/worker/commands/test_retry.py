@@ -66,7 +66,7 @@ def test_attempts_per_task_unknown_is_refused_unless_given(log: Path) -> None:
     given = evalstream("retry", "r", "--from-file", "-", "--attempts-per-task", "1", stdin=summaries)
     assert given.returncode == 0, given.stderr
     assert [orjson.loads(line)["task_id"] for line in given.stdout.splitlines()] == ["d"]
-    assert b"(attempts_per_task 1, from --attempts-per-task)" in given.stderr
+    assert b"1 task lacks 1 attempt (attempts_per_task 1, from --attempts-per-task)" in given.stderr
 
 
 def test_bad_input_exits_2(log: Path, tmp_path: Path) -> None:

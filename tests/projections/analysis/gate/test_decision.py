@@ -122,6 +122,12 @@ def test_the_worked_example_is_inconclusive_and_regressions_block() -> None:
     assert decide_key(key, 0.0, max_regressions=2).decision == INCONCLUSIVE
 
 
+def test_one_regression_past_the_allowed_is_named_in_the_singular() -> None:
+    (key,) = compare(*summary_pair({"a": [1, 1], "b": [1, 1]}, {"a": [0, 0], "b": [1, 1]})).keys
+    blocked = decide_key(key, 0.0, max_regressions=0)
+    assert (blocked.decision, blocked.reason) == (BLOCK, "1 regression, more than the 0 allowed")
+
+
 def test_one_paired_task_is_inconclusive() -> None:
     (key,) = compare(*summary_pair({"a": [1, 1]}, {"a": [0, 0]})).keys
     decided = decide_key(key, 0.0)
