@@ -67,9 +67,10 @@ def run(
         line |= {"dead_trials": retry.dead_trials, "keys": retry.keys}
         out.write(orjson.dumps(line).decode() + "\n")
     missing = sum(retry.lacks for retry in found)
+    tasks = "1 task lacks" if len(found) == 1 else f"{len(found)} tasks lack"
     err.write(
-        f"retry: run {run_id!r} (revision {summary.revision}): {len(found)} task{'' if len(found) == 1 else 's'} "
-        f"lack{'s' if len(found) == 1 else ''} {missing} attempt{'' if missing == 1 else 's'} (attempts_per_task {per_task}, from {source})\n"
+        f"retry: run {run_id!r} (revision {summary.revision}): {tasks} {missing} attempt{'' if missing == 1 else 's'} "
+        f"(attempts_per_task {per_task}, from {source})\n"
     )
     return 0
 

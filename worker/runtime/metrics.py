@@ -6,7 +6,8 @@ timestamps when Prometheus scrapes. Only the checkpoint histogram is observed as
 happen, once per checkpoint (a few times a second per partition).
 
 The series, per worker process (`partition`: an events partition the worker owns now;
-docs/operations.md, "Health and metrics", has the table): `evalstream_events_{applied,skipped,redelivered,ignored}_total`,
+docs/operations.md, "Health and metrics", has the table):
+`evalstream_events_{applied,skipped,redelivered,ignored}_total`,
 `evalstream_dead_letters_total{reason}`, `evalstream_outputs_refused_total{stream}` (outputs
 the broker refused for good, each dead-lettered as `output-refused`),
 `evalstream_consumer_lag{partition}` (highwater

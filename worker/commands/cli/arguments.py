@@ -52,7 +52,8 @@ def connection_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap",
         help="Kafka bootstrap servers (env EVALSTREAM_BOOTSTRAP, default 127.0.0.1:9092); a secured cluster's TLS "
-        'and SASL settings come from EVALSTREAM_SECURITY_PROTOCOL, _SASL_* and _SSL_* (docs/operations.md, "Secured clusters")',
+        "and SASL settings come from EVALSTREAM_SECURITY_PROTOCOL, _SASL_* and _SSL_* "
+        '(docs/operations.md, "Secured clusters")',
     )
     parser.add_argument("--events-topic", help="env EVALSTREAM_EVENTS_TOPIC (default evalstream.events)")
     parser.add_argument("--summaries-topic", help="env EVALSTREAM_SUMMARIES_TOPIC (default evalstream.summaries)")
