@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import orjson
 import pytest
@@ -164,7 +165,7 @@ def test_the_cache_holds_runs_up_to_its_byte_budget_closed_ones_leaving_first() 
         alone = Processor(Store())
         alone.handle(0, records(events), 0.0)
         [entry] = list(alone.cache)
-        sizes[run_id] = footprint(entry.run)
+        sizes[run_id] = footprint(entry.run, entry.summaries)
     budget = sizes["open"] + sizes["closed-2"] + sizes["closed-3"]
     processor = Processor(store, cache_bytes=budget)
     processor.assign([0])
@@ -286,12 +287,12 @@ def test_a_step_that_raises_is_dead_lettered_and_leaves_its_run_as_before_it(mon
     assert err.getvalue().startswith(f"line {len(events)}: internal-error: run.closed")
 
 
-def failing_once(function: Callable[[RunState], bytes]) -> Callable[[RunState], bytes]:
+def failing_once(function: Callable[..., bytes]) -> Callable[..., bytes]:
     calls = itertools.count()
 
-    def failing(run: RunState) -> bytes:
+    def failing(run: RunState, *args: Any) -> bytes:
         if next(calls) == 0:
             raise RuntimeError("injected")
-        return function(run)
+        return function(run, *args)
 
     return failing
