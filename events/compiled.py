@@ -29,6 +29,7 @@ from typing import Final
 from events import fastpath
 from events.models import (
     EVENT_ID_MAX,
+    MOMENT,
     NAME_MAX,
     RUN_ID_MAX,
     ErrorInfo,
@@ -48,7 +49,7 @@ from events.models import (
     ViewSpec,
 )
 from events.nonfinite import NONFINITE_STRINGS
-from events.timestamps import LAST_READ, epoch_seconds
+from events.timestamps import epoch_seconds
 
 PURE_SETTING: Final = "EVALSTREAM_PURE"
 """Set to 1: run the Python sources of the compiled parts (this recogniser and the fold)."""
@@ -124,7 +125,7 @@ def compiled_recogniser() -> Recognise | None:
             "view_spec": ViewSpec,
             "signal": Signal,
             "epoch_seconds": epoch_seconds,
-            "last_read": LAST_READ,
+            "moment": MOMENT,
             "envelope_given": fastpath.ENVELOPE_GIVEN,
             "score_given": fastpath.SCORE_GIVEN,
             "trial_given": fastpath.TRIAL_GIVEN,
