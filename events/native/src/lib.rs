@@ -20,20 +20,10 @@
 //! a bounded table of the strings made last (`names.rs`), so a name read again is the same
 //! Python string.
 //!
-//! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
-//! `projections.fold.redelivery.digest_of_id` (its reference) calls hashlib through four method calls;
-//! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by, `pairs.rs` how a
-//! part keeps them; `sums.rs` the
-//! range aggregate's loops over a list of floats; `transpose.rs` section 8's columns;
-//! `trials.rs` a trial id's search among a task's (`projections.packed.trial_ids`).
+//! The fold's own compiled loops are not here: they are `projections/native` (`fold-kernels`).
 
 mod allocator;
-mod keys;
 mod names;
-mod pairs;
-mod sums;
-mod transpose;
-mod trials;
 
 use std::borrow::Cow;
 
@@ -418,16 +408,6 @@ fn common_epoch_seconds(value: &str) -> Option<f64> {
 #[pyfunction]
 fn epoch_seconds_of(value: &str) -> Option<f64> {
     common_epoch_seconds(value)
-}
-
-/// `projections.fold.redelivery.fingerprint`: BLAKE2b with a 16-byte digest of the id's UTF-8 bytes,
-/// read as two little-endian halves, the first with its lowest bit set (never 0).
-#[pyfunction]
-fn event_fingerprint(event_id: &str) -> (u64, u64) {
-    let digest = blake2b_simd::Params::new().hash_length(16).hash(event_id.as_bytes());
-    let (hi, lo) = digest.as_bytes().split_at(8);
-    let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("a digest of 16 bytes"));
-    (half(hi) | 1, half(lo))
 }
 
 /// A new set of `given`'s names: a copy of the table, where adding them one by one would hash
@@ -1034,13 +1014,5 @@ static ALLOCATOR: allocator::PythonRaw = allocator::PythonRaw;
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Recogniser>()?;
     module.add_class::<Decoder>()?;
-    module.add_class::<keys::KeyTable>()?;
-    module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)?;
-    module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
-    module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
-    module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;
-    module.add_function(wrap_pyfunction!(sums::squares_running_sum, module)?)?;
-    module.add_function(wrap_pyfunction!(transpose::transposed, module)?)?;
-    module.add_function(wrap_pyfunction!(pairs::with_pair, module)?)?;
-    module.add_function(wrap_pyfunction!(trials::trial_index, module)?)
+    module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)
 }
