@@ -21,9 +21,15 @@ projections/compiled.digest: $(BIN)/.installed $(FOLD_SOURCES) .ci/compile_fold.
 NATIVE_SOURCES := events/native/Cargo.toml events/native/Cargo.lock $(wildcard events/native/src/*.rs)
 
 events/native.digest: $(BIN)/.installed $(NATIVE_SOURCES) .ci/compile_native.py
-	$(BIN)/python .ci/compile_native.py
+	$(BIN)/python .ci/compile_native.py events
 
-install: $(BIN)/.installed projections/compiled.digest events/native.digest
+# The fold's kernels compiled from Rust (projections/kernels.py says when they are used).
+KERNEL_SOURCES := projections/native/Cargo.toml projections/native/Cargo.lock $(wildcard projections/native/src/*.rs)
+
+projections/native.digest: $(BIN)/.installed $(KERNEL_SOURCES) .ci/compile_native.py
+	$(BIN)/python .ci/compile_native.py projections
+
+install: $(BIN)/.installed projections/compiled.digest events/native.digest projections/native.digest
 
 ## The whole suite: lint, format, types, import layers, the docs site, then every test.
 test: check unit
@@ -98,4 +104,4 @@ bench-chaos: install
 
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis build site
-	find projections -name "*.so" -delete; rm -f projections/compiled.digest events/_native*.so events/native.digest
+	find projections -name "*.so" -delete; rm -f projections/compiled.digest projections/native.digest events/_native*.so events/native.digest

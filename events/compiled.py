@@ -9,18 +9,18 @@ validator (`tests/events/test_fastpath.py` runs every case on both). It also tak
 valid run.started, which the Python fast path leaves to pydantic: there pydantic's validator
 is its reference. `EVALSTREAM_PURE=1` leaves it out, as it leaves the compiled fold out; a
 build older than its sources is left out with a warning. The same module holds
-`events.codec.decode`'s `Decoder`, the fold's event-id fingerprint
-(`projections.fold.redelivery.fingerprint`), the table it indexes them by (`KeyTable`), the range
-aggregate's loops over a list of floats (`projections.figures.aggregates`), section 8's columns
-(`projections.assembly.statistics.by_k`) and a trial id's search among a task's (`projections.packed.trial_ids`).
+`events.codec.decode`'s `Decoder`. `Crate` is how a crate's build is found and judged, here
+and for the fold's kernels (`projections/native`, `projections/kernels.py`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +29,7 @@ from typing import Final
 from events import fastpath
 from events.models import (
     EVENT_ID_MAX,
+    MOMENT,
     NAME_MAX,
     RUN_ID_MAX,
     ErrorInfo,
@@ -48,55 +49,77 @@ from events.models import (
     ViewSpec,
 )
 from events.nonfinite import NONFINITE_STRINGS
-from events.timestamps import LAST_READ, epoch_seconds
+from events.timestamps import epoch_seconds
 
 PURE_SETTING: Final = "EVALSTREAM_PURE"
 """Set to 1: run the Python sources of the compiled parts (this recogniser and the fold)."""
 
 _HERE = Path(__file__).resolve().parent
-SOURCES: Final = _HERE / "native"
-DIGEST: Final = _HERE / "native.digest"
 
 Recognise = Callable[[bytes | str], InputEvent | None]
 
 
 def digest_of(sources: list[Path], root: Path) -> str:
     """The SHA-256 of `sources` in the order given, each as its path below `root` and its
-    bytes: what a compiled build records of what it was built from (this recogniser, the fold)."""
+    bytes: what a compiled build records of what it was built from (a crate, the fold)."""
     digest = hashlib.sha256()
     for path in sources:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def source_digest() -> str:
-    """The digest of the crate's sources: its manifest, lock file and Rust files."""
-    return digest_of(sorted([SOURCES / "Cargo.toml", SOURCES / "Cargo.lock", *SOURCES.glob("src/*.rs")]), SOURCES)
+@dataclass(frozen=True)
+class Crate:
+    """A Rust crate `<package>/native`, built by `make install` (`.ci/compile_native.py`) into
+    the extension module `<package>.<module>` and `<package>/native.digest`, the digest of
+    the sources it was built from; used only while that matches."""
+
+    directory: Path
+    """The Python package's directory, which holds the crate and the module built."""
+    package: str
+    """The Python package's name (`events`, `projections`)."""
+    module: str
+    """The extension module's name in it (`_native`, `_kernels`)."""
+    what: str
+    """What it holds, for the warning when it is older than its sources."""
+
+    @property
+    def sources(self) -> Path:
+        return self.directory / "native"
+
+    @property
+    def digest(self) -> Path:
+        return self.directory / "native.digest"
+
+    def source_digest(self) -> str:
+        """The digest of the crate's sources: its manifest, lock file and Rust files."""
+        sources = self.sources
+        return digest_of(sorted([sources / "Cargo.toml", sources / "Cargo.lock", *sources.glob("src/*.rs")]), sources)
+
+    def built_modules(self) -> list[Path]:
+        """The extension module `make install` built for this interpreter, if any."""
+        return sorted(self.directory.glob(f"{self.module}{EXTENSION_SUFFIXES[0]}"))
+
+    def load(self) -> ModuleType | None:
+        """The extension module, when built from the sources as they are and
+        `EVALSTREAM_PURE=1` is not set (else None)."""
+        if not self.built_modules() or os.environ.get(PURE_SETTING) == "1":
+            return None
+        if not self.digest.is_file() or self.digest.read_text().strip() != self.source_digest():
+            warnings.warn(
+                f"{self.package}.{self.module} ({self.what}) is older than its sources in {self.sources};"
+                " running without it (run `make install` to build it again)",
+                stacklevel=2,
+            )
+            return None
+        return importlib.import_module(f"{self.package}.{self.module}")
 
 
-def built_modules() -> list[Path]:
-    """The extension module `make install` built here for this interpreter, if any."""
-    return sorted(_HERE.glob(f"_native{EXTENSION_SUFFIXES[0]}"))
+RECOGNISER: Final = Crate(_HERE, "events", "_native", "the compiled recogniser")
+"""`events/native` (`event-recogniser`): this module's."""
 
-
-def native_module() -> ModuleType | None:
-    """`events._native`, when built from the sources as they are (else None)."""
-    if not built_modules() or os.environ.get(PURE_SETTING) == "1":
-        return None
-    if not DIGEST.is_file() or DIGEST.read_text().strip() != source_digest():
-        warnings.warn(
-            f"the compiled recogniser in {_HERE} is older than its sources in {SOURCES}; decoding without it"
-            " (run `make install` to build it again)",
-            stacklevel=2,
-        )
-        return None
-    from events import _native  # type: ignore[attr-defined]
-
-    module: ModuleType = _native
-    return module
-
-
-NATIVE: Final = native_module()
+NATIVE: Final = RECOGNISER.load()
+"""`events._native`, when built from the sources as they are (else None)."""
 
 
 def required(model: type[Record]) -> frozenset[str]:
@@ -124,7 +147,7 @@ def compiled_recogniser() -> Recognise | None:
             "view_spec": ViewSpec,
             "signal": Signal,
             "epoch_seconds": epoch_seconds,
-            "last_read": LAST_READ,
+            "moment": MOMENT,
             "envelope_given": fastpath.ENVELOPE_GIVEN,
             "score_given": fastpath.SCORE_GIVEN,
             "trial_given": fastpath.TRIAL_GIVEN,

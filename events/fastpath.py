@@ -7,7 +7,8 @@ into private shapes that carry the same bounds as `events.models` (closed to unk
 strict types, string lengths, the literals, integer ranges), checks in Python what a shape
 cannot say (`schema_version` 1, the timestamp, a failed score's `failure` and empty outputs,
 output names given twice, integers past 64 bits), and builds the same frozen models directly
-(`_new`). `run.started` is left to pydantic: building its many small models in Python costs
+(`_new`), the moment its timestamp check read kept on the event (`events.models.MOMENT`), as
+pydantic's path keeps it. `run.started` is left to pydantic: building its many small models in Python costs
 about what pydantic takes to validate them.
 
 On anything it is not certain of, or cannot parse, it returns None and `decode` validates
@@ -42,6 +43,7 @@ from events.models import (
     TrialFinished,
     TrialStatus,
     Usage,
+    set_moment,
 )
 from events.nonfinite import NONFINITE_STRINGS
 from events.timestamps import epoch_seconds
@@ -129,17 +131,27 @@ def recognise(raw: bytes | str) -> InputEvent | None:
     # where it skips a value nested ~1,000 deep (pydantic's parser refuses it sooner).
     except (msgspec.DecodeError, UnicodeError, RecursionError):
         return None
-    at = shape.occurred_at
-    if shape.schema_version != 1 or (type(at) is str and not _timestamp(at)):
+    if shape.schema_version != 1:
         return None
+    at = shape.occurred_at
+    moment = None
+    if type(at) is str:
+        try:
+            moment = epoch_seconds(at)
+        except ValueError:
+            return None
     try:
+        event: ScoreMeasured | ScoreFailed | TrialFinished | RunClosed
         if type(shape) is _Score:
-            return _score(shape)
-        if type(shape) is _Trial:
-            return _trial(shape)
-        return _closed(shape)
+            event = _score(shape)
+        elif type(shape) is _Trial:
+            event = _trial(shape)
+        else:
+            event = _closed(shape)
     except _Unsure:
         return None
+    set_moment(event, moment)  # read by the check above: the fold reads it here, not again
+    return event
 
 
 def _new(cls: type[M], values: dict[str, Any], given: set[str]) -> M:
@@ -151,14 +163,6 @@ def _new(cls: type[M], values: dict[str, Any], given: set[str]) -> M:
     _set_extra(model, None)
     _set_private(model, None)
     return model
-
-
-def _timestamp(value: str) -> bool:
-    try:
-        epoch_seconds(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _distinct(names: list[str]) -> None:

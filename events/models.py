@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
 
 from events.nonfinite import NONFINITE_STRINGS
-from events.timestamps import rfc3339
+from events.timestamps import epoch_seconds, rfc3339
 
 EVENT_ID_MAX = 128
 RUN_ID_MAX = 256
@@ -56,6 +56,12 @@ TrialStatus = Literal["completed", "failed"]
 ScoreStatus = Literal["completed", "partial", "failed"]
 Failure = Literal["trial", "metric"]
 CloseReason = Literal["completed", "cancelled", "failed"]
+
+
+MOMENT: Final = "_moment"
+"""The attribute of a decoded event that holds its `occurred_at` as epoch seconds (None: no
+occurred_at), for the fold: read once, where decoding checks it. An event built without
+validation (`model_construct`, a copy) has none; the fold reads its timestamp then."""
 
 
 def _omit_none(value: object) -> bool:
@@ -137,11 +143,34 @@ class Output(Record):
 
 
 class Envelope(Record):
+    """What every input event carries. Beside its fields, an event decoded or validated carries
+    the moment its `occurred_at` names, read where its timestamp was checked (`MOMENT`)."""
+
+    # The moment, epoch seconds or None (no occurred_at), in a slot of its own rather than
+    # a pydantic private attribute: those live in `__pydantic_private__`, which equality
+    # compares, a copy carries past an update of `occurred_at`, and reading goes through
+    # BaseModel.__getattr__. A slot is on no wire, in no equality, repr or copy (a copy reads
+    # the timestamp again), and its read is a plain attribute's. Set by `events.fastpath`,
+    # the compiled recogniser (`events/native`) and `_read_moment`.
+    __slots__ = (MOMENT,)
+
     # Not Literal[1]: pydantic's literal check lets `true` pass as 1.
     schema_version: Annotated[int, Field(ge=1, le=1)]
     event_id: EventId
     run_id: RunId
     occurred_at: Timestamp | None = Field(default=None, exclude_if=_omit_none)
+
+    @model_validator(mode="after")
+    def _read_moment(self) -> Envelope:
+        # pydantic's path (run.started, and what the fast paths leave to it) and events built
+        # in code; the timestamp's validator saw the text alone, not the event to keep it on.
+        at = self.occurred_at
+        set_moment(self, None if at is None else epoch_seconds(at))
+        return self
+
+
+set_moment: Final[Callable[[Envelope, float | None], None]] = Envelope.__dict__[MOMENT].__set__
+"""`set_moment(event, moment)`: keep the moment on the event, past the frozen `__setattr__`."""
 
 
 class RunStarted(Envelope):

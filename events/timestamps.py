@@ -4,9 +4,8 @@ The rule: the shape of RFC 3339 with a time zone (the pattern), then a moment th
 (`datetime.fromisoformat`: no 13th month, no 24th hour). A leap second (second 60, which RFC
 3339 allows, e.g. `2016-12-31T23:59:60Z`) is read as the second after it (`2017-01-01T00:00:00Z`,
 as POSIX time counts it): the event is valid, and its value is kept as written. Decoding an
-event checks its timestamp and the fold then reads the same value as epoch seconds, so the
-check reads it too and keeps the last value read: the fold's read is then a comparison where
-it was a second parse.
+event checks its timestamp and keeps the moment read on the event (`events.models.MOMENT`),
+where the fold reads it without a second parse.
 """
 
 from __future__ import annotations
@@ -22,11 +21,6 @@ PROBLEM: Final = "must be an RFC 3339 timestamp with a time zone, e.g. 2026-11-3
 _PATTERN: Final = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
 _SECOND: Final = timedelta(seconds=1)
 
-LAST_READ: Final[list[tuple[str | None, float]]] = [(None, 0.0)]
-"""The value read last and its moment, as one tuple read once: a thread never pairs one
-value with another's moment. The compiled recogniser (`events.compiled`) keeps the values it
-reads here too."""
-
 
 def rfc3339(value: str) -> str:
     """`value` unchanged, when it is an RFC 3339 timestamp with a time zone (pydantic's
@@ -38,17 +32,12 @@ def rfc3339(value: str) -> str:
 def epoch_seconds(value: str) -> float:
     """Seconds since the epoch of an RFC 3339 timestamp with a time zone (a leap second read
     as the next second); ValueError if `value` is not one."""
-    last = LAST_READ[0]
-    if value == last[0]:
-        return last[1]
     if _PATTERN.fullmatch(value) is None:
         raise ValueError(PROBLEM)
     text = value.upper()
     leap = text[17:19] == "60"  # the seconds, where the pattern puts them
     try:
         moment = datetime.fromisoformat(f"{text[:17]}59{text[19:]}" if leap else text)
-        seconds = (moment + _SECOND if leap else moment).timestamp()
+        return (moment + _SECOND if leap else moment).timestamp()
     except (ValueError, OverflowError):  # OverflowError: the second after 9999-12-31T23:59:60
         raise ValueError(PROBLEM) from None
-    LAST_READ[0] = (value, seconds)
-    return seconds

@@ -37,9 +37,9 @@ from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
 from importlib.util import spec_from_file_location
 from pathlib import Path
 from types import ModuleType
-from typing import Literal
+from typing import Final, Literal
 
-from events.compiled import PURE_SETTING, digest_of
+from events.compiled import PURE_SETTING, Crate, digest_of
 
 _HERE = Path(__file__).resolve().parent
 DIGEST = _HERE / "compiled.digest"
@@ -62,6 +62,11 @@ compiled class keeps its float, int and bool fields unboxed: orjson would crash 
 them. None of them is on the fold's path."""
 
 
+KERNEL_CRATE: Final = Crate(_HERE, __name__, "_kernels", "the fold's compiled kernels")
+"""The fold's kernels compiled from Rust (`projections/native`, `fold-kernels`), which
+`projections.kernels` alone loads: an extension module here that is part of neither build."""
+
+
 def compiled_sources() -> list[Path]:
     """The modules the compiled build holds, in the order their digest reads them."""
     return sorted(
@@ -72,8 +77,10 @@ def compiled_sources() -> list[Path]:
 
 
 def compiled_modules() -> list[Path]:
-    """The extension modules `make install` built here for this interpreter, if any."""
-    return sorted(_HERE.rglob(f"*{EXTENSION_SUFFIXES[0]}"))
+    """The extension modules `make install` compiled here for this interpreter, if any (the
+    kernels' module aside)."""
+    kernels = f"{KERNEL_CRATE.module}{EXTENSION_SUFFIXES[0]}"
+    return sorted(path for path in _HERE.rglob(f"*{EXTENSION_SUFFIXES[0]}") if path.name != kernels)
 
 
 def source_digest() -> str:
@@ -88,7 +95,7 @@ class _SourcesOnly(MetaPathFinder):
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
         root, _, rest = fullname.partition(".")
-        if root != __name__ or not rest:
+        if root != __name__ or not rest or rest == KERNEL_CRATE.module:
             return None
         source = _HERE.joinpath(*rest.split(".")).with_suffix(".py")
         if source.is_file():

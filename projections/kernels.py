@@ -1,7 +1,8 @@
-"""The fold's compiled kernels, each beside its Python twin: the one seam to `events/native`.
+"""The fold's compiled kernels, each beside its Python twin: the one seam to `projections/native`.
 
-A few loops of the fold run in compiled code (Rust, `events/native`, built by `make install`;
-docs/build.md says when it is used): an event id's fingerprint, the table the run's applied
+A few loops of the fold run in compiled code (Rust, the crate `fold-kernels` in
+`projections/native`, built by `make install` into `projections._kernels`; docs/build.md says
+when it is used): an event id's fingerprint, the table the run's applied
 fingerprints are indexed by, a part's fingerprints with one more, the compensated sums over a
 list of floats, the per-k columns of pass@k's per-task figures, and a trial id's search among
 a task's. Each name below is the kernel where it is built and current, else its twin: the
@@ -9,7 +10,7 @@ Python function written beside it, which says what the kernel computes and is th
 it is tested against, to the bit (tests/projections/test_kernels.py). A kernel may leave an
 input to its twin (it answers None: a list holding anything but floats, say); the names
 below then call the twin, so a caller never knows which answered. The rest of the fold reaches
-the compiled module through this file only (import-linter holds that).
+the compiled module through this file only.
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ from collections.abc import Callable, Iterable
 from hashlib import blake2b
 from typing import Any, Final, Protocol
 
-from events.compiled import NATIVE
+from projections import KERNEL_CRATE
 from projections.packed.fingerprints import PAIR
 from projections.packed.trial_ids import escaped
+
+KERNELS: Final = KERNEL_CRATE.load()
+"""`projections._kernels`, when built from the sources as they are (else None: the twins alone)."""
+
 
 # An event id's fingerprint.
 
@@ -39,7 +44,7 @@ def digest_of_id(event_id: str) -> tuple[int, int]:
     return hi | 1, lo
 
 
-fingerprint: Final[Callable[[str], tuple[int, int]]] = digest_of_id if NATIVE is None else NATIVE.event_fingerprint
+fingerprint: Final[Callable[[str], tuple[int, int]]] = digest_of_id if KERNELS is None else KERNELS.event_fingerprint
 
 
 # A part's fingerprints with one more.
@@ -50,7 +55,7 @@ def pairs_with(pairs: bytes, hi: int, lo: int) -> bytes:
     return pairs + PAIR.pack(hi, lo)
 
 
-with_pair: Final[Callable[[bytes, int, int], bytes]] = pairs_with if NATIVE is None else NATIVE.with_pair
+with_pair: Final[Callable[[bytes, int, int], bytes]] = pairs_with if KERNELS is None else KERNELS.with_pair
 
 
 # The table of a run's applied fingerprints.
@@ -163,7 +168,7 @@ class Keys:
         self._slots = array(old.typecode, table)
 
 
-key_table: Final[Callable[[int, bool], KeySet]] = Keys if NATIVE is None else NATIVE.KeyTable
+key_table: Final[Callable[[int, bool], KeySet]] = Keys if KERNELS is None else KERNELS.KeyTable
 """An empty table with room for `capacity` keys, 8 bytes wide or 4."""
 
 
@@ -175,9 +180,9 @@ here than the call of the kernel does."""
 _FILTERED_FROM: Final = 2
 """The same for the kernels that make a float object a value here (the finite values, the
 squares): from two values on, the kernel costs less."""
-_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.running_sum
-_FINITE_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.finite_running_sum
-_SQUARES_RUNNING_SUM: Final[Any] = None if NATIVE is None else NATIVE.squares_running_sum
+_RUNNING_SUM: Final[Any] = None if KERNELS is None else KERNELS.running_sum
+_FINITE_RUNNING_SUM: Final[Any] = None if KERNELS is None else KERNELS.finite_running_sum
+_SQUARES_RUNNING_SUM: Final[Any] = None if KERNELS is None else KERNELS.squares_running_sum
 
 
 def running_sum(values: Iterable[float], total: float, compensation: float) -> tuple[float, float]:
@@ -258,7 +263,7 @@ def square(value: float) -> float:
 
 # pass@k's per-task figures as one column per k.
 
-_TRANSPOSED: Final[Any] = None if NATIVE is None else NATIVE.transposed
+_TRANSPOSED: Final[Any] = None if KERNELS is None else KERNELS.transposed
 
 
 def transposed(figures: list[tuple[float, ...]]) -> list[list[float]]:
@@ -285,7 +290,7 @@ def transposed_in_python(figures: list[tuple[float, ...]]) -> list[list[float]]:
 
 # A trial id's index among a task's (`projections.packed.trial_ids`).
 
-_TRIAL_INDEX: Final[Any] = None if NATIVE is None else NATIVE.trial_index
+_TRIAL_INDEX: Final[Any] = None if KERNELS is None else KERNELS.trial_index
 
 
 def trial_index(held: str, trial_id: str) -> int:

@@ -1,4 +1,5 @@
-"""`events/native`'s module for the tests that hold it to its Python references."""
+"""The modules compiled from Rust, for the tests that hold them to their Python twins:
+`events/native`'s (the recogniser) and `projections/native`'s (the fold's kernels)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,24 @@ from types import ModuleType
 import pytest
 
 from events.compiled import NATIVE, PURE_SETTING
+from projections import KERNEL_CRATE
+from projections.kernels import KERNELS
+
+
+def _built(module: ModuleType | None, crate: str) -> ModuleType:
+    if module is None:
+        pytest.fail(
+            f"{crate} is not built, or {PURE_SETTING}=1 is set: run `make install` (it needs Rust's cargo)"
+            " and run the tests without that setting"
+        )
+    return module
 
 
 def native() -> ModuleType:
-    """The built module; fails the test where it is not built or `EVALSTREAM_PURE=1` left it out."""
-    if NATIVE is None:
-        pytest.fail(
-            f"events/native is not built, or {PURE_SETTING}=1 is set: run `make install` (it needs Rust's cargo)"
-            " and run the tests without that setting"
-        )
-    return NATIVE
+    """The recogniser's module; fails the test where it is not built or `EVALSTREAM_PURE=1` left it out."""
+    return _built(NATIVE, "events/native")
+
+
+def kernels() -> ModuleType:
+    """The fold's kernels' module (`projections._kernels`), as `native` does."""
+    return _built(KERNELS, f"{KERNEL_CRATE.package}/native")

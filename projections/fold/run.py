@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, cast, final
 
-from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
-from events.timestamps import LAST_READ, epoch_seconds
+from events.models import MOMENT, InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from events.timestamps import epoch_seconds
 from projections.fold.declarations import Declarations, Key
 from projections.fold.key_tallies import KeyTally
 from projections.fold.redelivery import AppliedEvents
@@ -170,8 +170,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
         run.last_position = max(run.last_position, at)
     if run.closed and at > run.closed_position:
         run.after_close += 1
-    occurred_at = event.occurred_at
-    moment = _moment(occurred_at) if occurred_at else None
+    moment = _moment(event)
     if kind == "score.emitted":
         return _score(run, _task(run, task_id), cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
     if kind == "trial.finished":
@@ -188,12 +187,15 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     return _APPLIED
 
 
-def _moment(occurred_at: str) -> float:
-    """`epoch_seconds(occurred_at)`. Decoding the event read the same value last, and kept its
-    moment (`LAST_READ`): compared here, in the compiled fold, where a call of the Python
-    function to compare it took ~2k instructions an event."""
-    value, moment = LAST_READ[0]
-    return moment if value == occurred_at else epoch_seconds(occurred_at)
+def _moment(event: InputEvent) -> float | None:
+    """`event.occurred_at` in epoch seconds (None: not given). Decoding read it and kept it on
+    the event (`MOMENT`): an attribute read here, not a second parse of the text (nor a call
+    out of the compiled fold into Python). An event built without validation (`model_construct`,
+    a copy) has none kept: its timestamp is read here."""
+    moment: float | None = getattr(event, MOMENT, None)
+    if moment is None and event.occurred_at:
+        return epoch_seconds(event.occurred_at)
+    return moment
 
 
 def _saw(holder: RunState | TaskState, moment: float | None) -> None:

@@ -22,8 +22,9 @@ from pydantic import BaseModel
 from events import compiled, fastpath
 from events.codec import DecodeError, decode, encode, validate
 from events.compiled import Recognise
-from events.models import RunClosed, ScoreMeasured, TrialFinished
+from events.models import MOMENT, Envelope, RunClosed, ScoreMeasured, TrialFinished
 from events.synthetic import interleave, synthetic_run
+from events.timestamps import epoch_seconds
 from tests.native import native
 
 
@@ -269,8 +270,11 @@ def bits(value: Any) -> Any:
 
 
 def assert_same(fast: Any, slow: Any, where: str = "event") -> None:
-    """Equal type, value (floats to the bit), fields given and field order, recursively."""
+    """Equal type, value (floats to the bit), fields given and field order, recursively; an
+    event's moment (`events.models.MOMENT`) too, which every path keeps on what it decodes."""
     assert type(fast) is type(slow), where
+    if isinstance(slow, Envelope):
+        assert bits(getattr(fast, MOMENT)) == bits(getattr(slow, MOMENT)), where
     if isinstance(slow, BaseModel):
         assert list(fast.__dict__) == list(slow.__dict__), where
         assert fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__, where
@@ -403,6 +407,37 @@ def test_a_field_of_another_type_is_left_to_pydantic(recognise: Recognise, kind:
 
 
 SCORE = {**ENVELOPE, "type": "score.emitted", **VALID["score.emitted"][1]}
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "2026-11-30T12:00:00Z",
+        "2026-11-30t12:00:00.5+05:30",
+        "2026-11-30T12:00:59.9999999Z",  # past six digits of fraction: read by events.timestamps
+        "2016-12-31T23:59:60Z",  # a leap second: the same
+        None,
+        "absent",
+    ],
+)
+def test_the_event_carries_the_moment_its_timestamp_was_read_as(recognise: Recognise, at: str | None) -> None:
+    """Decoding keeps the moment on the event (`events.models.MOMENT`), where the fold reads
+    it rather than parse the text a second time; pydantic's path keeps it too."""
+    expected = None if at in (None, "absent") else epoch_seconds(at)
+    kinds = [*VALID, "run.started"] if takes_started(recognise) else list(VALID)
+    for kind in kinds:
+        body = STARTED if kind == "run.started" else {**ENVELOPE, "type": kind, **VALID[kind][1]}
+        body = {key: value for key, value in body.items() if key != "occurred_at" or at != "absent"}
+        if at != "absent":
+            body["occurred_at"] = at
+        raw = orjson.dumps(body)
+        for event in (recognise(raw), validate(raw), decode(raw)):
+            assert event is not None, kind
+            assert bits(getattr(event, MOMENT)) == bits(expected), kind
+            copy = event.model_copy()  # built without validation: it carries none
+            assert not hasattr(copy, MOMENT)
+            assert copy == event  # the moment is no part of equality
+            assert encode(copy) == encode(event)  # nor of the wire
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The fold's compiled kernels (`events/native`) against their Python twins
+"""The fold's compiled kernels (`projections/native`) against their Python twins
 (`projections.kernels`): each name of the seam is the kernel where it is built, and gives what
 its twin gives, to the bit, for any input; an input a kernel leaves to Python (it answers
 None) is computed by the twin, so the seam's answer is the twin's either way."""
@@ -39,6 +39,7 @@ from projections.kernels import (
     with_pair,
 )
 from projections.packed.trial_ids import joined
+from tests.native import kernels as built
 from tests.native import native
 from tests.projections.reference import bits
 
@@ -65,9 +66,19 @@ def same(left: Any, right: Any) -> bool:
     return type(left) is type(right) and left == right
 
 
+def test_the_kernels_are_a_module_of_their_own_the_recogniser_holds_none_of() -> None:
+    """`projections/native` (`fold-kernels`) builds `projections._kernels`; `events/native`
+    holds the recogniser alone."""
+    assert built().__name__ == "projections._kernels"
+    assert built().KeyTable.__module__ == "projections._kernels"
+    assert not {"event_fingerprint", "with_pair", "KeyTable", "running_sum", "transposed", "trial_index"} & set(
+        dir(native())
+    )
+
+
 def test_every_kernel_is_built_and_used() -> None:
     """Where the module is built, the seam takes its kernels (not a test of the twins alone)."""
-    module = native()
+    module = built()
     assert fingerprint is module.event_fingerprint
     assert with_pair is module.with_pair
     assert kernels.key_table is module.KeyTable
@@ -86,12 +97,12 @@ def test_every_kernel_is_built_and_used() -> None:
 def test_a_fingerprint_is_the_ids_128_bit_blake2b(event_id: str) -> None:
     """The halves of BLAKE2b-128 of the id's UTF-8, hi made odd, by the kernel and its twin alike."""
     hi, lo = struct.unpack("<QQ", blake2b(event_id.encode(), digest_size=16).digest())
-    assert native().event_fingerprint(event_id) == digest_of_id(event_id) == (hi | 1, lo)
+    assert built().event_fingerprint(event_id) == digest_of_id(event_id) == (hi | 1, lo)
 
 
 def test_an_id_that_is_not_utf8_is_refused_by_both() -> None:
     with pytest.raises(UnicodeEncodeError):
-        native().event_fingerprint("\ud800")
+        built().event_fingerprint("\ud800")
     with pytest.raises(UnicodeEncodeError):
         digest_of_id("\ud800")
 
@@ -102,7 +113,7 @@ def test_an_id_that_is_not_utf8_is_refused_by_both() -> None:
     st.integers(0, 2**64 - 1),
 )
 def test_a_pair_appended_is_the_twins(pairs: bytes, hi: int, lo: int) -> None:
-    assert native().with_pair(pairs, hi, lo) == pairs_with(pairs, hi, lo) == pairs + struct.pack("<QQ", hi, lo)
+    assert built().with_pair(pairs, hi, lo) == pairs_with(pairs, hi, lo) == pairs + struct.pack("<QQ", hi, lo)
 
 
 # The table of a run's applied fingerprints.
@@ -127,7 +138,7 @@ def run_on(table: KeySet, operations: list[Operation]) -> list[object]:
 def test_the_key_table_does_what_its_twin_does(capacity: int, wide: bool, operations: list[Operation]) -> None:
     """Same answers, sizes and widths (so the same `table_bytes`) for any operations,
     growth included, narrow or wide."""
-    table = native().KeyTable(capacity, wide)
+    table = built().KeyTable(capacity, wide)
     assert table.wide is wide
     assert run_on(table, operations) == run_on(Keys(capacity, wide), operations)
 
@@ -172,7 +183,7 @@ ANY_LENGTH = st.lists(FLOATS, max_size=120)
 @given(ANY_LENGTH, FLOATS, FLOATS)
 def test_running_sum_is_the_twin(values: list[float], total: float, compensation: float) -> None:
     expected = running_sum_in_python(values, total, compensation)
-    assert same(native().running_sum(values, total, compensation), expected)
+    assert same(built().running_sum(values, total, compensation), expected)
     assert same(running_sum(values, total, compensation), expected)
 
 
@@ -181,15 +192,15 @@ def test_a_sum_resumed_in_the_kernel_is_the_sum_at_once(values: list[float], dat
     cut = data.draw(st.integers(0, len(values)))
     with twins_only():
         expected = compensated_sum(values)
-    total, compensation = native().running_sum(values[:cut], 0.0, 0.0)
-    total, compensation = native().running_sum(values[cut:], total, compensation)
+    total, compensation = built().running_sum(values[:cut], 0.0, 0.0)
+    total, compensation = built().running_sum(values[cut:], total, compensation)
     assert same(aggregates.finished_sum(total, compensation), expected)
 
 
 @given(ANY_LENGTH, FLOATS, FLOATS)
 def test_finite_running_sum_is_the_twin(values: list[float], total: float, compensation: float) -> None:
     expected = finite_running_sum_in_python(values, total, compensation)
-    finite, summed, compensated = native().finite_running_sum(values, total, compensation)
+    finite, summed, compensated = built().finite_running_sum(values, total, compensation)
     assert same((finite, summed, compensated), expected)
     assert all(kept is value for kept, value in zip(finite, (v for v in values if math.isfinite(v)), strict=True))
     assert same(finite_running_sum(values, total, compensation), expected)
@@ -198,7 +209,7 @@ def test_finite_running_sum_is_the_twin(values: list[float], total: float, compe
 def test_the_finite_values_are_a_list_of_their_own() -> None:
     """`Growing` keeps the list and the caller's goes on growing: they are not the same list."""
     values = [float(at) for at in range(40)]
-    finite, _, _ = native().finite_running_sum(values, 0.0, 0.0)
+    finite, _, _ = built().finite_running_sum(values, 0.0, 0.0)
     values.append(1.0)
     assert finite is not values
     assert len(finite) == 40
@@ -209,7 +220,7 @@ def test_the_squares_sum_is_the_twins(values: list[float], mean: float) -> None:
     """Squares past the largest double included (`math.pow` raises, `square` gives +Infinity),
     and means that are infinite (a sum of finite values past the largest double)."""
     expected = squares_running_sum_in_python(values, mean)
-    assert same(native().squares_running_sum(values, mean), expected)
+    assert same(built().squares_running_sum(values, mean), expected)
     with twins_only():
         assert same(squares_sum(values, mean), aggregates.finished_sum(*expected))
 
@@ -219,7 +230,7 @@ def test_a_square_is_pow_not_a_product(value: float) -> None:
     """With glibc, `pow(x, 2.0)` and `x * x` differ in the last bit for these doubles: the
     kernel squares with the C library's `pow`, as `math.pow` does, and no optimiser turned
     one into the other."""
-    total, compensation = native().squares_running_sum([value], 0.0)
+    total, compensation = built().squares_running_sum([value], 0.0)
     assert (bits(total), compensation) == (bits(math.pow(value, 2.0)), 0.0)
 
 
@@ -228,9 +239,9 @@ def test_a_square_is_pow_not_a_product(value: float) -> None:
 )
 def test_a_list_holding_anything_but_floats_is_left_to_the_twins(odd: object) -> None:
     values: list[Any] = [0.5] * kernels._SUMMED_FROM + [odd]
-    assert native().running_sum(values, 0.0, 0.0) is None
-    assert native().finite_running_sum(values, 0.0, 0.0) is None
-    assert native().squares_running_sum(values, 0.0) is None
+    assert built().running_sum(values, 0.0, 0.0) is None
+    assert built().finite_running_sum(values, 0.0, 0.0) is None
+    assert built().squares_running_sum(values, 0.0) is None
     with twins_only():
         expected = (running_sum(values, 0.0, 0.0), finite_running_sum(values, 0.0, 0.0), squares_sum(values, 0.25))
     assert same(
@@ -289,13 +300,13 @@ def test_by_k_holds_the_very_figures_either_way(measured: list[tuple[int, int]],
 def test_columns_take_each_tuple_longer_than_k(figures: list[tuple[float, ...]]) -> None:
     longest = max(map(len, figures), default=0)
     expected = [[row[k] for row in figures if len(row) > k] for k in range(longest)]
-    assert native().transposed(figures) == transposed_in_python(figures) == expected
+    assert built().transposed(figures) == transposed_in_python(figures) == expected
     assert transposed(figures) == expected
 
 
 def test_anything_but_tuples_is_left_to_the_twin() -> None:
     mixed: list[Any] = [(0.5,), [0.5]]
-    assert native().transposed(mixed) is None
+    assert built().transposed(mixed) is None
     assert transposed(mixed) == transposed_in_python(mixed) == [[0.5, 0.5]]
 
 
@@ -310,7 +321,7 @@ def test_the_kernel_finds_what_the_twin_finds(trial_ids: list[str], data: st.Dat
     other = data.draw(st.sampled_from([*trial_ids, "a"]) | st.text(alphabet="ab\0\1\xe9\u0100", min_size=1, max_size=3))
     expected = trial_ids.index(other) if other in trial_ids else -1 - len(trial_ids)
     assert trial_index_in_python(held, other) == expected
-    assert native().trial_index(held, other) in (None, expected)
+    assert built().trial_index(held, other) in (None, expected)
     if other.isalpha() and all(ord(character) < 256 for character in held + other):
-        assert native().trial_index(held, other) == expected
+        assert built().trial_index(held, other) == expected
     assert trial_index(held, other) == expected

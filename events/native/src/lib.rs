@@ -20,20 +20,10 @@
 //! a bounded table of the strings made last (`names.rs`), so a name read again is the same
 //! Python string.
 //!
-//! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
-//! `projections.fold.redelivery.digest_of_id` (its reference) calls hashlib through four method calls;
-//! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by, `pairs.rs` how a
-//! part keeps them; `sums.rs` the
-//! range aggregate's loops over a list of floats; `transpose.rs` section 8's columns;
-//! `trials.rs` a trial id's search among a task's (`projections.packed.trial_ids`).
+//! The fold's own compiled loops are not here: they are `projections/native` (`fold-kernels`).
 
 mod allocator;
-mod keys;
 mod names;
-mod pairs;
-mod sums;
-mod transpose;
-mod trials;
 
 use std::borrow::Cow;
 
@@ -420,16 +410,6 @@ fn epoch_seconds_of(value: &str) -> Option<f64> {
     common_epoch_seconds(value)
 }
 
-/// `projections.fold.redelivery.fingerprint`: BLAKE2b with a 16-byte digest of the id's UTF-8 bytes,
-/// read as two little-endian halves, the first with its lowest bit set (never 0).
-#[pyfunction]
-fn event_fingerprint(event_id: &str) -> (u64, u64) {
-    let digest = blake2b_simd::Params::new().hash_length(16).hash(event_id.as_bytes());
-    let (hi, lo) = digest.as_bytes().split_at(8);
-    let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("a digest of 16 bytes"));
-    (half(hi) | 1, half(lo))
-}
-
 /// A new set of `given`'s names: a copy of the table, where adding them one by one would hash
 /// and place each.
 fn given_set<'py>(py: Python<'py>, given: &Py<PyFrozenSet>) -> PyResult<Bound<'py, PySet>> {
@@ -474,8 +454,9 @@ fn within(text: &str, most: usize) -> bool {
 }
 
 /// What the recogniser must agree with, handed over by `events/compiled.py` as a dict: the
-/// model classes, `events.timestamps`' reading and the place it keeps the last value read,
-/// `events.fastpath`'s fields-given sets, the non-finite strings and `events.models`' bounds.
+/// model classes, `events.timestamps`' reading and the attribute an event keeps its moment in
+/// (`events.models.MOMENT`), `events.fastpath`'s fields-given sets, the non-finite strings and
+/// `events.models`' bounds.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
 struct Rules {
@@ -493,7 +474,7 @@ struct Rules {
     view_spec: Py<PyType>,
     signal: Py<PyType>,
     epoch_seconds: PyObject,
-    last_read: Py<PyList>,
+    moment: Py<PyString>,
     envelope_given: Py<PyFrozenSet>,
     score_given: Py<PyFrozenSet>,
     trial_given: Py<PyFrozenSet>,
@@ -566,6 +547,14 @@ impl Decoder {
     }
 }
 
+/// An event's envelope as `Recogniser::envelope` reads it: its values so far, the fields
+/// given, and the moment of its `occurred_at` (None where it has none).
+struct Head<'py> {
+    values: Bound<'py, PyDict>,
+    fields: Bound<'py, PySet>,
+    moment: Bound<'py, PyAny>,
+}
+
 impl Recogniser {
     fn recognise(&self, py: Python<'_>, raw: &Bound<'_, PyAny>) -> Option<PyObject> {
         // The whole message checked as UTF-8 once: parsed from bytes, serde_json would check
@@ -629,8 +618,22 @@ impl Recogniser {
         }
     }
 
+    /// An event of `class` (`model`), carrying the moment its timestamp was read as (a float,
+    /// or None where it has no `occurred_at`), as `events.fastpath` keeps it: for the fold.
+    fn event(&self, py: Python<'_>, class: &Py<PyType>, head: Head<'_>) -> Built<PyObject> {
+        let Head { values, fields, moment } = head;
+        let event = self.model(py, class, values, fields)?;
+        // SAFETY: both pointers are held for the call; the attribute is the envelope's slot,
+        // set past the frozen `__setattr__` as `model` sets the others.
+        if unsafe { ffi::PyObject_GenericSetAttr(event.as_ptr(), self.moment.as_ptr(), moment.as_ptr()) } != 0 {
+            return Err(PyErr::fetch(py).into());
+        }
+        Ok(event)
+    }
+
     /// The envelope's values in the models' order up to `type`, in a dict sized for `size`
-    /// values, and the fields given: `given` (what the kind requires), then what it finds.
+    /// values, the fields given (`given`, what the kind requires, then what it finds), and
+    /// the moment of its `occurred_at`.
     fn envelope<'py>(
         &self,
         py: Python<'py>,
@@ -638,7 +641,7 @@ impl Recogniser {
         kind: &Bound<'py, PyString>,
         given: &Py<PyFrozenSet>,
         size: isize,
-    ) -> Built<(Bound<'py, PyDict>, Bound<'py, PySet>)> {
+    ) -> Built<Head<'py>> {
         sure(message.schema_version == 1)?;
         sure(within(message.event_id, self.event_id_max) && within(message.run_id, self.run_id_max))?;
         // SAFETY: the call returns a new dict or NULL with an exception set.
@@ -649,25 +652,29 @@ impl Recogniser {
         values.set_item(intern!(py, "schema_version"), 1)?;
         values.set_item(intern!(py, "event_id"), PyString::new(py, message.event_id))?;
         values.set_item(intern!(py, "run_id"), self.names.get(py, message.run_id))?;
-        match message.occurred_at {
+        let moment = match message.occurred_at {
             Some(Some(at)) => {
                 fields.add(intern!(py, "occurred_at"))?;
                 let at_text = PyString::new(py, at);
-                match common_epoch_seconds(at) {
-                    // As `epoch_seconds` keeps the value it read last, for the fold's read of it.
-                    Some(seconds) => self.last_read.bind(py).set_item(0, (&at_text, seconds))?,
-                    None => drop(self.epoch_seconds.call1(py, (&at_text,))?), // ValueError: not certain
-                }
+                let moment = match common_epoch_seconds(at) {
+                    Some(seconds) => PyFloat::new(py, seconds).into_any(),
+                    None => self.epoch_seconds.bind(py).call1((&at_text,))?, // ValueError: not certain
+                };
                 values.set_item(intern!(py, "occurred_at"), at_text)?;
+                moment
             }
             Some(None) => {
                 fields.add(intern!(py, "occurred_at"))?;
                 values.set_item(intern!(py, "occurred_at"), py.None())?;
+                py.None().into_bound(py)
             }
-            None => values.set_item(intern!(py, "occurred_at"), py.None())?,
-        }
+            None => {
+                values.set_item(intern!(py, "occurred_at"), py.None())?;
+                py.None().into_bound(py)
+            }
+        };
         values.set_item(intern!(py, "type"), kind)?;
-        Ok((values, fields))
+        Ok(Head { values, fields, moment })
     }
 
     fn name<'py>(&self, py: Python<'py>, field: &Given<Text<'_>>) -> Built<Bound<'py, PyString>> {
@@ -685,8 +692,8 @@ impl Recogniser {
 
     fn score(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
         sure(message.usage.is_none() && message.reason.is_none())?;
-        let (values, fields) =
-            self.envelope(py, &message.envelope(), intern!(py, "score.emitted"), &self.score_given, 12)?;
+        let head = self.envelope(py, &message.envelope(), intern!(py, "score.emitted"), &self.score_given, 12)?;
+        let (values, fields) = (&head.values, &head.fields);
         values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
         values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
         values.set_item(intern!(py, "metric_type"), self.name(py, &message.metric_type)?)?;
@@ -733,9 +740,9 @@ impl Recogniser {
             built.append(self.output(py, output)?)?;
         }
         values.set_item(intern!(py, "outputs"), built)?;
-        let error = self.error(py, &message.error, &fields)?;
+        let error = self.error(py, &message.error, fields)?;
         values.set_item(intern!(py, "error"), error)?;
-        self.model(py, class, values, fields)
+        self.event(py, class, head)
     }
 
     fn output(&self, py: Python<'_>, output: &OutputMessage<'_>) -> Built<PyObject> {
@@ -792,8 +799,8 @@ impl Recogniser {
                 && message.outputs.is_none()
                 && message.reason.is_none(),
         )?;
-        let (values, fields) =
-            self.envelope(py, &message.envelope(), intern!(py, "trial.finished"), &self.trial_given, 10)?;
+        let head = self.envelope(py, &message.envelope(), intern!(py, "trial.finished"), &self.trial_given, 10)?;
+        let (values, fields) = (&head.values, &head.fields);
         values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
         values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
         let status = match message.status.as_ref().and_then(Option::as_deref) {
@@ -815,7 +822,7 @@ impl Recogniser {
             }
         };
         values.set_item(intern!(py, "usage"), usage)?;
-        self.model(py, &self.trial_finished, values, fields)
+        self.event(py, &self.trial_finished, head)
     }
 
     fn usage(&self, py: Python<'_>, usage: &UsageMessage) -> Built<PyObject> {
@@ -853,8 +860,8 @@ impl Recogniser {
     fn started(&self, py: Python<'_>, message: StartedMessage<'_>) -> Built<PyObject> {
         sure(&*message.kind == "run.started")?;
         sure(distinct(message.tasks.iter().map(|task| &*task.task_id)))?;
-        let (values, fields) =
-            self.envelope(py, &message.envelope(), intern!(py, "run.started"), &self.started_given, 8)?;
+        let head = self.envelope(py, &message.envelope(), intern!(py, "run.started"), &self.started_given, 8)?;
+        let (values, fields) = (&head.values, &head.fields);
         let tasks = PyList::empty(py);
         for task in &message.tasks {
             tasks.append(self.task(py, task)?)?;
@@ -879,7 +886,7 @@ impl Recogniser {
             }
         }
         values.set_item(intern!(py, "labels"), labels)?;
-        self.model(py, &self.run_started, values, fields)
+        self.event(py, &self.run_started, head)
     }
 
     fn task(&self, py: Python<'_>, task: &TaskMessage<'_>) -> Built<PyObject> {
@@ -980,8 +987,8 @@ impl Recogniser {
                 && message.error.is_none()
                 && message.usage.is_none(),
         )?;
-        let (values, fields) =
-            self.envelope(py, &message.envelope(), intern!(py, "run.closed"), &self.envelope_given, 6)?;
+        let head = self.envelope(py, &message.envelope(), intern!(py, "run.closed"), &self.envelope_given, 6)?;
+        let (values, fields) = (&head.values, &head.fields);
         let reason = match &message.reason {
             None => intern!(py, "completed"),
             Some(reason) => {
@@ -995,7 +1002,7 @@ impl Recogniser {
             }
         };
         values.set_item(intern!(py, "reason"), reason)?;
-        self.model(py, &self.run_closed, values, fields)
+        self.event(py, &self.run_closed, head)
     }
 }
 
@@ -1007,13 +1014,5 @@ static ALLOCATOR: allocator::PythonRaw = allocator::PythonRaw;
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Recogniser>()?;
     module.add_class::<Decoder>()?;
-    module.add_class::<keys::KeyTable>()?;
-    module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)?;
-    module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
-    module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
-    module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;
-    module.add_function(wrap_pyfunction!(sums::squares_running_sum, module)?)?;
-    module.add_function(wrap_pyfunction!(transpose::transposed, module)?)?;
-    module.add_function(wrap_pyfunction!(pairs::with_pair, module)?)?;
-    module.add_function(wrap_pyfunction!(trials::trial_index, module)?)
+    module.add_function(wrap_pyfunction!(epoch_seconds_of, module)?)
 }

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from events.models import InputEvent
+from events.codec import decode, encode, from_object
+from events.models import MOMENT, InputEvent
+from projections.assembly.progress import progress
 from projections.assembly.summary import summary
 from projections.fold.run import Outcome, RunState, apply
 from tests.builders import broken, closed, dead, fold, score, started, task_spec, trial
@@ -183,6 +185,31 @@ def test_keys_within_a_task_are_sorted() -> None:
     spec = task_spec("t", {"z.a": "discrete", "a.z": "continuous", "a-b.c": "boolean", "a.b": "continuous"})
     log: list[InputEvent] = [started(tasks=[spec]), score("t", "1", "m", {"y": 1.0, "b": 2.0})]
     assert list(body(log)["task_metric_attempts"]["t"]) == ["a-b.c", "a.b", "a.z", "m.b", "m.y", "z.a"]
+
+
+def test_an_event_built_without_its_moment_folds_to_the_state_a_decoded_one_does() -> None:
+    """Decoding keeps an event's moment on it (`events.models.MOMENT`) for the fold; an event
+    built in code without validation, or a copy, carries none and the fold reads its
+    `occurred_at` itself: the same moments, the same state."""
+    stamps = ["2026-11-30T12:00:00Z", "2026-11-30T13:00:30.25+01:00", None, "2016-12-31T23:59:60Z"]
+    log = [
+        from_object({**event.model_dump(), "occurred_at": stamps[number % len(stamps)]})
+        for number, event in enumerate(a_log())
+    ]
+    decoded = [decode(encode(event)) for event in log]
+    built = [type(event).model_construct(event.model_fields_set, **dict(event)) for event in log]
+    assert all(hasattr(event, MOMENT) for event in decoded)
+    assert not any(hasattr(event, MOMENT) for event in built)
+    states = [fold(events) for events in (log, decoded, built)]
+    first = states[0]
+    for run in states[1:]:
+        assert summary(run) == summary(first)
+        assert progress(run, 1) == progress(first, 1)
+        assert (run.first_at, run.last_at, run.span()) == (first.first_at, first.last_at, first.span())
+        assert {t: (task.first_at, task.last_at) for t, task in run.tasks.items()} == {
+            t: (task.first_at, task.last_at) for t, task in first.tasks.items()
+        }
+    assert first.span() == 1796040030.25 - 1483228800.0  # the leap second read as the next one
 
 
 def test_attempts_per_task_and_occurred_at_never_change_the_summary() -> None:

@@ -1,5 +1,5 @@
-//! A trial id's index among a task's trial ids held as one string (`projections.packed.trial_ids`,
-//! its reference): a NUL, then each id followed by a NUL. In the compiled fold the Python
+//! A trial id's index among a task's trial ids held as one string (`projections.kernels.trial_index_in_python`,
+//! its twin, for `projections.packed.trial_ids`): a NUL, then each id followed by a NUL. In the compiled fold the Python
 //! search builds the NUL-bounded needle, then searches and counts: ~1,900 instructions a
 //! score on a task of five trials (measured with the needle built by two concatenations),
 //! where a list of id objects took ~400. Here the held string is read in place, one
@@ -16,9 +16,10 @@ use pyo3::types::{PyString, PyStringData};
 pub fn trial_index(held: &Bound<'_, PyString>, trial_id: &Bound<'_, PyString>) -> Option<isize> {
     // SAFETY: both are str objects, immutable, borrowed for the length of this call; the
     // data is read in the width CPython stores it in, never converted or cached.
-    let (PyStringData::Ucs1(held), PyStringData::Ucs1(id)) =
-        (unsafe { held.data() }.ok()?, unsafe { trial_id.data() }.ok()?)
-    else {
+    let (PyStringData::Ucs1(held), PyStringData::Ucs1(id)) = (
+        unsafe { held.data() }.ok()?,
+        unsafe { trial_id.data() }.ok()?,
+    ) else {
         return None;
     };
     if id.iter().any(|&character| character <= 1) {

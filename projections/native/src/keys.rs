@@ -1,5 +1,5 @@
 //! `KeyTable`: the table `projections.fold.redelivery.AppliedEvents` indexes a run's applied
-//! fingerprints by, with the rules of `projections.fold.redelivery.Keys` (its reference): an
+//! fingerprints by, with the rules of `projections.kernels.Keys` (its twin): an
 //! open-addressing table of the keys of the fingerprints' `hi` halves (`Slot::of`), slots by
 //! key modulo the width, linear probing, at a load of at most 3/4, the same width for the
 //! same capacities; keys of 4 bytes, or of 8 for a wide table.
@@ -19,7 +19,7 @@ trait Slot: Copy + PartialEq {
     fn home(self, width: usize) -> usize;
 }
 
-/// `projections.fold.redelivery._key` of a narrow table: `hi`'s top 31 bits with the lowest set.
+/// `projections.kernels._key` of a narrow table: `hi`'s top 31 bits with the lowest set.
 impl Slot for u32 {
     const EMPTY: u32 = 0;
     fn of(hi: u64) -> u32 {
@@ -55,7 +55,11 @@ fn width_for(capacity: usize) -> usize {
 impl<T: Slot> Table<T> {
     fn sized(capacity: usize) -> Self {
         let width = width_for(capacity);
-        Table { slots: vec![T::EMPTY; width], size: 0, limit: width * 3 / 4 }
+        Table {
+            slots: vec![T::EMPTY; width],
+            size: 0,
+            limit: width * 3 / 4,
+        }
     }
 
     fn next(&self, at: usize) -> usize {
@@ -132,7 +136,7 @@ macro_rules! on_table {
     };
 }
 
-#[pyclass(module = "events._native")]
+#[pyclass(module = "projections._kernels")]
 pub struct KeyTable {
     table: Tables,
 }
@@ -142,7 +146,11 @@ impl KeyTable {
     #[new]
     #[pyo3(signature = (capacity, wide = false))]
     fn new(capacity: usize, wide: bool) -> Self {
-        let table = if wide { Tables::Wide(Table::sized(capacity)) } else { Tables::Narrow(Table::sized(capacity)) };
+        let table = if wide {
+            Tables::Wide(Table::sized(capacity))
+        } else {
+            Tables::Narrow(Table::sized(capacity))
+        };
         KeyTable { table }
     }
 

@@ -1,5 +1,5 @@
-//! A part's kept fingerprints with one more (`projections.fold.redelivery.with_pair`, its
-//! reference): the held `bytes` and the (hi, lo) pair after them, little-endian. In the
+//! A part's kept fingerprints with one more (`projections.kernels.pairs_with`, its
+//! twin): the held `bytes` and the (hi, lo) pair after them, little-endian. In the
 //! compiled fold the Python concatenation packs the pair into a `bytes` of its own first (a
 //! `struct` method call and two objects): ~1,400 instructions an event, where this makes the
 //! one object the pair lands in (~600: 20,004 events of big runs went from 58.5k to 57.0k
@@ -10,7 +10,11 @@ use pyo3::types::PyBytes;
 
 /// `pairs`, then `hi` and `lo` as 8 bytes little-endian each.
 #[pyfunction]
-pub fn with_pair<'py>(pairs: &Bound<'py, PyBytes>, hi: u64, lo: u64) -> PyResult<Bound<'py, PyBytes>> {
+pub fn with_pair<'py>(
+    pairs: &Bound<'py, PyBytes>,
+    hi: u64,
+    lo: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
     let held = pairs.as_bytes();
     let end = held.len();
     PyBytes::new_with(pairs.py(), end + 16, |out| {

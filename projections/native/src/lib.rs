@@ -1,0 +1,47 @@
+//! `projections._kernels`: the fold's loops compiled, each with its Python twin beside it in
+//! `projections/kernels.py`, the module's one importer, which tests hold them to
+//! (`tests/projections/test_kernels.py`).
+//!
+//! `event_fingerprint(event_id)` is the fold's digest of an event id, computed here where
+//! `projections.kernels.digest_of_id` (its twin) calls hashlib through four method calls;
+//! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by, `pairs.rs` how a
+//! part keeps them; `sums.rs` the range aggregate's loops over a list of floats;
+//! `transpose.rs` section 8's columns; `trials.rs` a trial id's search among a task's
+//! (`projections.packed.trial_ids`).
+
+mod allocator;
+mod keys;
+mod pairs;
+mod sums;
+mod transpose;
+mod trials;
+
+use pyo3::prelude::*;
+
+/// `projections.kernels.digest_of_id`: BLAKE2b with a 16-byte digest of the id's UTF-8 bytes,
+/// read as two little-endian halves, the first with its lowest bit set (never 0).
+#[pyfunction]
+fn event_fingerprint(event_id: &str) -> (u64, u64) {
+    let digest = blake2b_simd::Params::new()
+        .hash_length(16)
+        .hash(event_id.as_bytes());
+    let (hi, lo) = digest.as_bytes().split_at(8);
+    let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("a digest of 16 bytes"));
+    (half(hi) | 1, half(lo))
+}
+
+/// Python's raw allocator, so that `tracemalloc` sees this module's memory (`allocator.rs`).
+#[global_allocator]
+static ALLOCATOR: allocator::PythonRaw = allocator::PythonRaw;
+
+#[pymodule]
+fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<keys::KeyTable>()?;
+    module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
+    module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
+    module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;
+    module.add_function(wrap_pyfunction!(sums::squares_running_sum, module)?)?;
+    module.add_function(wrap_pyfunction!(transpose::transposed, module)?)?;
+    module.add_function(wrap_pyfunction!(pairs::with_pair, module)?)?;
+    module.add_function(wrap_pyfunction!(trials::trial_index, module)?)
+}
