@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.codec import from_object
-from events.importers.source import ImportOptions, SourceError, event_id
+from events.importers.source import ImportOptions, SourceError, event_id, json_value
 from events.models import InputEvent, RunClosed, RunStarted
 
 METRIC = "harbor_reward"
@@ -349,7 +349,7 @@ def _json_object(file: Path, missing: str = "missing") -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as error:
         raise SourceError(f"{file}: cannot be read ({error})") from None
     try:
-        data = json.loads(text)
+        data = json_value(text, str(file))
     except json.JSONDecodeError as error:
         raise SourceError(
             f"{file}, line {error.lineno}: not valid JSON ({error.msg}); a file Harbor is still writing "

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import cramjam
 
-from events.importers.source import SourceError
+from events.importers.source import SourceError, json_value
 
 ZIP_MAGIC = b"PK\x03\x04"
 HEADER = "header.json"
@@ -126,7 +126,7 @@ def _member(file: IO[bytes], info: zipfile.ZipInfo, path: Path) -> Any:
 
 def _parse(data: bytes, where: str) -> Any:
     try:
-        return json.loads(data)  # NaN and Infinity, as Inspect writes them, are read as floats
+        return json_value(data, where)  # NaN and Infinity, as Inspect writes them, are read as floats
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         at = f" at line {error.lineno} column {error.colno}" if isinstance(error, json.JSONDecodeError) else ""
         reason = error.msg if isinstance(error, json.JSONDecodeError) else "not UTF-8"

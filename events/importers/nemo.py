@@ -50,7 +50,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.codec import from_object
-from events.importers.source import ImportOptions, SourceError, event_id
+from events.importers.source import ImportOptions, SourceError, event_id, json_value
 from events.models import InputEvent, TaskSpec
 
 BUNDLE_FILES = ("tasks.jsonl", "trials.jsonl", "scores.jsonl")
@@ -151,7 +151,7 @@ def _jsonl(file: Path) -> Iterator[Line]:
             continue
         where = f"{file}:{number}"
         try:
-            row = json.loads(raw)
+            row = json_value(raw, where)
         except json.JSONDecodeError as error:
             raise SourceError(
                 f"{where}: not valid JSON ({error.msg} at column {error.colno}); each line of a bundle file "
@@ -172,7 +172,7 @@ def _text(line: Line, field: str) -> str:
 def _json_object(file: Path) -> Row:
     """A bundle's optional JSON object file (`run.json`, `metadata.json`); {} when absent."""
     try:
-        value = json.loads(file.read_text(encoding="utf-8"))
+        value = json_value(file.read_text(encoding="utf-8"), str(file))
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

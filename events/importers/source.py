@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from events.models import InputEvent
 
@@ -27,6 +29,19 @@ class SourceError(ValueError):
 
 
 Importer = Callable[[Path, ImportOptions], Iterator[InputEvent]]
+
+
+def json_value(text: str | bytes, where: str) -> Any:
+    """`json.loads(text)`, where a document nested deeper than Python's reader can follow is a
+    `SourceError` naming `where` (no harness writes one), not a crash. `JSONDecodeError` is
+    left to the caller, which knows what the file should have been."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise SourceError(
+            f"{where}: nested deeper than a JSON reader follows; no harness writes such a file: "
+            "check that it is the harness's output"
+        ) from None
 
 
 def event_id(*parts: str) -> str:

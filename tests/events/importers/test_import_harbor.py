@@ -173,8 +173,12 @@ def _copy(job: Path, into: Path) -> Path:
             "solid__R8goNSc/result.json: no `agent_info` object",
         ),
         (lambda job: (job / "result.json").write_text("[]"), "result.json: not a JSON object"),
+        (
+            lambda job: (job / "solid__R8goNSc" / "result.json").write_text("[" * 100_000 + "]" * 100_000),
+            "solid__R8goNSc/result.json: nested deeper than a JSON reader follows",
+        ),
     ],
-    ids=["missing", "no-result", "half-written-trial", "not-a-trial", "not-an-object"],
+    ids=["missing", "no-result", "half-written-trial", "not-a-trial", "not-an-object", "nested-too-deep"],
 )
 def test_a_missing_or_garbled_job_is_named_with_exit_2_and_no_traceback(
     tmp_path: Path, damage: object, said: str

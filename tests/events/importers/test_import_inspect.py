@@ -389,6 +389,10 @@ def broken_member(tmp_path: Path) -> Path:
         (lambda tmp: (tmp / "x.json").write_text('{"a": 1}') and tmp / "x.json", "without an 'eval' object"),
         (lambda tmp: (tmp / "x.json").write_text('{"eval": {}') and tmp / "x.json", "not valid JSON at line 1"),
         (
+            lambda tmp: (tmp / "deep.json").write_text('{"a": ' * 100_000 + "1" + "}" * 100_000) and tmp / "deep.json",
+            "nested deeper than a JSON reader follows",
+        ),
+        (
             lambda tmp: (
                 (tmp / "cut.eval").write_bytes((FIXTURES / "mixed.eval").read_bytes()[:5000]) and tmp / "cut.eval"
             ),
@@ -396,7 +400,16 @@ def broken_member(tmp_path: Path) -> Path:
         ),
         (broken_member, "member header.json"),
     ],
-    ids=["missing", "directory", "not-a-log", "json-not-a-log", "bad-json", "truncated-zip", "corrupt-member"],
+    ids=[
+        "missing",
+        "directory",
+        "not-a-log",
+        "json-not-a-log",
+        "bad-json",
+        "nested-too-deep",
+        "truncated-zip",
+        "corrupt-member",
+    ],
 )
 def test_unreadable_logs_are_named_with_what_is_wrong_and_no_traceback(make: Any, says: str, tmp_path: Path) -> None:
     path = make(tmp_path)

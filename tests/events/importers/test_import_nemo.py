@@ -370,6 +370,7 @@ def test_a_missing_file_is_named_exit_2(tmp_path: Path) -> None:
     [
         ('{"id": "x", "task_id": ', "not valid JSON"),
         ("[1, 2]", "one JSON object"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than a JSON reader follows"),
         ('{"id": "x", "task_id": "add", "trial_id": "t", "metric_type": "m", "status": "done"}', "status"),
     ],
 )
