@@ -24,7 +24,7 @@ events/native.digest: $(BIN)/.installed $(NATIVE_SOURCES) .ci/compile_native.py
 	$(BIN)/python .ci/compile_native.py events
 
 # The fold's kernels compiled from Rust (projections/kernels.py says when they are used).
-KERNEL_SOURCES := projections/native/Cargo.toml projections/native/Cargo.lock $(wildcard projections/native/src/*.rs)
+KERNEL_SOURCES := projections/native/Cargo.toml projections/native/Cargo.lock $(wildcard projections/native/src/*.rs) events/native/src/allocator.rs
 
 projections/native.digest: $(BIN)/.installed $(KERNEL_SOURCES) .ci/compile_native.py
 	$(BIN)/python .ci/compile_native.py projections

@@ -82,6 +82,8 @@ class Crate:
     """The extension module's name in it (`_native`, `_kernels`)."""
     what: str
     """What it holds, for the warning when it is older than its sources."""
+    shared: tuple[str, ...] = ()
+    """Rust files of another crate it compiles too (`#[path]`), below the project's root."""
 
     @property
     def sources(self) -> Path:
@@ -92,9 +94,11 @@ class Crate:
         return self.directory / "native.digest"
 
     def source_digest(self) -> str:
-        """The digest of the crate's sources: its manifest, lock file and Rust files."""
-        sources = self.sources
-        return digest_of(sorted([sources / "Cargo.toml", sources / "Cargo.lock", *sources.glob("src/*.rs")]), sources)
+        """The digest of the crate's sources: its manifest, lock file and Rust files, and the
+        files of another crate it shares."""
+        sources, root = self.sources, self.directory.parent
+        own = sorted([sources / "Cargo.toml", sources / "Cargo.lock", *sources.glob("src/*.rs")])
+        return digest_of([*own, *(root / path for path in self.shared)], root)
 
     def built_modules(self) -> list[Path]:
         """The extension module `make install` built for this interpreter, if any."""

@@ -62,7 +62,9 @@ compiled class keeps its float, int and bool fields unboxed: orjson would crash 
 them. None of them is on the fold's path."""
 
 
-KERNEL_CRATE: Final = Crate(_HERE, __name__, "_kernels", "the fold's compiled kernels")
+KERNEL_CRATE: Final = Crate(
+    _HERE, __name__, "_kernels", "the fold's compiled kernels", shared=("events/native/src/allocator.rs",)
+)
 """The fold's kernels compiled from Rust (`projections/native`, `fold-kernels`), which
 `projections.kernels` alone loads: an extension module here that is part of neither build."""
 

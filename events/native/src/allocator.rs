@@ -1,11 +1,11 @@
 //! The module's memory comes from Python's raw allocator (`PyMem_RawMalloc`), so that
-//! Python's accounting of memory sees it: `tracemalloc` traces it (the names table, a
-//! message while it is read) as it traces the events built from it, as the fold's kernels'
-//! crate (`projections/native`, the same file) has it for the table the fold indexes by. The
-//! raw allocator needs no GIL; it is
-//! `malloc` where no hook is installed. Blocks aligned past what it guarantees (16 bytes on
-//! the platforms built for) come from the system allocator, told apart by the same layout at
-//! `dealloc`.
+//! Python's accounting of memory sees it: `tracemalloc` traces it as it traces the Python
+//! objects built beside it (here the names table and a message while it is read; in the fold's
+//! kernels, `projections/native`, which compiles this same file, the table the fold indexes
+//! by, whose estimate `projections.footprint` is tested against `tracemalloc`). The raw
+//! allocator needs no GIL; it is `malloc` where no hook is installed. Blocks aligned past what
+//! it guarantees (16 bytes on the platforms built for) come from the system allocator, told
+//! apart by the same layout at `dealloc`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 

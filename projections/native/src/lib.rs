@@ -9,6 +9,8 @@
 //! `transpose.rs` section 8's columns; `trials.rs` a trial id's search among a task's
 //! (`projections.packed.trial_ids`).
 
+// The recogniser's allocator, compiled into this crate too: one file for both.
+#[path = "../../../events/native/src/allocator.rs"]
 mod allocator;
 mod keys;
 mod pairs;
@@ -30,7 +32,7 @@ fn event_fingerprint(event_id: &str) -> (u64, u64) {
     (half(hi) | 1, half(lo))
 }
 
-/// Python's raw allocator, so that `tracemalloc` sees this module's memory (`allocator.rs`).
+/// Python's raw allocator, so that `tracemalloc` sees this module's memory (`events/native/src/allocator.rs`).
 #[global_allocator]
 static ALLOCATOR: allocator::PythonRaw = allocator::PythonRaw;
 
