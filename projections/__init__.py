@@ -81,8 +81,8 @@ def compiled_sources() -> list[Path]:
 def compiled_modules() -> list[Path]:
     """The extension modules `make install` compiled here for this interpreter, if any (the
     kernels' module aside)."""
-    kernels = f"{KERNEL_CRATE.module}{EXTENSION_SUFFIXES[0]}"
-    return sorted(path for path in _HERE.rglob(f"*{EXTENSION_SUFFIXES[0]}") if path.name != kernels)
+    kernels = KERNEL_CRATE.built_modules()
+    return sorted(path for path in _HERE.rglob(f"*{EXTENSION_SUFFIXES[0]}") if path not in kernels)
 
 
 def source_digest() -> str:

@@ -42,9 +42,10 @@ def key_figures(run: RunState, cache: SummaryCache) -> list[tuple[str, KeyFigure
     return [(name, kept[name]) for name in sorted(moves)]
 
 
-def statistics(run: RunState, cache: SummaryCache | None = None) -> Statistics:
-    """Section 8 for the events applied to `run` so far (a progress event's and a summary's)."""
-    figures = key_figures(run, SummaryCache() if cache is None else cache)
+def statistics(run: RunState) -> Statistics:
+    """Section 8 for the events applied to `run` so far, computed afresh (progress and
+    summaries take theirs from `key_figures` with the run's cache)."""
+    figures = key_figures(run, SummaryCache())
     return {name: key.statistics for name, key in figures if key.statistics is not None}
 
 

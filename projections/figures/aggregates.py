@@ -10,7 +10,7 @@ and pass@k in summary task order.
 
 The arithmetic is IEEE 754 double and never raises (section 4, "Overflow"): a sum or a
 difference past the largest double is already Infinity in Python, a square is made so
-(`square`), and the records spell non-finite statistics as the wire strings.
+(`projections.kernels.square`), and the records spell non-finite statistics as the wire strings.
 """
 
 from __future__ import annotations
@@ -109,13 +109,6 @@ def center(values: Iterable[float], total: int) -> Center:
     """`range_aggregate`'s count, nan_count, sum and mean of `values` among `total`."""
     finite, running, compensation = finite_running_sum(values, 0.0, 0.0)
     return centered(finite, finished_sum(running, compensation), total)
-
-
-def finite_values(values: Iterable[float]) -> list[float]:
-    """The finite ones of `values`, in their order. Written as a loop the compiled fold makes
-    C of (`isinf` and `isnan` are C there): `filter(math.isfinite, ...)` would call a Python
-    builtin for each value."""
-    return [value for value in values if not (math.isinf(value) or math.isnan(value))]
 
 
 def centered(finite: list[float], summed: float, total: int) -> Center:

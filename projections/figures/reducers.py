@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from events.models import ViewSpec
-from projections.figures.aggregates import compensated_sum, finite_values
+from projections.figures.aggregates import compensated_sum
+from projections.kernels import finite_values
 
 Reduce = Callable[[list[float]], float | None]
 """A view's reducer over one trial's signal values, in declaration order (all present);

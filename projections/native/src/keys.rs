@@ -55,11 +55,7 @@ fn width_for(capacity: usize) -> usize {
 impl<T: Slot> Table<T> {
     fn sized(capacity: usize) -> Self {
         let width = width_for(capacity);
-        Table {
-            slots: vec![T::EMPTY; width],
-            size: 0,
-            limit: width * 3 / 4,
-        }
+        Table { slots: vec![T::EMPTY; width], size: 0, limit: width * 3 / 4 }
     }
 
     fn next(&self, at: usize) -> usize {
@@ -146,11 +142,7 @@ impl KeyTable {
     #[new]
     #[pyo3(signature = (capacity, wide = false))]
     fn new(capacity: usize, wide: bool) -> Self {
-        let table = if wide {
-            Tables::Wide(Table::sized(capacity))
-        } else {
-            Tables::Narrow(Table::sized(capacity))
-        };
+        let table = if wide { Tables::Wide(Table::sized(capacity)) } else { Tables::Narrow(Table::sized(capacity)) };
         KeyTable { table }
     }
 

@@ -24,9 +24,7 @@ use pyo3::prelude::*;
 /// read as two little-endian halves, the first with its lowest bit set (never 0).
 #[pyfunction]
 fn event_fingerprint(event_id: &str) -> (u64, u64) {
-    let digest = blake2b_simd::Params::new()
-        .hash_length(16)
-        .hash(event_id.as_bytes());
+    let digest = blake2b_simd::Params::new().hash_length(16).hash(event_id.as_bytes());
     let (hi, lo) = digest.as_bytes().split_at(8);
     let half = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("a digest of 16 bytes"));
     (half(hi) | 1, half(lo))

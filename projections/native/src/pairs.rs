@@ -10,11 +10,7 @@ use pyo3::types::PyBytes;
 
 /// `pairs`, then `hi` and `lo` as 8 bytes little-endian each.
 #[pyfunction]
-pub fn with_pair<'py>(
-    pairs: &Bound<'py, PyBytes>,
-    hi: u64,
-    lo: u64,
-) -> PyResult<Bound<'py, PyBytes>> {
+pub fn with_pair<'py>(pairs: &Bound<'py, PyBytes>, hi: u64, lo: u64) -> PyResult<Bound<'py, PyBytes>> {
     let held = pairs.as_bytes();
     let end = held.len();
     PyBytes::new_with(pairs.py(), end + 16, |out| {

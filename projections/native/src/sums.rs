@@ -46,9 +46,7 @@ impl Running {
         let total = self.total;
         let step = total + value;
         // `abs` as the Python loop spells it: the same branches for every double, NaN included.
-        if (if total >= 0.0 { total } else { -total })
-            >= (if value >= 0.0 { value } else { -value })
-        {
+        if (if total >= 0.0 { total } else { -total }) >= (if value >= 0.0 { value } else { -value }) {
             self.compensation += (total - step) + value;
         } else {
             self.compensation += (value - step) + total;
@@ -59,15 +57,8 @@ impl Running {
 
 /// `projections.kernels.running_sum_in_python(values, total, compensation)`.
 #[pyfunction]
-pub fn running_sum(
-    values: &Bound<'_, PyList>,
-    total: f64,
-    compensation: f64,
-) -> Option<(f64, f64)> {
-    let mut sum = Running {
-        total,
-        compensation,
-    };
+pub fn running_sum(values: &Bound<'_, PyList>, total: f64, compensation: f64) -> Option<(f64, f64)> {
+    let mut sum = Running { total, compensation };
     each_double(values, |value| sum.add(value)).then_some((sum.total, sum.compensation))
 }
 
@@ -78,10 +69,7 @@ pub fn finite_running_sum<'py>(
     total: f64,
     compensation: f64,
 ) -> PyResult<Option<(Bound<'py, PyList>, f64, f64)>> {
-    let mut sum = Running {
-        total,
-        compensation,
-    };
+    let mut sum = Running { total, compensation };
     let mut all_finite = true;
     let read = each_double(values, |value| {
         if value.is_finite() {
@@ -99,10 +87,7 @@ pub fn finite_running_sum<'py>(
     } else {
         let kept: Vec<Bound<'py, PyAny>> = values
             .iter()
-            .filter(|item| {
-                item.downcast_exact::<PyFloat>()
-                    .is_ok_and(|float| float.value().is_finite())
-            })
+            .filter(|item| item.downcast_exact::<PyFloat>().is_ok_and(|float| float.value().is_finite()))
             .collect();
         PyList::new(values.py(), kept)?
     };
@@ -117,11 +102,7 @@ pub fn squares_running_sum(values: &Bound<'_, PyList>, mean: f64) -> Option<(f64
     // Through `black_box`, the exponent is not a constant the optimiser would turn
     // `pow(x, 2.0)` into `x * x` for: the two differ in the last bit of some values.
     let two = std::hint::black_box(2.0);
-    let mut sum = Running {
-        total: 0.0,
-        compensation: 0.0,
-    };
+    let mut sum = Running { total: 0.0, compensation: 0.0 };
     // SAFETY: `pow` is the C library's, pure, defined for every pair of doubles.
-    each_double(values, |value| sum.add(unsafe { pow(value - mean, two) }))
-        .then_some((sum.total, sum.compensation))
+    each_double(values, |value| sum.add(unsafe { pow(value - mean, two) })).then_some((sum.total, sum.compensation))
 }

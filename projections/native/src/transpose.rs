@@ -1,5 +1,5 @@
 //! Section 8's per-task figures gathered into one column per k (`projections.kernels.transposed_in_python`,
-//! its twin, for `projections.assembly.statistics.by_k`): the same float objects, moved by reference. In the compiled fold each
+//! its twin, for `projections.figures.passk.by_k`): the same float objects, moved by reference. In the compiled fold each
 //! figure was read out of its tuple as a double and a new float object made of it for its
 //! column: ~24M instructions a revision of a 5,000-task run.
 
@@ -29,10 +29,7 @@ pub fn transposed<'py>(figures: &Bound<'py, PyList>) -> PyResult<Option<Bound<'p
             // SAFETY: k is within the row, a tuple (immutable); the item is borrowed and
             // then owned by the new reference taken here.
             .map(|row| unsafe {
-                Bound::from_borrowed_ptr(
-                    py,
-                    ffi::PyTuple_GET_ITEM(row.as_ptr(), k as ffi::Py_ssize_t),
-                )
+                Bound::from_borrowed_ptr(py, ffi::PyTuple_GET_ITEM(row.as_ptr(), k as ffi::Py_ssize_t))
             })
             .collect();
         columns.append(PyList::new(py, column)?)?;

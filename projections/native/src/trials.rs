@@ -16,10 +16,9 @@ use pyo3::types::{PyString, PyStringData};
 pub fn trial_index(held: &Bound<'_, PyString>, trial_id: &Bound<'_, PyString>) -> Option<isize> {
     // SAFETY: both are str objects, immutable, borrowed for the length of this call; the
     // data is read in the width CPython stores it in, never converted or cached.
-    let (PyStringData::Ucs1(held), PyStringData::Ucs1(id)) = (
-        unsafe { held.data() }.ok()?,
-        unsafe { trial_id.data() }.ok()?,
-    ) else {
+    let (PyStringData::Ucs1(held), PyStringData::Ucs1(id)) =
+        (unsafe { held.data() }.ok()?, unsafe { trial_id.data() }.ok()?)
+    else {
         return None;
     };
     if id.iter().any(|&character| character <= 1) {
