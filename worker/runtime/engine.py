@@ -370,25 +370,24 @@ class Engine:
             assert held.claim is not None
             try:
                 await checkpoint.write(held.claim.producer, owner=lambda: self._latest(held), applied=self._applied)
-            except Refused as refused:
-                self.counts.refusals += 1
-                checkpoint.amend(refused, self.processor.counts)
-                if not await self._renewed(held):
-                    return
-                continue
-            except StateRefused as error:
-                if not self._current(held):
-                    return  # revoked meanwhile: the next owner writes that state, or is refused it
-                for run_id, why in error.runs.items():
-                    self._park(held.partition, run_id, STATE_REFUSED, f"the broker refused the run's state: {why}")
-                await self._redo(held, 0.0, f"the broker refused the state of runs {sorted(error.runs)}")
-                return
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 if not self._current(held):
-                    return  # revoked meanwhile: the next owner reads what was committed
-                if fenced(error):
+                    # Revoked meanwhile: the next owner reads what was committed and meets any
+                    # refusal itself; claiming again here would fence it.
+                    return
+                if isinstance(error, Refused):
+                    self.counts.refusals += 1
+                    checkpoint.amend(error, self.processor.counts)
+                    if not await self._renewed(held):
+                        return
+                    continue
+                if isinstance(error, StateRefused):
+                    for run_id, why in error.runs.items():
+                        self._park(held.partition, run_id, STATE_REFUSED, f"the broker refused the run's state: {why}")
+                    await self._redo(held, 0.0, f"the broker refused the state of runs {sorted(error.runs)}")
+                elif fenced(error):
                     self.counts.fenced += 1
                     await self._redo(
                         held,

@@ -327,6 +327,38 @@ def test_a_revocation_waits_for_the_checkpoint_being_written_and_then_writes_not
     assert broker.offsets == {0: 1}
 
 
+def test_a_refusal_answered_during_a_revocation_claims_nothing_again() -> None:
+    """The broker refuses a record of the checkpoint a revocation waits for: the partition is
+    no longer this worker's, so it makes no new producer (which would fence the next owner's)
+    and writes nothing; the next owner meets the refusal itself."""
+    messages = _messages(_events())
+
+    def refuse(write: Write) -> str | None:
+        return "answered" if write.stream == "summary" else None
+
+    broker = Broker(refuse=refuse)
+    solo = worker(broker, messages, flush_every=1)
+
+    async def go() -> None:
+        solo.engine.assigned([0])
+        await settle()
+        await solo.engine.tick(rebalancing=False)
+        await solo.engine.handle(0, solo.consumer.take(0, 3))
+        assert solo.engine.checkpointing
+        claimed = solo.claims.claimed
+        revoking = asyncio.ensure_future(solo.engine.revoked(timeout=5))
+        while not revoking.done():
+            broker.acknowledge_all()
+            await settle()
+        await revoking
+        assert broker.refused != []
+        assert solo.claims.claimed == claimed
+
+    asyncio.run(go())
+    assert solo.engine.counts.refusals == 0
+    assert broker.committed == []
+
+
 def test_consuming_once_every_assigned_partition_is_claimed_and_sought_and_not_after_a_revocation() -> None:
     solo = worker(Broker(), [])
 
