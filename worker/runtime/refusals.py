@@ -24,7 +24,7 @@ from aiokafka.errors import (
     UnknownProducerId,
 )
 
-from worker.runtime.transactions import FENCED
+from worker.runtime.transactions import FENCED, causes
 
 OF_THE_PRODUCER = (
     *FENCED,
@@ -46,10 +46,8 @@ the partition."""
 def refusal(error: BaseException) -> KafkaError | None:
     """The Kafka error in `error` or its causes (faust raises its `ProducerSendError` from
     aiokafka's) that refuses the output for good; None if it is not a refusal."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, KafkaError):
-            transient = seen.retriable or isinstance(seen, KafkaTimeoutError | KafkaConnectionError)
-            return None if transient or isinstance(seen, OF_THE_PRODUCER) else seen
-        seen = seen.__cause__
-    return None
+    kafka = next((seen for seen in causes(error) if isinstance(seen, KafkaError)), None)
+    if kafka is None:
+        return None
+    transient = kafka.retriable or isinstance(kafka, KafkaTimeoutError | KafkaConnectionError)
+    return None if transient or isinstance(kafka, OF_THE_PRODUCER) else kafka

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from typing import Any, Literal, Protocol
 
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -70,13 +70,17 @@ FENCED = (ProducerFenced, InvalidProducerEpoch, InvalidProducerIdMapping, Invali
 the broker aborted its transaction for running past the transaction timeout."""
 
 
-def fenced(error: BaseException) -> bool:
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """`error`, then what it was raised from, and so on (faust raises its errors from
+    aiokafka's)."""
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, FENCED):
-            return True
+        yield seen
         seen = seen.__cause__
-    return False
+
+
+def fenced(error: BaseException) -> bool:
+    return any(isinstance(seen, FENCED) for seen in causes(error))
 
 
 class TransactionalIdRefused(TransactionalIdAuthorizationFailed):  # type: ignore[misc]  # aiokafka is untyped
