@@ -4,6 +4,7 @@ the connection flags, the summaries-file flag, the number types, and the setting
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -31,6 +32,16 @@ def command(commands: Commands, name: str, summary: str, example: str, handler: 
 def settings_of(args: argparse.Namespace) -> Settings:
     """The environment's settings, with the flags given on the command line over them."""
     return Settings().with_overrides(**vars(args))
+
+
+def publishing_settings(args: argparse.Namespace) -> Settings:
+    """`settings_of(args)`, once the events topic is there (made if missing): for the commands
+    that publish events."""
+    from worker.runtime.topics import ensure_topics
+
+    settings = settings_of(args)
+    asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
+    return settings
 
 
 # argparse names the type in its message ("invalid positive value: '0'"), hence these names.

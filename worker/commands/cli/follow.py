@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from worker.commands.cli.arguments import Commands, command, connection_flags, settings_of
+from worker.commands.cli.arguments import Commands, command, connection_flags, publishing_settings
 from worker.commands.follow import DEFAULT_INTERVAL
 from worker.failure import CommandError
 
@@ -41,13 +41,11 @@ def add(commands: Commands) -> None:
 def handle(args: argparse.Namespace) -> int:
     from events.importers.source import ImportOptions
     from worker.commands.follow import follow_harbor
-    from worker.runtime.topics import ensure_topics
 
     path = Path(args.path)
     if not path.is_dir():
         raise CommandError(f"{path}: no such directory; pass the job directory `harbor run` is writing (jobs/<name>)")
-    settings = settings_of(args)
-    asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
+    settings = publishing_settings(args)
     sent = asyncio.run(
         follow_harbor(settings, path, ImportOptions(run_id=args.run_id), interval=args.interval, log=sys.stderr)
     )

@@ -8,7 +8,7 @@ import itertools
 import sys
 from pathlib import Path
 
-from worker.commands.cli.arguments import Commands, command, connection_flags, settings_of
+from worker.commands.cli.arguments import Commands, command, connection_flags, publishing_settings
 from worker.commands.importing import SOURCES
 from worker.failure import CommandError
 
@@ -42,10 +42,8 @@ def handle(args: argparse.Namespace) -> int:
     lines = itertools.chain([first] if (first := next(lines, None)) is not None else [], lines)
     if args.publish:
         from worker.commands.clients import publish
-        from worker.runtime.topics import ensure_topics
 
-        settings = settings_of(args)
-        asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
+        settings = publishing_settings(args)
         sent = asyncio.run(publish(settings, lines))
         print(f"published {sent} events to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
     else:

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from worker.commands.cli.arguments import EVENT_LOG, Commands, command, connection_flags, settings_of
+from worker.commands.cli.arguments import EVENT_LOG, Commands, command, connection_flags, publishing_settings
 from worker.failure import opened
 
 
@@ -30,12 +30,10 @@ def add(commands: Commands) -> None:
 def handle(args: argparse.Namespace) -> int:
     from worker.commands.checked import checked
     from worker.commands.clients import publish
-    from worker.runtime.topics import ensure_topics
 
-    settings = settings_of(args)
     with opened(args.path, EVENT_LOG) as stream:
         log = checked(stream, sys.stderr, skip_invalid=args.skip_invalid)  # before any broker is asked
-        asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
+        settings = publishing_settings(args)
         sent = asyncio.run(publish(settings, log.lines))
     skipped = f" ({log.invalid} invalid lines skipped)" if log.invalid else ""
     print(f"published {sent} messages to {settings.events_topic} at {settings.bootstrap}{skipped}", file=sys.stderr)

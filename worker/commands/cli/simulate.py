@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from worker.commands.cli.arguments import Commands, command, connection_flags, positive, settings_of
+from worker.commands.cli.arguments import Commands, command, connection_flags, positive, publishing_settings
 
 
 def add(commands: Commands) -> None:
@@ -29,10 +29,8 @@ def add(commands: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from worker.commands.simulate import simulate
-    from worker.runtime.topics import ensure_topics
 
-    settings = settings_of(args)
-    asyncio.run(ensure_topics(settings, needed=[settings.events_topic]))
+    settings = publishing_settings(args)
     sent = asyncio.run(
         simulate(
             settings,
