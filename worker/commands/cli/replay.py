@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 from projections.closed_caches import CLOSED_CACHES_BYTES
-from projections.replayer import ReplayStats
 from worker.commands.cli.arguments import EVENT_LOG, Commands, command, connection_flags, natural, positive, settings_of
 from worker.failure import ENVIRONMENT, CommandError, opened
+
+if TYPE_CHECKING:
+    from projections.replayer import ReplayStats
 
 
 def add(commands: Commands) -> None:
