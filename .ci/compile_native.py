@@ -7,7 +7,7 @@ needs cargo and rustc (rustup's stable toolchain) and fetches the crates `Cargo.
 from crates.io. It writes the extension module (`events/_native<suffix>.so`,
 `projections/_kernels<suffix>.so`) and last `<package>/native.digest`, the digest of the
 sources built: `events.compiled.Crate.load` uses the module only while that matches.
-Temporary files go to build/<module>/.
+Temporary files go to build/<module without its underscore>/ (build/native/, build/kernels/).
 
 Where it cannot build (no cargo, say), it says why and what to do, removes what it built,
 and exits 0: the Python twins then run alone, slower, and the tests that hold the compiled

@@ -10,19 +10,13 @@ process on a fresh data dir, as after a move to another machine) and prints how 
 took to consume again: from process start until a probe run's first progress event (the
 1,000-run figure comes from a worker of its own on topics of their own).
 
-Measured 2026-12-01 on this machine (2 cores), default run: 281 MB at 500 runs, 280 MB at
-2,500, 294 MB at 5,000 (1.05x), 348 MB at 10,000; restart 5.8 s with 1,000 runs stored,
-36.5 s with 10,000. Before, RSS followed the size of each burst (674 MB at 5,000 runs,
-1.16x): heaptrack put 264 MB of the 340 MB peak heap in orjson-encoded task records, the
-snapshots of checkpoints that had grown to ~10,000 records while the one before was written:
-aiokafka keeps one batch a partition in flight and its 16 KB batches carried eight records,
-and each checkpoint then waited ~1 s for its commit. With 1 MiB batches, commits that do not
-hold the next checkpoint (`worker.runtime.commits`) and the fetcher held back when a due
-checkpoint finds the one before it still being written (`worker.runtime.engine`), the peak
-heap is 123 MB (42 MB of it encoded records). A restart on a fresh data dir reads the whole
-changelog partition (one record per task and run header, compacted), so its time grows with
-the tasks stored; one on the same data dir reads only its tail (`python -m bench.restart`).
-RocksDB's memory is capped per partition (worker.runtime.app.ROCKSDB_OPTIONS).
+What keeps the memory flat: the fetcher is held back when a due checkpoint finds the one
+before it still being written, so at most two checkpoints' changes are held
+(`worker.runtime.engine`), and RocksDB's memory is capped per partition
+(`worker.runtime.store`). A restart on a fresh data dir reads the whole changelog partition
+(a record per task and run header of the open runs, a marker per closed one), so its time
+grows with what is stored; one on the same data dir reads only its tail (`python -m
+bench.restart`).
 """
 
 from __future__ import annotations

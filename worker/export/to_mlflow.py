@@ -54,7 +54,6 @@ RUN_KEY, RUN_ID, REVISION, VERSION = (
     "evalstream.revision",
     "evalstream.version",
 )
-DEFAULT_EXPERIMENT = "evalstream"
 THREADS = 8
 """Runs written at once."""
 ONE_REQUEST, ONE_REQUEST_TAGS = 1000, 100

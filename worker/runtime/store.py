@@ -14,7 +14,7 @@ their latest committed values, and two keys of its own, which no changelog key c
 holds the records and the new offset together, so that a crash leaves the copy at one offset
 or the next, never between: a restore, with the committed records it read from the
 changelog (`worker.runtime.restore`), and a checkpoint, with its own records once its
-transaction is committed (`worker.runtime.transaction`). Nothing an aborted or fenced
+transaction is committed (`worker.runtime.checkpoint`). Nothing an aborted or fenced
 transaction wrote ever reaches it.
 
 **Paths.** `<data dir>/<app id>/state-<partition>`: two app ids sharing a data dir never

@@ -56,3 +56,7 @@ unsafe impl GlobalAlloc for PythonRaw {
         }
     }
 }
+
+/// The module's global allocator (each crate that compiles this file has it so).
+#[global_allocator]
+static ALLOCATOR: PythonRaw = PythonRaw;

@@ -1006,10 +1006,6 @@ impl Recogniser {
     }
 }
 
-/// Python's raw allocator, so that `tracemalloc` sees this module's memory (`allocator.rs`).
-#[global_allocator]
-static ALLOCATOR: allocator::PythonRaw = allocator::PythonRaw;
-
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Recogniser>()?;

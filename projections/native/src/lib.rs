@@ -30,10 +30,6 @@ fn event_fingerprint(event_id: &str) -> (u64, u64) {
     (half(hi) | 1, half(lo))
 }
 
-/// Python's raw allocator, so that `tracemalloc` sees this module's memory (`events/native/src/allocator.rs`).
-#[global_allocator]
-static ALLOCATOR: allocator::PythonRaw = allocator::PythonRaw;
-
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::KeyTable>()?;
