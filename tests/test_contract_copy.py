@@ -29,7 +29,7 @@ def test_the_contract_in_the_repository_is_the_shared_one(shared: str, ours: str
     assert (SPEC / ours).is_file(), f"docs/spec/{ours} is missing"
     original = SHARED / shared
     if not SHARED.is_dir():
-        return  # a clone on its own: docs/spec is the contract
+        pytest.skip("no shared contract beside this clone: docs/spec is the contract, nothing to compare")
     assert original.is_file(), f"{original.relative_to(ROOT.parent)} is gone: the contract moved; update COPIES"
     assert (SPEC / ours).read_bytes() == original.read_bytes(), (
         f"docs/spec/{ours} differs from the shared {shared}: copy the revision in (and adapt what it changes)"

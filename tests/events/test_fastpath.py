@@ -10,7 +10,6 @@ import copy
 import json
 import math
 import struct
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -26,6 +25,7 @@ from events.models import MOMENT, Envelope, RunClosed, ScoreMeasured, TrialFinis
 from events.synthetic import interleave, synthetic_run
 from events.timestamps import epoch_seconds
 from tests.native import native
+from tests.projections.examples import EXAMPLE_LOG
 
 
 @pytest.fixture(scope="module", params=["python", "compiled"])
@@ -43,8 +43,6 @@ def built() -> Recognise:
 def takes_started(recognise: Recognise) -> bool:
     return recognise is compiled.COMPILED
 
-
-EXAMPLES = Path(__file__).parents[2] / "docs" / "spec" / "examples" / "mixed-runs.jsonl"
 
 TRICKY: tuple[Any, ...] = (
     None, True, False, 0, 1, -1, 2, 1.0, 0.0, -0.0, 0.5, 1e19, -1e19, 1e308, 5e-324,
@@ -342,7 +340,7 @@ def test_the_models_built_are_frozen(recognise: Recognise) -> None:
 @pytest.mark.parametrize("source", ["synthetic", "examples"])
 def test_the_logs_decode_on_the_fast_path_to_what_pydantic_gives(recognise: Recognise, source: str) -> None:
     if source == "examples":
-        lines = [line for line in EXAMPLES.read_bytes().splitlines() if line.strip()]
+        lines = [line for line in EXAMPLE_LOG.read_bytes().splitlines() if line.strip()]
     else:
         runs = [synthetic_run(f"r{i}", tasks=3, attempts=3, seed=i) for i in range(3)]
         lines = [orjson.dumps(event) for event in interleave(runs)]

@@ -221,6 +221,7 @@ def test_the_squares_sum_is_the_twins(values: list[float], mean: float) -> None:
     and means that are infinite (a sum of finite values past the largest double)."""
     expected = squares_running_sum_in_python(values, mean)
     assert same(built().squares_running_sum(values, mean), expected)
+    assert same(squares_sum(values, mean), aggregates.finished_sum(*expected))
     with twins_only():
         assert same(squares_sum(values, mean), aggregates.finished_sum(*expected))
 
