@@ -372,6 +372,13 @@ async def settle(rounds: int = 8) -> None:
         await asyncio.sleep(0)
 
 
+async def claimed(engine: Engine) -> None:
+    """`engine` given partition 0 and past the rebalance: the partition claimed and sought."""
+    engine.assigned([0])
+    await settle()
+    await engine.tick(rebalancing=False)
+
+
 async def step(
     worker: Worker,
     *,

@@ -27,6 +27,7 @@ from tests.worker.runtime.engine_harness import (
     Store,
     Worker,
     Write,
+    claimed,
     never,
     run,
     settle,
@@ -308,9 +309,7 @@ def test_a_revocation_waits_for_the_checkpoint_being_written_and_then_writes_not
     solo = worker(broker, messages, flush_every=1)
 
     async def go() -> None:
-        solo.engine.assigned([0])
-        await settle()
-        await solo.engine.tick(rebalancing=False)
+        await claimed(solo.engine)
         await solo.engine.handle(0, solo.consumer.take(0, 1))  # a checkpoint starts, waiting for answers
         assert solo.engine.checkpointing
         revoking = asyncio.ensure_future(solo.engine.revoked(timeout=5))
@@ -340,19 +339,17 @@ def test_a_refusal_answered_during_a_revocation_claims_nothing_again() -> None:
     solo = worker(broker, messages, flush_every=1)
 
     async def go() -> None:
-        solo.engine.assigned([0])
-        await settle()
-        await solo.engine.tick(rebalancing=False)
+        await claimed(solo.engine)
         await solo.engine.handle(0, solo.consumer.take(0, 3))
         assert solo.engine.checkpointing
-        claimed = solo.claims.claimed
+        claims_before = solo.claims.claimed
         revoking = asyncio.ensure_future(solo.engine.revoked(timeout=5))
         while not revoking.done():
             broker.acknowledge_all()
             await settle()
         await revoking
         assert broker.refused != []
-        assert solo.claims.claimed == claimed
+        assert solo.claims.claimed == claims_before
 
     asyncio.run(go())
     assert solo.engine.counts.refusals == 0
@@ -386,9 +383,7 @@ def test_each_committed_checkpoint_reports_how_long_it_took() -> None:
     solo = worker(broker, _messages([builders.closed("run-a")]), flush_every=1, on_checkpoint=took.append)
 
     async def go() -> None:
-        solo.engine.assigned([0])
-        await settle()
-        await solo.engine.tick(rebalancing=False)
+        await claimed(solo.engine)
         await solo.engine.handle(0, solo.consumer.take(0, 1))
         assert solo.engine.checkpointing
         solo.clock[0] += 0.125  # the broker takes its time
@@ -410,9 +405,7 @@ def test_a_broker_slower_than_the_fetcher_holds_the_fetcher_back_at_two_checkpoi
 
     async def go() -> None:
         engine, processor = solo.engine, solo.processor
-        engine.assigned([0])
-        await settle()
-        await engine.tick(rebalancing=False)
+        await claimed(engine)
         await engine.handle(0, solo.consumer.take(0, 2))
         assert engine.checkpointing  # the first checkpoint waits for its answers
         await engine.handle(0, solo.consumer.take(0, 1))  # gathering: not due yet
@@ -441,9 +434,7 @@ def test_a_checkpoint_a_stuck_broker_never_answers_is_abandoned_at_a_revocation(
     solo = worker(broker, _messages([builders.closed("run-a")]), flush_every=1)
 
     async def go() -> None:
-        solo.engine.assigned([0])
-        await settle()
-        await solo.engine.tick(rebalancing=False)
+        await claimed(solo.engine)
         await solo.engine.handle(0, solo.consumer.take(0, 1))
         assert solo.engine.checkpointing
         await solo.engine.revoked(timeout=0.01)
@@ -466,9 +457,7 @@ def test_the_local_copy_gets_a_checkpoint_only_once_it_is_committed_and_runs_sta
 
     async def go() -> None:
         engine = solo.engine
-        engine.assigned([0])
-        await settle()
-        await engine.tick(rebalancing=False)
+        await claimed(engine)
         await engine.handle(0, solo.consumer.take(0, 1))
         solo.clock[0] += 1.0
         await engine.tick(rebalancing=False)  # a checkpoint by time
@@ -652,9 +641,7 @@ def test_a_run_changed_while_its_retirement_is_being_written_writes_every_part_b
 
     async def go() -> None:
         engine = solo.engine
-        engine.assigned([0])
-        await settle()
-        await engine.tick(rebalancing=False)
+        await claimed(engine)
         await engine.handle(0, solo.consumer.take(0, len(messages)))
         for _ in range(20):  # until the close is committed: the run is a candidate
             broker.acknowledge_all()
@@ -700,9 +687,7 @@ def test_a_run_that_could_not_be_put_back_stops_the_worker_with_nothing_of_it_co
     monkeypatch.setattr("projections.step.Savepoint.rollback", rollback)
 
     async def go() -> None:
-        solo.engine.assigned([0])
-        await settle()
-        await solo.engine.tick(rebalancing=False)
+        await claimed(solo.engine)
         await solo.engine.handle(0, solo.consumer.take(0, 3))  # run.started, t-0, then t-1 breaks
         await settle()
         broker.acknowledge_all()
@@ -726,9 +711,7 @@ def test_closed_runs_a_worker_stopped_before_retiring_are_retired_by_the_next_cl
     first = worker(broker, messages, flush_every=1000)
 
     async def stop_after_close() -> None:
-        first.engine.assigned([0])
-        await settle()
-        await first.engine.tick(rebalancing=False)
+        await claimed(first.engine)
         await first.engine.handle(0, first.consumer.take(0, len(messages)))
         revoking = asyncio.ensure_future(first.engine.revoked(timeout=5))  # commits what gathered
         while not revoking.done():
