@@ -79,6 +79,9 @@ class BrokerConfig:
     jars_dir: Path = field(default_factory=_jars_dir)
     secure: bool = False
     """SASL_SSL with users and ACLs (`worker.local.secured`) instead of PLAINTEXT."""
+    overrides: tuple[tuple[str, str], ...] = ()
+    """Broker settings that replace the template's (a later line of a properties file wins),
+    e.g. a short `transactional.id.expiration.ms` to bring a coordinator's forgetting about."""
 
     @property
     def bootstrap(self) -> str:
@@ -245,6 +248,7 @@ def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
         raise BrokerError(str(error)) from None
     protocols = {"protocol": config.protocol, "controller_protocol": "SSL" if config.secure else "PLAINTEXT"}
     text = Template(TEMPLATE_PATH.read_text()).substitute(ports, **protocols, log_dir=data_dir, security=security)
+    text += "".join(f"{key}={value}\n" for key, value in config.overrides)
     secured.write_private(props, text)
     if (data_dir / "meta.properties").exists():
         return props

@@ -20,10 +20,19 @@ from worker.local.processes import free_port
 
 
 @contextmanager
-def local_broker(state_dir: Path, *, secure: bool = False) -> Iterator[broker.BrokerConfig]:
+def local_broker(
+    state_dir: Path, *, secure: bool = False, overrides: dict[str, str] | None = None
+) -> Iterator[broker.BrokerConfig]:
     """A broker of its own on free ports, with its state in `state_dir`, stopped on exit;
-    `secure`: the secured one (`worker.local.secured`)."""
-    config = broker.BrokerConfig(port=free_port(), controller_port=free_port(), state_dir=state_dir, secure=secure)
+    `secure`: the secured one (`worker.local.secured`); `overrides`: broker settings that
+    replace the template's."""
+    config = broker.BrokerConfig(
+        port=free_port(),
+        controller_port=free_port(),
+        state_dir=state_dir,
+        secure=secure,
+        overrides=tuple((overrides or {}).items()),
+    )
     broker.start(config, timeout=180)
     try:
         yield config
