@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from events.models import DEFAULT_HARBOR_RULES
 from projections.assembly.attempts import AttemptList, TaskTallies, task_attempts
 from projections.assembly.harbor_stats import HarborKept, HarborShare, share_of
 from projections.assembly.log_order import InOrder
@@ -295,7 +296,7 @@ def _refresh(
             for name in lists
             if name in eligible and (tally := task.tally(eligible[name])) is not None
         },
-        harbor=share_of(lists, eligible),
+        harbor=share_of(lists, eligible, run.declarations.harbor_rules if run.declarations else DEFAULT_HARBOR_RULES),
         views=views,
         coverage=coverage,
         taken_attempts=taken_attempts,

@@ -14,6 +14,7 @@ from typing import Any, Final, final
 
 import orjson
 
+from events.models import HarborRules
 from projections.assembly.attempts import AttemptList
 from projections.assembly.log_order import InOrder
 from projections.assembly.placed import PlacedTallies
@@ -31,22 +32,29 @@ class HarborShare:
 
     def __init__(self, tallies: dict[str, Tally], broken: frozenset[str]) -> None:
         self.tallies = tallies
-        """Eligible key name -> Harbor's (n, c) (c: values equal to 1.0), keys with attempts."""
+        """Eligible key name -> Harbor's (n, c) (c: values equal to 1.0), keys with attempts
+        that count under the run's rules."""
         self.broken = broken
         """Key names with a value neither null, 0.0 nor 1.0 (Harbor gives them no pass@k)."""
 
 
-def share_of(lists: Mapping[str, AttemptList], eligible: Mapping[str, Key]) -> HarborShare:
-    """A task's share, from its attempt lists by key name; `eligible`: the run's pass@k keys by name."""
+def share_of(lists: Mapping[str, AttemptList], eligible: Mapping[str, Key], rules: HarborRules) -> HarborShare:
+    """A task's share, from its attempt lists by key name; `eligible`: the run's pass@k keys
+    by name; `rules`: the run's `harbor_rules` (under "0.26" a null attempt is not counted,
+    under "0.25" it is a 0)."""
     tallies: dict[str, Tally] = {}
     broken = set()
+    nulls_count = rules == "0.25"
     for name, attempt_list in lists.items():
         n = c = 0
         for _, value, _ in attempt_list:
+            if value is None:
+                n += nulls_count
+                continue
             n += 1
             if value == 1.0:
                 c += 1
-            elif value is not None and value != 0.0:
+            elif value != 0.0:
                 broken.add(name)
         if name in eligible and n:
             tallies[name] = (n, c)
