@@ -1,5 +1,6 @@
 """A NeMo evaluator SDK agent-eval bundle (nemo-platform 0.6, `AgentEvalResult.persist`) as
-one run's event log.
+one run's event log. A NeMo Evaluator 0.3 (`nel`) output directory, which has no
+`tasks.jsonl`, is read by `events.importers.nel` instead.
 
 The bundle is a directory: `tasks.jsonl` (one `AgentEvalTask` a line: its metrics'
 `outputs` with a `value_schema` name, and its `views`), `trials.jsonl` (one
@@ -50,6 +51,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.codec import from_object
+from events.importers import nel
 from events.importers.source import ImportOptions, SourceError, event_id, json_value
 from events.models import InputEvent, TaskSpec
 
@@ -79,12 +81,16 @@ class Line:
 
 
 def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
-    """The bundle at `path` as a v1 event log, in log order (see the module docstring)."""
+    """The bundle at `path` as a v1 event log, in log order (see the module docstring); a
+    NeMo Evaluator 0.3 (`nel`) output directory is read by `events.importers.nel`."""
     if not path.is_dir():
         raise SourceError(
             f"{path}: no such directory; pass the directory a NeMo evaluator run was persisted to "
-            f"(the one holding {', '.join(BUNDLE_FILES)} and summary.json)"
+            f"(the one holding {', '.join(BUNDLE_FILES)} and summary.json), or a `nel eval run` output directory"
         )
+    if not (path / BUNDLE_FILES[0]).exists() and nel.is_nel(path):
+        yield from nel.read(path, options)
+        return
     tasks, trials, scores = (list(_jsonl(path / name)) for name in BUNDLE_FILES)
     bundle_run = _bundle_run_id(path, scores)
     ids = _Ids()
@@ -142,7 +148,8 @@ def _jsonl(file: Path) -> Iterator[Line]:
     except FileNotFoundError:
         raise SourceError(
             f"{file}: missing; a NeMo evaluator bundle holds {', '.join(BUNDLE_FILES)} and summary.json "
-            "(written by AgentEvalResult.persist): point at that directory"
+            "(written by AgentEvalResult.persist), a `nel eval run` output directory its benchmarks' results.jsonl "
+            "and eval-*.json: point at one of those"
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise SourceError(f"{file}: cannot be read ({error}); check the file and its permissions") from None

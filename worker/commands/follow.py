@@ -1,4 +1,5 @@
-"""`evalstream follow harbor JOB_DIR`: a running Harbor job's trials, published as they end.
+"""`evalstream follow harbor JOB_DIR`: a running Harbor job's trials, published as they end
+(`follow`, the loop `follow nemo` shares, is at the end).
 
 It polls the job directory (every `--interval` seconds, 1 by default) and converts what it
 finds with the importer's own functions (`events.importers.harbor`), so a followed job and
@@ -39,7 +40,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from events.clients.kafka import running
 from events.codec import encode
@@ -69,6 +70,9 @@ class HarborJob:
     options: ImportOptions
     trials: dict[Path, harbor.Trial] = field(default_factory=dict)
     """Published trials by their result.json."""
+
+    def trial_count(self) -> int:
+        return len(self.trials)
 
     def poll(self) -> Poll:
         """The events of what has ended since the last poll; raises `SourceError` only
@@ -110,16 +114,27 @@ class HarborJob:
         return Poll(events, done=True)
 
 
-async def follow_harbor(settings: Settings, path: Path, options: ImportOptions, *, interval: float, log: TextIO) -> int:
-    """Publish the job's events as they appear until the job is done; returns how many."""
-    job = HarborJob(path, options)
+class Followed(Protocol):
+    """A harness's output being written: each `poll` gives what is new since the last."""
+
+    def poll(self) -> Poll: ...
+
+    def trial_count(self) -> int:
+        """The trials published so far."""
+        ...
+
+
+async def follow(settings: Settings, source: Followed, *, interval: float, log: TextIO) -> int:
+    """Publish `source`'s events as they appear until it is done; returns how many."""
     sent = 0
     async with running(event_producer(settings)) as producer:
         while True:
-            poll = job.poll()
+            poll = source.poll()
             if poll.events:
                 sent += await send(producer, settings, [encode(event) for event in poll.events])
-                print(f"published {len(poll.events)} events ({len(job.trials)} trials so far)", file=log, flush=True)
+                print(
+                    f"published {len(poll.events)} events ({source.trial_count()} trials so far)", file=log, flush=True
+                )
             if poll.done:
                 return sent
             await asyncio.sleep(interval)
