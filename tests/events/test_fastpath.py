@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from events import compiled, fastpath
 from events.codec import DecodeError, decode, encode, validate
 from events.compiled import Recognise
-from events.models import MOMENT, Envelope, RunClosed, ScoreMeasured, TrialFinished
+from events.models import MOMENT, Envelope, RunClosed, RunStarted, ScoreMeasured, TrialFinished
 from events.synthetic import interleave, synthetic_run
 from events.timestamps import epoch_seconds
 from tests.native import native
@@ -517,7 +517,7 @@ def test_a_valid_run_started_is_built_as_pydantic_builds_it() -> None:
 def test_a_run_started_naming_its_harbor_rules_is_built_as_pydantic_builds_it(rules: str | None) -> None:
     raw = orjson.dumps({**STARTED, "harbor_rules": rules})
     fast = built()(raw)
-    assert fast is not None
+    assert isinstance(fast, RunStarted)
     assert fast.harbor_rules == rules
     assert_same(fast, validate(raw))
     assert encode(fast) == encode(validate(raw))
