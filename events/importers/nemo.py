@@ -38,6 +38,9 @@ Mapping choices (where neither the SDK nor EVENTS.md decides):
   SDK's score id names run, task, trial and metric), `...:started`, `...:closed`; an id
   the bundle repeats gets `:#2`, `:#3`, ... in file order, so that both are kept.
 - run id: `run.json`'s `run_id`, else the scores' `run_id`, else the directory's name.
+- a bundle made from a Harbor job (`metadata.json`'s `target.name` "harbor") declares
+  `harbor_rules` "0.25": the SDK records no reward validity (Harbor 0.26's), so its trials
+  are read as Harbor 0.25 reads them, every graded reward counted.
 """
 
 from __future__ import annotations
@@ -100,6 +103,8 @@ def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
         "tasks": [_task(line) for line in tasks],
         "labels": _labels(path),
     }
+    if _runner(path) == "harbor":
+        started["harbor_rules"] = "0.25"
     bodies: list[tuple[str, Row]] = [(str(path / "tasks.jsonl"), started)]
     unfinished: dict[tuple[str, str], bool] = {}
     for line in trials:
@@ -197,6 +202,14 @@ def _bundle_run_id(path: Path, scores: list[Line]) -> str:
         if isinstance(run := line.row.get("run_id"), str) and run:
             return run
     return path.resolve().name
+
+
+def _runner(path: Path) -> str | None:
+    """The name of the runner the bundle's metadata.json names (`target.name`: "harbor" for
+    a bundle made from a Harbor job)."""
+    target = _json_object(path / "metadata.json").get("target")
+    name = target.get("name") if isinstance(target, Mapping) else None
+    return name if isinstance(name, str) else None
 
 
 def _labels(path: Path) -> dict[str, str]:
