@@ -7,8 +7,11 @@ A benchmark's directory holds `results.jsonl` (one line per attempt: `problem_id
 `repeat`, `reward`, `scorer_rewards`, `scoring_details`, `tokens`, `latency_ms`,
 `trajectory`), `eval-<run>.json` (the bundle: `config` with the model, `config_hash`,
 `benchmark` with `repeats`, `n_results` and `scores`), `trajectories.jsonl` (per attempt its
-`failure_category`) and `runtime_stats.json`. evalstream reads the first two (and
-`nel_run.json`).
+`failure_category`) and `runtime_stats.json`, all when the benchmark ends; while it runs,
+nel appends each verified attempt to `verified_log.jsonl` (the same fields but
+`scorer_rewards` and `trajectory`, `response` for `model_response`). evalstream reads
+`results.jsonl` and the bundle (and `nel_run.json`); a benchmark without `results.jsonl`
+(running, or stopped) is read from `verified_log.jsonl`.
 
 Mapping choices:
 - Runs: one per benchmark. The run id is `<nel run id>:<benchmark>` (`nel_run.json`'s
@@ -19,10 +22,10 @@ Mapping choices:
 - Trials: each (`problem_idx`, `repeat`) is one trial, `<benchmark>/<problem_idx>#<repeat>`,
   of the task `<benchmark>/<problem_idx>`; tasks declared in `problem_idx` order.
 - Scores: one score of the metric `nel` per attempt, its outputs the primary `reward` and
-  one per scorer (`scorer_rewards`' `scorer:<name>` as `<name>`), all `continuous`. A
-  resumed run's cached attempts carry no `scorer_rewards`: their scorers' rewards are read
-  from `scoring_details["scorer:<name>"]["reward"]`; a scorer that raised (an `error` there)
-  has no output.
+  one per scorer (`scorer:<name>` as `<name>`), all `continuous`. Each scorer's reward is
+  read from `scoring_details["scorer:<name>"]["reward"]`, which every line has (a resumed
+  run's cached attempts and the live log carry no `scorer_rewards`, which repeats it); a
+  scorer that raised (an `error` there) has no output.
 - Failed attempts, by `scoring_details.method`: `infra_error`, `solve_failed` and
   `graceful_error` (the model endpoint failed after its retries, or the solver gave up)
   are trials that died: `trial.finished` failed (type: the method, message: the error)
@@ -33,7 +36,9 @@ Mapping choices:
   an empty or refused answer the scorer graded 0 is a measured 0, as nel counts it (its
   `failure_category` in `trajectories.jsonl` is not read: nel writes that file when the
   benchmark ends, and a followed run must give the same events as its import).
-- Usage: the trajectory's prompt and completion tokens where the attempt has one.
+- Usage is not carried: nel splits an attempt's tokens into prompt and completion only in
+  its trajectory, which the live log and a resumed run's cached attempts lack, and an
+  attempt must be the same events whichever file it is read from.
 - Event ids: `nel:<run id>:<trial>:finished` and `...:score`, `...:started`, `...:closed`.
 - Close: a benchmark whose bundle is there and whose `results.jsonl` holds the bundle's
   `n_results` attempts is closed `completed`; otherwise it is still running and its run
@@ -76,7 +81,6 @@ class Attempt:
     """Output name -> value: `reward` and each scorer's that has one."""
     method: str
     error: str
-    usage: dict[str, int] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,9 @@ def benchmark_dirs(path: Path) -> list[Path]:
 
 
 def _is_benchmark(path: Path) -> bool:
-    return (path / "results.jsonl").exists() or any(path.glob("eval-*.json"))
+    return any((path / name).exists() for name in ("results.jsonl", "verified_log.jsonl")) or any(
+        path.glob("eval-*.json")
+    )
 
 
 def run_ended(path: Path) -> bool:
@@ -124,12 +130,13 @@ def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
 
 
 def read_benchmarks(path: Path, options: ImportOptions, *, partial_last_line: bool = False) -> list[Benchmark]:
-    """The benchmarks at `path`; `partial_last_line`: a last line of `results.jsonl` not yet
-    whole is left for later (`follow`) rather than an error."""
+    """The benchmarks at `path`; `partial_last_line` (`follow`): a last line not yet whole
+    is left for later rather than an error."""
     directories = benchmark_dirs(path)
     if not directories:
         raise SourceError(
-            f"{path}: not a nel output directory (no benchmark directory with results.jsonl or eval-*.json); "
+            f"{path}: not a nel output directory (no benchmark directory with results.jsonl, verified_log.jsonl "
+            "or eval-*.json); "
             "pass the directory `nel eval run` wrote (its -o), or one benchmark's directory in it"
         )
     nested = directories != [path]
@@ -148,7 +155,7 @@ def read_benchmarks(path: Path, options: ImportOptions, *, partial_last_line: bo
                 path=directory,
                 name=str((bundle or {}).get("benchmark", {}).get("name") or name),
                 run_id=run_id,
-                attempts=_attempts(directory / "results.jsonl", partial_last_line=partial_last_line),
+                attempts=_attempts(_attempts_file(directory), partial_last_line=partial_last_line),
                 bundle=bundle,
             )
         )
@@ -183,8 +190,6 @@ def attempt_events(benchmark: Benchmark, attempt: Attempt) -> list[InputEvent]:
     else:
         finished["status"] = "completed"
         score.update(status="completed", outputs=[{"name": k, "value": v} for k, v in attempt.rewards.items()])
-    if attempt.usage:
-        finished["usage"] = attempt.usage
     return [_event(finished, attempt.where), _event(score, attempt.where)]
 
 
@@ -270,6 +275,13 @@ def _bundle(directory: Path) -> Row | None:
     return data
 
 
+def _attempts_file(directory: Path) -> Path:
+    """`results.jsonl`, or while nel has not written it (the benchmark runs, or was
+    stopped), its live log."""
+    results = directory / "results.jsonl"
+    return results if results.exists() else directory / "verified_log.jsonl"
+
+
 def _attempts(file: Path, *, partial_last_line: bool) -> list[Attempt]:
     if not file.exists():
         return []
@@ -289,7 +301,7 @@ def _attempts(file: Path, *, partial_last_line: bool) -> list[Attempt]:
         try:
             row = json_value(line, where)
         except json.JSONDecodeError as error:
-            raise SourceError(f"{where}: not valid JSON ({error.msg}); is this nel's results.jsonl?") from None
+            raise SourceError(f"{where}: not valid JSON ({error.msg}); is this nel's {file.name}?") from None
         attempt = _attempt(row, where)
         if (attempt.problem, attempt.repeat) in seen:
             raise SourceError(f"{where}: problem {attempt.problem} repeat {attempt.repeat} is given twice")
@@ -300,7 +312,7 @@ def _attempts(file: Path, *, partial_last_line: bool) -> list[Attempt]:
 
 def _attempt(row: object, where: str) -> Attempt:
     if not isinstance(row, dict):
-        raise SourceError(f"{where}: not a JSON object; is this nel's results.jsonl?")
+        raise SourceError(f"{where}: not a JSON object; is this a nel results line?")
     problem, repeat = _count(row, "problem_idx", where), _count(row, "repeat", where)
     reward = row.get("reward")
     if not isinstance(reward, int | float) or isinstance(reward, bool):
@@ -308,7 +320,7 @@ def _attempt(row: object, where: str) -> Attempt:
     details = row.get("scoring_details") or {}
     if not isinstance(details, dict):
         raise SourceError(f"{where}: `scoring_details` is not an object")
-    rewards = {PRIMARY: float(reward), **_scorer_rewards(row, details, where)}
+    rewards = {PRIMARY: float(reward), **_scorer_rewards(details)}
     return Attempt(
         where=where,
         problem=problem,
@@ -316,47 +328,25 @@ def _attempt(row: object, where: str) -> Attempt:
         rewards=rewards,
         method=str(details.get("method") or ""),
         error=str(details.get("error") or ""),
-        usage=_usage(row.get("trajectory")),
     )
 
 
 def _count(row: Mapping[str, Any], field: str, where: str) -> int:
     value = row.get(field)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise SourceError(f"{where}: `{field}` is not a count (>= 0); is this nel's results.jsonl?")
+        raise SourceError(f"{where}: `{field}` is not a count (>= 0); is this a nel results line?")
     return value
 
 
-def _scorer_rewards(row: Mapping[str, Any], details: Mapping[str, Any], where: str) -> dict[str, float]:
-    """Each scorer's reward by scorer name: `scorer_rewards`, or for a cached (resumed)
-    attempt without them, the scorers' entries in `scoring_details`."""
-    given = row.get("scorer_rewards")
-    if given is not None and not isinstance(given, dict):
-        raise SourceError(f"{where}: `scorer_rewards` is not an object")
+def _scorer_rewards(details: Mapping[str, Any]) -> dict[str, float]:
+    """Each scorer's reward by scorer name, from its entry in `scoring_details`."""
     rewards: dict[str, float] = {}
     for key, entry in details.items():
-        if not key.startswith(SCORER) or not isinstance(entry, dict) or "error" in entry:
-            continue
-        value = given.get(key) if given is not None else entry.get("reward")
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            rewards[key.removeprefix(SCORER)] = float(value)
+        if key.startswith(SCORER) and isinstance(entry, dict) and "error" not in entry:
+            value = entry.get("reward")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                rewards[key.removeprefix(SCORER)] = float(value)
     return rewards
-
-
-def _usage(trajectory: object) -> dict[str, int] | None:
-    """The prompt and completion tokens of the attempt's trajectories, summed."""
-    if not isinstance(trajectory, list):
-        return None
-    usage: dict[str, int] = {}
-    for entry in trajectory:
-        metrics = entry.get("final_metrics") if isinstance(entry, dict) else None
-        if not isinstance(metrics, dict):
-            continue
-        for ours, theirs in (("input_tokens", "total_prompt_tokens"), ("output_tokens", "total_completion_tokens")):
-            tokens = metrics.get(theirs)
-            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
-                usage[ours] = usage.get(ours, 0) + tokens
-    return usage or None
 
 
 def _json(file: Path) -> Any:

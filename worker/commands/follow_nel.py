@@ -1,12 +1,14 @@
 """`evalstream follow nemo DIR`: a running NeMo Evaluator 0.3 (`nel eval run`) output
-directory, its attempts published as they land in each benchmark's `results.jsonl`.
+directory, its attempts published as nel verifies them (each benchmark's
+`verified_log.jsonl`, then `results.jsonl` once nel writes it at the benchmark's end).
 
 It polls the directory (`worker.commands.follow.follow`) and converts what it finds with
 the importer's own functions (`events.importers.nel`), so a followed run and an imported
 one are the same events. Choices:
 
-- An attempt is published once its line of `results.jsonl` is whole (ends with a newline);
-  a half-written last line is read again at the next poll.
+- An attempt is published once its line is whole (ends with a newline); a half-written
+  last line is read again at the next poll. An attempt read from the live log and again
+  from `results.jsonl` is the same events (`events.importers.nel`), published once.
 - A benchmark is done when its `eval-*.json` bundle is there and `results.jsonl` holds the
   bundle's `n_results` attempts; its `run.started` (its problems and scorers, known only
   then) and `run.closed` go out then. Follow exits when every benchmark is done: for a

@@ -125,6 +125,22 @@ def test_a_run_still_writing_leaves_its_run_open(tmp_path: Path) -> None:
     assert sum(isinstance(event, TrialFinished) for event in events) == 7
 
 
+def test_a_stopped_benchmark_is_read_from_its_live_log_and_left_open(tmp_path: Path) -> None:
+    """Stopped before its end, a benchmark has only nel's live log: its attempts are the same
+    events as the finished benchmark's, and its run stays open."""
+    shutil.copy(RUNS[0] / "nel_run.json", tmp_path)
+    bench = tmp_path / "evalfix"
+    bench.mkdir()
+    lines = (RUNS[0] / "evalfix" / "verified_log.jsonl").read_text().splitlines(keepends=True)
+    (bench / "verified_log.jsonl").write_text("".join(lines[:9]))
+    stopped = list(read(bench, ImportOptions()))
+    assert not any(isinstance(event, RunClosed) for event in stopped)
+    trials = [event for event in stopped if not isinstance(event, RunStarted)]
+    assert len(trials) == 18
+    whole = {event.event_id: event for event in read(RUNS[0] / "evalfix", ImportOptions())}
+    assert all(whole[event.event_id] == event for event in trials)
+
+
 def _cli_import(path: Path) -> subprocess.CompletedProcess[str]:
     cli = [sys.executable, "-m", "worker.commands.cli", "import", "nemo", str(path)]
     return subprocess.run(cli, capture_output=True, text=True, timeout=120, check=False)

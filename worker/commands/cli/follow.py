@@ -23,8 +23,8 @@ def add(commands: Commands) -> None:
     parser.description = (
         "Watch a Harbor job directory while `harbor run` writes it, or a NeMo Evaluator output directory while "
         "`nel eval run` writes it: each trial's events go to the events topic as it ends (a Harbor trial's "
-        "result.json, a line of nel's results.jsonl), each run's run.started and run.closed when it is done. "
-        "Restarting it is harmless (the same event ids)."
+        "result.json, a line of nel's verified_log.jsonl or results.jsonl), each run's run.started and "
+        "run.closed when it is done. Restarting it is harmless (the same event ids)."
     )
     parser.add_argument("source", choices=["harbor", "nemo"], help="what JOB_DIR is")
     parser.add_argument(
