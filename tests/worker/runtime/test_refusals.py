@@ -279,3 +279,25 @@ def test_what_no_retry_can_help_stops_the_worker_naming_the_grant(make: Callable
     assert isinstance(stopped, Fatal)
     assert str(stopped) == why_fatal(error)
     assert broker.outputs() == []
+
+
+def test_a_changelog_record_the_producer_itself_finds_too_large_parks_its_run_only() -> None:
+    """A task record over the producer's `max_request_size`: aiokafka's own check raises at
+    the send, outside any answer. That record's run is parked (its events dead-lettered as
+    state-refused) and the partition's other run lands; nothing is retried for ever."""
+    big_key = b't["run-a","t"]'
+    broker = Broker(refuse=lambda write: "at once" if write.stream == "changelog" and write.key == big_key else None)
+    messages = [(0, b"run-a", encode(event)) for event in _one_task_run("run-a")]
+    messages += [(0, b"run-c", encode(event)) for event in _one_task_run("run-c")]
+    solo = worker(broker, messages, flush_every=1)
+
+    async def go() -> None:
+        solo.engine.assigned([0])
+        await run(solo)
+
+    asyncio.run(go())
+    assert [write.key for write in broker.outputs() if write.stream == "summary"] == [b"run-c"]
+    assert solo.engine.counts.parked == {"state-refused": 1}
+    reasons = {dict(write.headers)["evalstream.reason"] for write in broker.committed if write.stream == "deadletter"}
+    assert reasons == {b"state-refused"}
+    assert solo.gave_up == []
