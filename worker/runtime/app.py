@@ -14,7 +14,9 @@ explicitly, errors dead-lettered.
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +34,7 @@ from worker.runtime.metrics import WorkerMetrics
 from worker.runtime.ownership import Fatal, KafkaClaims
 from worker.runtime.processor import EventsTopicChanged, Processor, Record
 from worker.runtime.store import Change, LocalStore
+from worker.runtime.transactions import CLOSE_SECONDS
 from worker.settings import Settings
 
 log = logging.getLogger("evalstream.worker")
@@ -39,6 +42,35 @@ log = logging.getLogger("evalstream.worker")
 STOPS = (NewerStore, EventsTopicChanged, Fatal, RollbackFailed)
 """What stops the worker as a clean stop does, its reason told by the command (exit 1):
 restarting would meet it again."""
+
+STOP_GRACE = 10.0
+"""Seconds faust's own services get to stop after the partitions are let go."""
+
+
+def stop_bound(settings: Settings) -> float:
+    """The longest a stop takes, whatever the broker does: the last checkpoints' wait (half the
+    session timeout), the producers' aborts and closes (`CLOSE_SECONDS` each), and
+    `STOP_GRACE` for faust's services (its consumer's own close waits on a broker that is
+    away). Past it the process exits anyway: what it had not committed, the partitions' next
+    owner reads again, and its open transactions that owner's claim aborts."""
+    return settings.session_timeout / 2 + 2 * CLOSE_SECONDS + STOP_GRACE
+
+
+def _exit_after(seconds: float, stopped: list[BaseException] | None) -> None:
+    """Exit the process `seconds` from now unless it has exited by then (a daemon timer)."""
+
+    def exit_now() -> None:
+        log.error(
+            "the worker did not stop within %.0f s (the broker does not answer): exiting now; the next owner of its "
+            "partitions reads again what it had not committed",
+            seconds,
+        )
+        logging.shutdown()
+        os._exit(1 if stopped else 0)
+
+    timer = threading.Timer(seconds, exit_now)
+    timer.daemon = True
+    timer.start()
 
 
 def _credentials(settings: Settings) -> Any:
@@ -72,6 +104,10 @@ def _faust_app(settings: Settings, hooks: consumer.Hooks) -> faust.App:
         broker_commit_interval=365 * 24 * 3600.0,
         broker_commit_every=2**62,
         broker_heartbeat_interval=settings.session_timeout / 5,
+        # Partitions added to the events topic show at the next metadata refresh, and the worker
+        # stops at that rebalance (`worker.runtime.ownership`): within 30 s, not aiokafka's 5 min,
+        # while the events of runs whose keys moved wait unread.
+        consumer_metadata_max_age_ms=30_000,
         # Static membership (KIP-345): a worker restarted under the same name gets its
         # partitions back at once, with no rebalance and no wait for its session to expire.
         consumer_group_instance_id=settings.instance_id,
@@ -153,6 +189,7 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
         clock=time.monotonic,
         on_failure=stop_worker,
         reclaim_after=settings.session_timeout,
+        write_timeout=settings.transaction_timeout,
     )
     metrics = WorkerMetrics(processor, engine.counts, highwater, hooks.last_timestamp)
     engine.on_checkpoint = metrics.checkpoint_seconds.observe
@@ -160,6 +197,11 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
     def not_ready() -> str | None:
         if app.rebalancing:
             return "the consumer group is rebalancing"
+        if engine.counts.failing:
+            return "; ".join(
+                f"partition {partition} keeps failing ({error})"
+                for partition, error in sorted(engine.counts.failing.items())
+            )
         if not engine.consuming:
             return "partitions are being claimed and restored from the changelog"
         return None
@@ -194,6 +236,7 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
 
     @app.on_before_shutdown.connect
     async def shutting_down(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        _exit_after(stop_bound(settings), stopped)
         await engine.revoked(timeout=settings.session_timeout / 2)
         await archive.close()
         store.close()
