@@ -157,6 +157,26 @@ def test_a_key_that_only_dead_trials_reached(rules: str, expected: dict[str, Any
     assert harbor(attempts_log({"t": ["dead", "dead", "dead"]}, rules=rules))["pass_at_k"] == expected
 
 
+binary_lists = st.dictionaries(
+    st.sampled_from(["t1", "t2", "t3", "t4"]),
+    st.lists(st.sampled_from([1.0, 0.0, "dead"]), max_size=9),
+    min_size=1,
+)
+
+
+@given(binary_lists)
+def test_under_0_26_dead_trials_change_no_pass_at_k(lists: dict[str, list[Any]]) -> None:
+    """Harbor 0.26 skips a trial without a valid reward: the same as the trial not being there."""
+    alive = {task: [value for value in values if value != "dead"] for task, values in lists.items()}
+    assert harbor(attempts_log(lists, rules="0.26"))["pass_at_k"] == harbor(attempts_log(alive))["pass_at_k"]
+
+
+@given(binary_lists)
+def test_under_0_25_a_dead_trial_is_a_0(lists: dict[str, list[Any]]) -> None:
+    zeros = {task: [0.0 if value == "dead" else value for value in values] for task, values in lists.items()}
+    assert harbor(attempts_log(lists, rules="0.25"))["pass_at_k"] == harbor(attempts_log(zeros))["pass_at_k"]
+
+
 def test_n_trials_and_reward_stats_leave_out_scores_failed_as_metric() -> None:
     """A reward Harbor 0.26 holds not valid arrives as a failed metric score: not graded, no
     reward, not in pass@k; the trial's exception still counts in n_errors."""
