@@ -20,7 +20,9 @@ Mapping choices:
   for each otherwise. Labels: `benchmark`, `model` and `config_hash` from the bundle,
   `nel_run` where known.
 - Trials: each (`problem_idx`, `repeat`) is one trial, `<benchmark>/<problem_idx>#<repeat>`,
-  of the task `<benchmark>/<problem_idx>`; tasks declared in `problem_idx` order.
+  of the task `<benchmark>/<problem_idx>` (`<benchmark>`: the directory's name, known before
+  the bundle is; `repeat` 0 where a line has none, as nel reads it); tasks declared in
+  `problem_idx` order.
 - Scores: one score of the metric `nel` per attempt, its outputs the primary `reward` and
   one per scorer (`scorer:<name>` as `<name>`), all `continuous`. Each scorer's reward is
   read from `scoring_details["scorer:<name>"]["reward"]`, which every line has (a resumed
@@ -41,8 +43,8 @@ Mapping choices:
   attempt must be the same events whichever file it is read from.
 - Event ids: `nel:<run id>:<trial>:finished` and `...:score`, `...:started`, `...:closed`.
 - Close: a benchmark whose bundle is there and whose `results.jsonl` holds the bundle's
-  `n_results` attempts is closed `completed`; otherwise it is still running and its run
-  is left open.
+  `n_results` attempts (any, for a bundle without the count) is closed `completed`;
+  otherwise it is still running and its run is left open.
 """
 
 from __future__ import annotations
@@ -96,7 +98,11 @@ class Benchmark:
 
     @property
     def finished(self) -> bool:
-        return self.bundle is not None and self.bundle.get("n_results") == len(self.attempts)
+        """The bundle is written and, where it counts them (nel does), so are its attempts."""
+        if self.bundle is None:
+            return False
+        count = self.bundle.get("n_results")
+        return count == len(self.attempts) if isinstance(count, int) else True
 
 
 def is_nel(path: Path) -> bool:
@@ -153,7 +159,7 @@ def read_benchmarks(path: Path, options: ImportOptions, *, partial_last_line: bo
         benchmarks.append(
             Benchmark(
                 path=directory,
-                name=str((bundle or {}).get("benchmark", {}).get("name") or name),
+                name=name,
                 run_id=run_id,
                 attempts=_attempts(_attempts_file(directory), partial_last_line=partial_last_line),
                 bundle=bundle,
@@ -199,8 +205,9 @@ def run_started(benchmark: Benchmark) -> InputEvent:
     for attempt in benchmark.attempts:
         outputs.update(dict.fromkeys(attempt.rewards))
     problems = sorted({attempt.problem for attempt in benchmark.attempts})
-    labels = {"benchmark": benchmark.name}
     bundle = benchmark.bundle or {}
+    named = bundle.get("benchmark", {}).get("name")
+    labels = {"benchmark": named if isinstance(named, str) and named else benchmark.name}
     config = bundle.get("config")
     if not isinstance(config, dict):
         config = {}
@@ -313,7 +320,7 @@ def _attempts(file: Path, *, partial_last_line: bool) -> list[Attempt]:
 def _attempt(row: object, where: str) -> Attempt:
     if not isinstance(row, dict):
         raise SourceError(f"{where}: not a JSON object; is this a nel results line?")
-    problem, repeat = _count(row, "problem_idx", where), _count(row, "repeat", where)
+    problem, repeat = _count(row, "problem_idx", where), _count({"repeat": 0, **row}, "repeat", where)
     reward = row.get("reward")
     if not isinstance(reward, int | float) or isinstance(reward, bool):
         raise SourceError(f"{where}: `reward` is not a number")

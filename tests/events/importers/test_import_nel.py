@@ -141,6 +141,27 @@ def test_a_stopped_benchmark_is_read_from_its_live_log_and_left_open(tmp_path: P
     assert all(whole[event.event_id] == event for event in trials)
 
 
+def test_the_minimal_fields_of_nels_result_format_are_enough(tmp_path: Path) -> None:
+    """`result-format.mdx`: only `problem_idx` and `reward` are required (`repeat` defaults to
+    0), and a bundle needs only `benchmark.name` and `benchmark.scores`."""
+    flat = tmp_path / "results"
+    flat.mkdir()
+    lines = [
+        {"problem_idx": 0, "reward": 1.0, "repeat": 0},
+        {"problem_idx": 0, "reward": 0.0, "repeat": 1},
+        {"problem_idx": 1, "reward": 1.0},
+    ]
+    (flat / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    bundle = {"benchmark": {"name": "mmlu_pro", "scores": {"pass@1": {"value": 0.75}}}}
+    (flat / "eval-mmlu_pro.json").write_text(json.dumps(bundle))
+    summary = summary_of(flat)
+    assert summary["run_id"] == "results"
+    assert summary["labels"] == {"benchmark": "mmlu_pro"}
+    assert summary["closed_reason"] == "completed"
+    assert figures(summary)["nel.reward.pass@1"] == 0.75
+    assert sorted(summary["summary"]["task_metric_attempts"]) == ["results/0", "results/1"]
+
+
 def _cli_import(path: Path) -> subprocess.CompletedProcess[str]:
     cli = [sys.executable, "-m", "worker.commands.cli", "import", "nemo", str(path)]
     return subprocess.run(cli, capture_output=True, text=True, timeout=120, check=False)
