@@ -6,8 +6,8 @@ name, attempts per task, retry rules), `lock.json` (the Harbor version that ran 
 groups it plans) and every `<trial>/result.json` (a trial directory without one is a trial
 still running, and is skipped). Mapping choices:
 
-- Harbor version: `lock.json`'s `harbor.version`; a job without a lock is 0.26 when its
-  trials record `reward_valid` (0.26 writes it), else 0.25. Each run declares the
+- Harbor version: `lock.json`'s `harbor.version`; a job without a lock, or whose lock names
+  no version, is 0.26 when its trials record `reward_valid` (0.26 writes it), else 0.25. Each run declares the
   `harbor_rules` of that version ("0.25" for 0.25 and older, "0.26" from 0.26 on), so its
   `harbor` block follows the arithmetic of the Harbor that wrote the job.
 
@@ -218,13 +218,13 @@ def read_job(path: Path, trials: Sequence[Trial] = ()) -> Job:
 
 def _rules(lock: Mapping[str, Any] | None, file: Path, trials: Sequence[Trial]) -> HarborRules:
     """The `harbor_rules` of the Harbor that wrote the job (see the module's docstring)."""
-    if lock is None:
-        return "0.26" if any(trial.records_validity for trial in trials) else "0.25"
-    harbor = lock.get("harbor")
-    version = harbor.get("version") if isinstance(harbor, dict) else None
+    harbor = lock.get("harbor") if lock is not None else None
+    if lock is not None and not isinstance(harbor, dict):
+        raise SourceError(f"{file}: no `harbor` object (its version); is this a Harbor job lock?")
+    version = harbor.get("version") if harbor is not None else None
     found = re.match(r"(\d+)\.(\d+)", version) if isinstance(version, str) else None
-    if found is None:
-        raise SourceError(f'{file}: no `harbor.version` (such as "0.26.0"); is this a Harbor job lock?')
+    if found is None:  # no lock, or Harbor could not name its own version (a source checkout)
+        return "0.26" if any(trial.records_validity for trial in trials) else "0.25"
     return "0.26" if (int(found[1]), int(found[2])) >= HARBOR_RULES_FROM else "0.25"
 
 

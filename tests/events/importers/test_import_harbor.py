@@ -195,6 +195,18 @@ def test_harbor_retries_a_trial_only_when_every_exception_it_recorded_is_retryab
     assert mixed.may_retry(replace(steps, raised=trials["ratelimit"].raised * 2))
 
 
+@pytest.mark.parametrize(("job", "rules"), [("job-026-mixed", "0.26"), ("job-mixed", "0.25")])
+def test_a_lock_without_a_version_takes_the_rules_the_trials_show(tmp_path: Path, job: str, rules: str) -> None:
+    """Harbor writes `version: null` where it cannot name itself: 0.26's trials record
+    `reward_valid`, 0.25's do not."""
+    copy = _copy(FIXTURES / job, tmp_path)
+    lock = json.loads((copy / "lock.json").read_text())
+    lock["harbor"]["version"] = None
+    (copy / "lock.json").write_text(json.dumps(lock))
+    starts = [event for event in read(copy, ImportOptions()) if isinstance(event, RunStarted)]
+    assert {start.harbor_rules for start in starts} == {rules}
+
+
 def test_run_ids_come_from_the_job_and_the_group_and_run_id_overrides_them() -> None:
     def run_ids(job: str, run_id: str | None) -> list[str]:
         events = read(FIXTURES / job, ImportOptions(run_id=run_id))
@@ -267,7 +279,7 @@ def _copy(job: Path, into: Path) -> Path:
             "solid__R8goNSc/result.json: no `agent_info` object",
         ),
         (lambda job: (job / "result.json").write_text("[]"), "result.json: not a JSON object"),
-        (lambda job: (job / "lock.json").write_text('{"harbor": {}, "trials": []}'), "lock.json: no `harbor.version`"),
+        (lambda job: (job / "lock.json").write_text('{"harbor": 3, "trials": []}'), "lock.json: no `harbor` object"),
         (
             lambda job: _edit_trial(job / "solid__R8goNSc" / "result.json", step_results=[{"exception_info": 3}]),
             "solid__R8goNSc/result.json: `step_results[0].exception_info` is not an object",
@@ -283,7 +295,7 @@ def _copy(job: Path, into: Path) -> Path:
         "half-written-trial",
         "not-a-trial",
         "not-an-object",
-        "lock-without-version",
+        "lock-without-harbor",
         "step-exception-not-an-object",
         "nested-too-deep",
     ],
