@@ -14,9 +14,10 @@ so the floats are the ones a rebuild gives.
 
 Safe because, while the run's keys stand, a task's state only grows: score rows and trials
 are appended, and a key a task gains (SEMANTICS.md section 1, rule 2) is a new attempt list.
-Whatever decides every task's keys afresh (a run.started after events, a restore, a failed
-step's undo) makes the run's pass@k tallies a new dict (`projections.fold.run.rekey_run`),
-and a cache made under another starts over (`current`). `refreshed` checks that growth too,
+Whatever decides every task's keys afresh (a run.started after events, which may also name
+the run's Harbor rules; a restore; a failed step's undo) makes the run's pass@k tallies a new
+dict (`projections.fold.run.rekey_run`), and a cache made under another starts over
+(`current`). `refreshed` checks that growth too,
 and starts over when a task shrank. The laws are tested against a fresh restore of the same
 state, byte for byte, and against the summary built from scratch
 (tests/projections/assembly/test_incremental.py).

@@ -1,4 +1,6 @@
-"""The run as Harbor's per-dataset stats (SEMANTICS.md section 6): the summary's `harbor` object.
+"""The run as Harbor's per-dataset stats (SEMANTICS.md section 6): the summary's `harbor` object,
+under the run's `harbor_rules` (a task's share counts its null attempts as 0s under "0.25",
+not at all under "0.26").
 
 Its figures are Harbor's own (`projections.figures.harbor`); here they are gathered from the
 tasks' shares in summary task order, and what a revision would gather again is kept in the
@@ -44,12 +46,13 @@ def share_of(lists: Mapping[str, AttemptList], eligible: Mapping[str, Key], rule
     under "0.25" it is a 0)."""
     tallies: dict[str, Tally] = {}
     broken = set()
-    nulls_count = rules == "0.25"
+    null_is_zero = rules == "0.25"
     for name, attempt_list in lists.items():
         n = c = 0
         for _, value, _ in attempt_list:
             if value is None:
-                n += nulls_count
+                if null_is_zero:
+                    n += 1
                 continue
             n += 1
             if value == 1.0:
