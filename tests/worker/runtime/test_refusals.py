@@ -111,6 +111,8 @@ NO_REFUSALS = [
     sender_died(InvalidProducerIdMapping()),
     sender_died(KafkaConnectionError()),
     sender_died(MessageSizeTooLargeError()),  # the sender's death is no record's fault, whatever it died of
+    KafkaError("NotCoordinatorError()"),  # a coordinator lookup's unexpected answer, as the sender wraps it
+    AssertionError("Invalid state transition TransactionState.FATAL_ERROR -> ..."),  # a dead producer's state
 ]
 
 
