@@ -289,8 +289,7 @@ def test_a_changelog_record_the_producer_itself_finds_too_large_parks_its_run_on
     state-refused) and the partition's other run lands; nothing is retried for ever."""
     big_key = b't["run-a","t"]'
     broker = Broker(refuse=lambda write: "at once" if write.stream == "changelog" and write.key == big_key else None)
-    messages = [(0, b"run-a", encode(event)) for event in _one_task_run("run-a")]
-    messages += [(0, b"run-c", encode(event)) for event in _one_task_run("run-c")]
+    messages = [(0, run.encode(), encode(event)) for run in ("run-a", "run-c") for event in _one_task_run(run)]
     solo = worker(broker, messages, flush_every=1)
 
     async def go() -> None:
