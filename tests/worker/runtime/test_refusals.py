@@ -43,7 +43,7 @@ from faust.exceptions import ProducerSendError
 from events.codec import encode
 from events.models import InputEvent
 from tests import builders
-from tests.worker.runtime.engine_harness import Broker, run, worker
+from tests.worker.runtime.engine_harness import Broker, Message, run, worker
 from worker.runtime.engine import FAILING_AFTER
 from worker.runtime.ownership import Fatal
 from worker.runtime.refusals import InvalidRecordError, fatal, refusal, why_fatal
@@ -289,7 +289,9 @@ def test_a_changelog_record_the_producer_itself_finds_too_large_parks_its_run_on
     state-refused) and the partition's other run lands; nothing is retried for ever."""
     big_key = b't["run-a","t"]'
     broker = Broker(refuse=lambda write: "at once" if write.stream == "changelog" and write.key == big_key else None)
-    messages = [(0, run.encode(), encode(event)) for run in ("run-a", "run-c") for event in _one_task_run(run)]
+    messages: list[Message] = [
+        (0, run.encode(), encode(event)) for run in ("run-a", "run-c") for event in _one_task_run(run)
+    ]
     solo = worker(broker, messages, flush_every=1)
 
     async def go() -> None:
