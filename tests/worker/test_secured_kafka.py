@@ -328,6 +328,7 @@ def test_an_output_topic_that_becomes_unwritable_is_a_refusal_of_its_outputs_and
         deadletter_topic=f"{cluster.settings.deadletter_topic}{suffix}",
         events_topic=f"{cluster.settings.events_topic}{suffix}",
         app_id=f"{cluster.settings.app_id}{suffix}",
+        web_port=free_port(),  # not the module's worker's
     )
     asyncio.run(ensure_topics(settings))
     worker = WorkerProcess(settings, tmp_path / "worker")
