@@ -15,7 +15,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
+from typing import get_args
 
+from events.outputs import RunSummary
+from projections.storage import VERSION as STORAGE_VERSION
 from worker.commands.cli import (
     broker,
     dashboard,
@@ -58,12 +62,20 @@ COMMANDS = (
 )
 
 
+def version_text() -> str:
+    """The package's version, the event contract's and the store's: what a bug report needs."""
+    # The contract's version is the one the output models are typed with (`Literal[1]`).
+    (contract,) = get_args(RunSummary.model_fields["schema_version"].annotation)
+    return f"evalstream {version('evalstream')} (event contract version {contract}, storage version {STORAGE_VERSION})"
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="evalstream",
         description="Live, exact, replayable eval run summaries.",
         epilog="example: evalstream replay log.jsonl | evalstream digest   (evalstream COMMAND --help for each)",
     )
+    root.add_argument("--version", action="version", version=version_text())
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add(commands)
