@@ -5,8 +5,8 @@ folded from the events topic as it lands, with the worker's own step (`projectio
 what `replay --from-topic` uses: the records keyed by the candidate's run id, in offset
 order, the offset as the position), from the start of the topic, so a gate started late
 catches up first. The events topic, not the worker's progress: progress carries no per-task
-attempts. After each applied event, `projections.analysis.gate.live` takes the tasks it completed
-and updates each key's anytime-valid confidence sequence (`projections.analysis.gate.sequence`: the
+attempts. After each applied event, `projections.analysis.gate.live` pairs the attempts it added
+with the baseline's and updates each key's anytime-valid confidence sequence (`projections.analysis.gate.sequence`: the
 predictable plug-in empirical-Bernstein CS of Waudby-Smith and Ramdas 2024, after Howard et
 al. 2021), which stays valid however often it is looked at; a line is printed per look.
 
@@ -183,7 +183,7 @@ def _tasks(paired: int) -> str:
 
 
 def _paired(gate: LiveGate) -> int:
-    return max((sequence.count for sequence in gate.sequences.values()), default=0)
+    return max((len(tasks) for tasks in gate.paired.values()), default=0)
 
 
 def _interval(look: Look) -> str:
@@ -196,8 +196,9 @@ def _print_look(look: Look, trials: Trials, options: Options, out: TextIO) -> No
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         mean = "" if look.mean is None else f"mean diff {look.mean:+.4f}, "
+        pairs = f"{look.pairs} attempt{'' if look.pairs == 1 else 's'} paired"
         out.write(
-            f"{look.key}: {_tasks(look.paired)}, {mean}95% CS {_interval(look)}, {look.decision.upper()}; "
+            f"{look.key}: {_tasks(look.paired)}, {pairs}, {mean}95% CS {_interval(look)}, {look.decision.upper()}; "
             f"{trials.describe()}\n"
         )
     out.flush()
@@ -207,6 +208,7 @@ def _look_record(look: Look) -> dict[str, object]:
     return {
         "key": look.key,
         "paired": look.paired,
+        "pairs": look.pairs,
         "mean": look.mean,
         "interval": list(look.interval),
         "decision": look.decision,
