@@ -45,16 +45,24 @@ def _retried(status: int) -> bool:
 
 
 async def post(
-    url: str, body: Mapping[str, Any], *, attempts: int = 5, first_delay: float = 0.5, timeout: float = 10.0
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    attempts: int = 5,
+    first_delay: float = 0.5,
+    timeout: float = 10.0,
+    key: str | None = None,
 ) -> None:
-    """POST `body` as JSON to `url`, retried as the module says; `WebhookFailed` if it never took it."""
+    """POST `body` as JSON to `url`, retried as the module says; `WebhookFailed` if it never took
+    it. `key` goes in an `Idempotency-Key` header, for a receiver that drops what it already has."""
     data = orjson.dumps(body)
+    headers = {"Content-Type": "application/json", **({"Idempotency-Key": key} if key else {})}
     delay = first_delay
     last = "no attempt made"
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
         for attempt in range(1, attempts + 1):
             try:
-                async with session.post(url, data=data, headers={"Content-Type": "application/json"}) as answer:
+                async with session.post(url, data=data, headers=headers) as answer:
                     if answer.status < 300:
                         return
                     last = f"HTTP {answer.status} {(await answer.text())[:200]!r}"

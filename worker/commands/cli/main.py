@@ -21,6 +21,7 @@ from typing import get_args
 from events.outputs import RunSummary
 from projections.storage import VERSION as STORAGE_VERSION
 from worker.commands.cli import (
+    alerts,
     broker,
     dashboard,
     digest,
@@ -55,6 +56,7 @@ COMMANDS = (
     history,
     dashboard,
     gate,
+    alerts,
     export,
     retry,
     schema,
