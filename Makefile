@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean
+.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,12 +51,16 @@ deploy-check: install
 	$(BIN)/kubernetes-validate --strict --quiet -k 1.30.0 deploy/k8s/*.yaml
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 
-unit: install chromium
+unit: install chromium prometheus
 	$(BIN)/python -m pytest
 
 ## Debian's chromium for the browser tests, when the machine has none (.ci/chromium).
 chromium:
 	bash .ci/chromium
+
+## Debian's prometheus for the Grafana dashboard's test, when the machine has none (.ci/prometheus).
+prometheus:
+	bash .ci/prometheus
 
 ## A local Kafka broker, the worker, the dashboard (its URL printed), a simulated run streamed live.
 demo: install

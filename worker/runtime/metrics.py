@@ -19,8 +19,9 @@ on it together with lag), `evalstream_checkpoint_duration_seconds` (histogram),
 over, or a transaction ran past its timeout), `evalstream_partitions_redone_total` (a
 partition read again from its checkpoint), `evalstream_checkpoints_refused_total` (written
 again without what the broker refused), `evalstream_checkpoints_abandoned_total`,
-`evalstream_archive_read_retries_total` and `evalstream_runs_parked_total{reason}`; and
-prometheus-client's `process_*` and `python_gc_*` collectors.
+`evalstream_archive_read_retries_total` and `evalstream_runs_parked_total{reason}`; the eval's
+own figures per open run (`worker.runtime.eval_figures`); and prometheus-client's `process_*`
+and `python_gc_*` collectors.
 
 No label or value comes from the settings, so no credential can reach a metric.
 """
@@ -108,6 +109,7 @@ class WorkerMetrics(Collector):
             "Estimated memory of the runs in the run cache, as of its last eviction",
             cache.held_bytes,
         )
+        yield from self.processor.progress.figures.collect()
 
     def _engine(self) -> Iterator[Metric]:
         counts = self.engine
