@@ -98,9 +98,11 @@ bench-dashboard-scale: install
 bench-export: install
 	$(BIN)/python -m bench.export
 
-## The live gate's false-alarm rate under the null and decision time on a planted regression, by simulation.
+## The live gate's false-alarm rate under the null and decision time on a planted regression, by simulation;
+## then the Inspect manager on real Inspect evals (mockllm): samples not run, false stops (~10 minutes).
 bench-gate: install
 	$(BIN)/python -m bench.gate
+	$(BIN)/python -m bench.inspect_gate
 
 ## Every fault scenario at full size (~15 minutes): prints the chaos table.
 bench-chaos: install
