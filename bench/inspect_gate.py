@@ -1,7 +1,8 @@
 """The Inspect manager (`worker.early_stopping.GateStopping`) on real Inspect evals: the share of
 samples not run when the candidate regressed, and when it did not (false stops).
 
-Run: `python -m bench.inspect_gate --seeds 30` (`make bench-gate` runs it after `bench.gate`).
+Run: `python -m bench.inspect_gate --seeds 80` (`make bench-gate` runs it after `bench.gate`; ~10
+minutes: 80 seeds are what it takes for an interval on false stops to lie below 5%).
 Each seed is three evals of tests/fixtures/inspect/tasks/planted.py with `mockllm` (40 samples
 x 3 epochs, one sample at a time, as Inspect schedules them: every sample's first epoch, then
 the second, ...): a baseline, folded into its summary as `evalstream import inspect | replay`
@@ -72,7 +73,7 @@ def mean_interval(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--seeds", type=int, default=80)
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--drop", type=float, default=0.3)
