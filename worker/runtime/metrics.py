@@ -19,11 +19,12 @@ on it together with lag), `evalstream_checkpoint_duration_seconds` (histogram),
 over, or a transaction ran past its timeout), `evalstream_partitions_redone_total` (a
 partition read again from its checkpoint), `evalstream_checkpoints_refused_total` (written
 again without what the broker refused), `evalstream_checkpoints_abandoned_total`,
-`evalstream_archive_read_retries_total` and `evalstream_runs_parked_total{reason}`; the eval's
-own figures per open run (`worker.runtime.eval_figures`); and prometheus-client's `process_*`
-and `python_gc_*` collectors.
+`evalstream_archive_read_retries_total` and `evalstream_runs_parked_total{reason}`; and
+prometheus-client's `process_*` and `python_gc_*` collectors.
 
 No label or value comes from the settings, so no credential can reach a metric.
+
+Beside them, the eval's own figures per open run (`worker.runtime.eval_figures`).
 """
 
 from __future__ import annotations
