@@ -53,7 +53,11 @@ def start_alerts(settings: Settings, url: str, state: Path, log: Path) -> subpro
     before = following(log)
     with log.open("ab") as out:
         process = subprocess.Popen(command, stderr=out, stdout=out)
-    until(lambda: following(log) > before, 60, log)
+    try:
+        until(lambda: following(log) > before, 60, log)
+    except AssertionError:
+        kill(process)
+        raise
     return process
 
 
@@ -89,13 +93,15 @@ def test_each_alert_arrives_once_across_kill_9s_of_the_alerter_and_the_worker(bo
     state, log = tmp_path / "alerts-state", tmp_path / "alerts.log"
     # What the topics held before the first start is history: recorded, not sent.
     worker = WorkerProcess(settings.with_overrides(web_port=free_port()), tmp_path / "worker")
+    alerters: list[subprocess.Popen[bytes]] = []
     with receiver([503]) as hook:  # busy at first: the first alert is taken on a retry
         try:
             worker.wait_ready()
             publish(settings, tmp_path, run_events("old", {"a": [1, 1]}))
             until(lambda: summarised(settings, "old"), 60, tmp_path / "worker" / "worker.log")
             alerter = start_alerts(settings, hook.url, state, log)
-            # r1: closes with half its trials dead; r2 (same benchmark) flips a and b.
+            alerters.append(alerter)
+            # r1: closes with half its trials dead; r2 (same benchmark) flips a, b and c.
             publish(settings, tmp_path, run_events("r1", {"a": [1, 1], "b": [None, None], "c": [None, 1]}))
             first = {"r1/1/run-closed", "r1/0/dead-trials"}
             until(lambda: first <= set(ids(hook)), 90, log)
@@ -106,11 +112,15 @@ def test_each_alert_arrives_once_across_kill_9s_of_the_alerter_and_the_worker(bo
             # r2 is on the topic before the alerter is back: it is found by reading again, not by following.
             until(lambda: summarised(settings, "r2"), 120, tmp_path / "worker" / "worker.log")
             alerter = start_alerts(settings, hook.url, state, log)
+            alerters.append(alerter)
             second = {"r2/1/run-closed", "r2/1/verdict-flip"}
             until(lambda: second <= set(ids(hook)), 120, log)
             time.sleep(3)  # anything sent twice would arrive by now
             kill(alerter)
         finally:
+            for each in alerters:
+                if each.poll() is None:
+                    kill(each)
             worker.stop()
     sent = ids(hook)
     assert set(sent) == first | second, sent  # nothing of the history (run "old")
