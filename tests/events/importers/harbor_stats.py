@@ -66,7 +66,8 @@ def recorded_types(job: Path) -> dict[str, list[str]]:
     found = {}
     for file in job.glob("*/result.json"):
         result = json.loads(file.read_text())
-        infos = [result.get("exception_info")] + [step.get("exception_info") for step in result.get("step_results") or []]
+        steps = result.get("step_results") or []
+        infos = [result.get("exception_info")] + [step.get("exception_info") for step in steps]
         found[result["trial_name"]] = [info["exception_type"] for info in infos if info]
     return found
 
@@ -87,8 +88,8 @@ def assert_matches_harbor(
     floats (Harbor writes `1` or `1.0`, we write `repr(float)`), pass@k equal as floats."""
     assert ours["n_trials"] == theirs["n_trials"]
     assert ours["n_errors"] == theirs["n_errors"]
-    expected = under_first_type(theirs["exception_stats"], types)
-    assert list(ours["exception_stats"].items()) == list(expected.items())
+    listed = under_first_type(theirs["exception_stats"], types)
+    assert list(ours["exception_stats"].items()) == list(listed.items())
     mine = {key.removeprefix(PREFIX): values for key, values in ours["reward_stats"].items()}
     assert set(mine) == set(theirs["reward_stats"])
     for key, values in theirs["reward_stats"].items():

@@ -24,8 +24,8 @@ from tests.events.importers.harbor_stats import (
     closing_lines,
     harbor_evals,
     imported,
-    replayed,
     recorded_types,
+    replayed,
     several_reward_keys,
     summaries,
 )
@@ -43,9 +43,8 @@ def test_the_replayed_harbor_block_is_harbors_own_job_stats(job: Path) -> None:
     theirs = harbor_evals(job)
     assert set(ours) == set(theirs)
     for run_id, stats in theirs.items():
-        assert_matches_harbor(
-            ours[run_id]["harbor"], stats, finished=finished, multi_key=several_reward_keys(job), types=recorded_types(job)
-        )
+        multi_key, types = several_reward_keys(job), recorded_types(job)
+        assert_matches_harbor(ours[run_id]["harbor"], stats, finished=finished, multi_key=multi_key, types=types)
 
 
 def test_the_command_line_pipe_gives_the_same_summaries() -> None:
@@ -217,9 +216,12 @@ def test_a_trial_that_recorded_two_types_is_listed_under_its_first_only() -> Non
     rest = ("n_trials", "n_errors", "reward_stats", "pass_at_k")
     assert [ours[key] for key in rest] == [theirs[key] for key in rest] == [0, 4, {}, {}]
     errors = {event.trial_id: event.error for event in read(job, ImportOptions()) if isinstance(event, TrialFinished)}
-    for trial, other in [(name, "RateLimitError") for name in steprate] + [(name, "BadRequestError") for name in steptypes]:
+    others = dict.fromkeys(steprate, "RateLimitError") | dict.fromkeys(steptypes, "BadRequestError")
+    for trial, other in others.items():
         error = errors[trial]
-        assert error is not None and error.type == "SandboxStopError"
+        assert error is not None
+        assert error.type == "SandboxStopError"
+        assert error.message is not None
         assert error.message.endswith(f"(also raised: {other})")
 
 
