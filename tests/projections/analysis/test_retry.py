@@ -81,3 +81,25 @@ def test_a_malformed_not_retried_label_is_named(label: str) -> None:
     summary = summary_of(scored_run("r", {"a": [1]}, labels={"not_retried": label}), "r")
     with pytest.raises(ValueError, match="label 'not_retried' is not"):
         retries(summary, 2)
+
+
+@given(attempt_lists, st.integers(1, 6), st.data())
+def test_settled_trials_count_as_attempts_that_will_not_come(
+    attempts: dict[str, list[object]], per_task: int, data: st.DataObject
+) -> None:
+    """Whatever unmeasured trials the label settles, a task lacks attempts_per_task minus its
+    measured and settled trials; without the label, what it lacked before."""
+    dead = {
+        task: [f"{task}-{n}" for n, value in enumerate(values) if value is None] for task, values in attempts.items()
+    }
+    settled = {task: data.draw(st.lists(st.sampled_from(names), unique=True)) for task, names in dead.items() if names}
+    label = {"not_retried": not_retried.encode(settled)}
+    listed = {
+        retry.task_id: retry for retry in retries(summary_of(scored_run("r", attempts, labels=label), "r"), per_task)
+    }
+    for task, values in attempts.items():
+        measured = sum(value is not None for value in values)
+        lacks = max(0, per_task - measured - len(settled.get(task, [])))
+        assert (listed[task].lacks if task in listed else 0) == lacks
+        if task in listed:
+            assert listed[task].not_retried == tuple(settled.get(task, ()))
