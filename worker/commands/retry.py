@@ -24,6 +24,7 @@ from typing import TextIO
 
 import orjson
 
+from events import not_retried
 from events.clients.kafka import TopicMissing
 from events.outputs import RunProgress, RunSummary
 from projections.analysis.retry import retries
@@ -73,9 +74,11 @@ def run(
         out.write(orjson.dumps(line).decode() + "\n")
     missing = sum(retry.lacks for retry in found)
     tasks = "1 task lacks" if len(found) == 1 else f"{len(found)} tasks lack"
+    settled = sum(map(len, not_retried.decode(summary.labels).values()))
+    kept = f"; {settled} unmeasured trials its harness would not retry (label not_retried) left out" if settled else ""
     err.write(
         f"retry: run {run_id!r} (revision {summary.revision}): {tasks} {missing} attempt{'' if missing == 1 else 's'} "
-        f"(attempts_per_task {per_task}, from {source})\n"
+        f"(attempts_per_task {per_task}, from {source}){kept}\n"
     )
     return 0
 

@@ -85,12 +85,17 @@ def test_bad_input_exits_2(log: Path, tmp_path: Path) -> None:
 
 
 def _harbor_retries(job: Path, tmp_path: Path) -> dict[str, tuple[int, list[str]]]:
-    """What `evalstream retry` lists for an imported Harbor job: {task: (lacks, not_retried)}."""
+    """What `evalstream retry` lists for an imported Harbor job: {task: (lacks, not_retried)};
+    its stderr says how many trials the label left out."""
     log = tmp_path / f"{job.name}.jsonl"
     log.write_bytes(b"".join(line + b"\n" for line in imported(job)))
     (run_id,) = {orjson.loads(line)["run_id"] for line in imported(job)}
     done = evalstream("retry", run_id, "--from-file", "-", stdin=replayed(log, "--progress"))
     assert done.returncode == 0, done.stderr
+    settled = sum(map(len, orjson.loads(orjson.loads(imported(job)[0])["labels"]["not_retried"]).values()))
+    assert done.stderr.decode().endswith(
+        f"; {settled} unmeasured trials its harness would not retry (label not_retried) left out\n"
+    )
     lines = [orjson.loads(line) for line in done.stdout.splitlines()]
     return {line["task_id"]: (line["lacks"], line["not_retried"]) for line in lines}
 
