@@ -34,6 +34,12 @@ still running, and is skipped). Mapping choices:
   as Harbor leaves it out of `n_trials`, `reward_stats` and pass@k. A trial without rewards
   is a dead trial (`failed`, failure `trial`). A 0.25 job records no validity: every
   reward counts, as Harbor 0.25 counted it.
+- Retries: Harbor re-runs a trial when it raised and every exception it recorded is
+  retryable under the job's retry settings (`retry.include_exceptions` and
+  `exclude_exceptions` in its config.json; 0.26 writes the exclusions it resolved from its
+  error policies and the job's `override_error_policy`). Each run's `run.started` labels the
+  trials left unmeasured (no rewards, or rewards not valid) that this rule would not re-run:
+  `not_retried`, `{task: [trial, ...]}` (`events.not_retried`), which `evalstream retry` reads.
 - Exceptions in `exception_stats`: Harbor 0.26 lists a trial under each distinct type it
   recorded; an event carries one error, so a trial that recorded several types is listed
   under its first one only (the others are in the error's message).
@@ -61,6 +67,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from events import not_retried as not_retried_label
 from events.codec import from_object
 from events.importers.source import ImportOptions, SourceError, event_id, json_value
 from events.models import HarborRules, InputEvent, RunClosed, RunStarted
@@ -158,12 +165,16 @@ class Job:
     rules: HarborRules
     """The `harbor_rules` of the Harbor version that ran the job."""
 
+    def retries(self, trial: Trial) -> bool:
+        """Harbor's retry rule (`TrialQueue._execute_trial_with_retries`): a trial is re-run
+        when it raised and every exception it recorded is retryable (`RetryConfig.is_retryable`),
+        whatever `max_retries` allows. The one rule `follow` and the `not_retried` label follow."""
+        return bool(trial.raised) and all(self.retryable(raised.type) for raised in trial.raised)
+
     def may_retry(self, trial: Trial) -> bool:
-        """Whether Harbor may still re-run `trial`: it raised, and every exception it recorded
-        is retryable (`TrialQueue._execute_trial_with_retries`, `RetryConfig.is_retryable`)."""
-        if not trial.raised or self.finished or self.max_retries == 0:
-            return False
-        return all(self.retryable(raised.type) for raised in trial.raised)
+        """Whether Harbor may still re-run `trial`: the job is running, allows retries, and
+        its rule retries the trial."""
+        return not self.finished and self.max_retries > 0 and self.retries(trial)
 
     def retryable(self, exception_type: str) -> bool:
         if exception_type in self.retry_exclude:
@@ -404,6 +415,12 @@ def run_started(job: Job, run_id: str, trials: Sequence[Trial]) -> RunStarted:
     labels = {"harbor_job": job.name, "agent": first.agent, "dataset": first.dataset}
     if first.model is not None:
         labels["model"] = first.model
+    not_retried: dict[str, list[str]] = {}
+    for trial in start_order(trials):
+        if (trial.rewards is None or not trial.reward_valid) and not job.retries(trial):
+            not_retried.setdefault(trial.task, []).append(trial.name)
+    if not_retried:
+        labels[not_retried_label.LABEL] = not_retried_label.encode(not_retried)
     body: dict[str, Any] = {
         **_envelope(run_id, event_id(job.id, "started"), None),
         "type": "run.started",

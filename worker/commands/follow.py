@@ -20,8 +20,9 @@ an imported one are the same events. Choices:
 - When the job allows retries (`retry.max_retries` > 0 in its config.json), Harbor re-runs
   a failed trial under the same name (after removing its directory) when every exception
   the trial recorded (its own and its steps') is retryable by the job's retry
-  include/exclude lists: follow holds such a trial back until the job is done, then
-  publishes the `result.json` that is there.
+  include/exclude lists (`Job.retries`, the rule the `not_retried` label is written by):
+  follow holds such a trial back until the job is done, then publishes the `result.json`
+  that is there.
 - Order: each poll publishes what ended since the last one, in the order those trials
   started. With one trial at a time (`n_concurrent_trials` 1) and nothing held back that
   is the order `import` gives the finished job, and the summary is the same bytes. With

@@ -2,8 +2,10 @@
 
 Reads the run's latest summary (the summaries topic, or `--from-file` as `gate` reads it) and
 prints, per task that lacks attempts (`projections.analysis.retry`), one line:
-`{"run_id", "task_id", "lacks", "attempts_per_task", "dead_trials", "keys": {key: {"measured",
-"dead", "lacks"}}}`; a harness runs `lacks` more trials of `task_id`. A line on stderr says how
+`{"run_id", "task_id", "lacks", "attempts_per_task", "dead_trials", "not_retried", "keys": {key:
+{"measured", "dead", "lacks", "not_retried"}}}`; a harness runs `lacks` more trials of
+`task_id`. Trials the run's `not_retried` label names (Harbor's retry rule) are not counted as
+lacking. A line on stderr says how
 many tasks and attempts that is, and where attempts_per_task came from.
 
 attempts_per_task is not in the summary (EVENTS.md's `run.summary` has no such field), so it
@@ -22,6 +24,7 @@ from typing import TextIO
 
 import orjson
 
+from events import not_retried
 from events.clients.kafka import TopicMissing
 from events.outputs import RunProgress, RunSummary
 from projections.analysis.retry import retries
@@ -61,16 +64,21 @@ def run(
         per_task, source = attempts_per_task, "--attempts-per-task"
     else:
         per_task, source = _from_progress(summary, progress, where), f"its run.progress in {where}"
-    found = retries(summary, per_task)
+    try:
+        found = retries(summary, per_task)
+    except ValueError as error:
+        raise CommandError(f"run {run_id!r}: {error}; fix or drop the label where the run is produced") from None
     for retry in found:
         line = {"run_id": run_id, "task_id": retry.task_id, "lacks": retry.lacks, "attempts_per_task": per_task}
-        line |= {"dead_trials": retry.dead_trials, "keys": retry.keys}
+        line |= {"dead_trials": retry.dead_trials, "not_retried": retry.not_retried, "keys": retry.keys}
         out.write(orjson.dumps(line).decode() + "\n")
     missing = sum(retry.lacks for retry in found)
     tasks = "1 task lacks" if len(found) == 1 else f"{len(found)} tasks lack"
+    settled = sum(map(len, not_retried.decode(summary.labels).values()))
+    kept = f"; {settled} unmeasured trials its harness would not retry (label not_retried) left out" if settled else ""
     err.write(
         f"retry: run {run_id!r} (revision {summary.revision}): {tasks} {missing} attempt{'' if missing == 1 else 's'} "
-        f"(attempts_per_task {per_task}, from {source})\n"
+        f"(attempts_per_task {per_task}, from {source}){kept}\n"
     )
     return 0
 

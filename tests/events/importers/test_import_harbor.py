@@ -24,6 +24,7 @@ from tests.events.importers.harbor_stats import (
     closing_lines,
     harbor_evals,
     imported,
+    recorded_types,
     replayed,
     several_reward_keys,
     summaries,
@@ -42,7 +43,8 @@ def test_the_replayed_harbor_block_is_harbors_own_job_stats(job: Path) -> None:
     theirs = harbor_evals(job)
     assert set(ours) == set(theirs)
     for run_id, stats in theirs.items():
-        assert_matches_harbor(ours[run_id]["harbor"], stats, finished=finished, multi_key=several_reward_keys(job))
+        multi_key, types = several_reward_keys(job), recorded_types(job)
+        assert_matches_harbor(ours[run_id]["harbor"], stats, finished=finished, multi_key=multi_key, types=types)
 
 
 def test_the_command_line_pipe_gives_the_same_summaries() -> None:
@@ -193,6 +195,34 @@ def test_harbor_retries_a_trial_only_when_every_exception_it_recorded_is_retryab
     both = replace(steps, raised=(*trials["ratelimit"].raised, *steps.raised))
     assert not mixed.may_retry(both)
     assert mixed.may_retry(replace(steps, raised=trials["ratelimit"].raised * 2))
+
+
+def test_a_trial_that_recorded_two_types_is_listed_under_its_first_only() -> None:
+    """job-026-twotypes: each trial recorded the sandbox's SandboxStopError (its own, first)
+    and its first step's RateLimitError or BadRequestError. Harbor lists each trial under
+    both types; the event carries one error, so ours lists it under SandboxStopError only and
+    names the other type in the message. Everything else is Harbor's figure."""
+    job = FIXTURES / "job-026-twotypes"
+    ((run_id, theirs),) = harbor_evals(job).items()
+    ours = summaries(replayed(imported(job)))[run_id]["harbor"]
+    steprate = sorted(name for name in recorded_types(job) if name.startswith("steprate__"))
+    steptypes = sorted(name for name in recorded_types(job) if name.startswith("steptypes__"))
+    assert {kind: sorted(trials) for kind, trials in theirs["exception_stats"].items()} == {
+        "RateLimitError": steprate,
+        "SandboxStopError": sorted(steprate + steptypes),
+        "BadRequestError": steptypes,
+    }
+    assert ours["exception_stats"] == {"SandboxStopError": theirs["exception_stats"]["SandboxStopError"]}
+    rest = ("n_trials", "n_errors", "reward_stats", "pass_at_k")
+    assert [ours[key] for key in rest] == [theirs[key] for key in rest] == [0, 4, {}, {}]
+    errors = {event.trial_id: event.error for event in read(job, ImportOptions()) if isinstance(event, TrialFinished)}
+    others = dict.fromkeys(steprate, "RateLimitError") | dict.fromkeys(steptypes, "BadRequestError")
+    for trial, other in others.items():
+        error = errors[trial]
+        assert error is not None
+        assert error.type == "SandboxStopError"
+        assert error.message is not None
+        assert error.message.endswith(f"(also raised: {other})")
 
 
 @pytest.mark.parametrize(("job", "rules"), [("job-026-mixed", "0.26"), ("job-mixed", "0.25")])

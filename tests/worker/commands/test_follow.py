@@ -77,18 +77,25 @@ def test_with_retries_allowed_failed_trials_wait_for_the_job_to_finish(tmp_path:
     assert ours["harbor"] != theirs["harbor"]
 
 
-def test_under_harbor_0_26_only_a_trial_whose_every_exception_is_retryable_waits(tmp_path: Path) -> None:
-    """job-026-retry: RateLimitError is retryable (held back until the job is done);
-    BadRequestError is not (published as its trial ends)."""
-    target = tmp_path / "job-026-retry"
+@pytest.mark.parametrize(
+    ("name", "live_failed"), [("job-026-retry", "evalfix/badrequest"), ("job-026-twotypes", "evalfix/steptypes")]
+)
+def test_under_harbor_0_26_only_a_trial_whose_every_exception_is_retryable_waits(
+    tmp_path: Path, name: str, live_failed: str
+) -> None:
+    """job-026-retry: RateLimitError is retryable (held back until the job is done),
+    BadRequestError is not (published as its trial ends). job-026-twotypes: a trial that
+    recorded SandboxStopError and RateLimitError waits; one that recorded SandboxStopError
+    (retryable, and its error's type) and BadRequestError does not."""
+    target = tmp_path / name
     follower = HarborJob(target, ImportOptions())
     live: list[InputEvent] = []
-    for step in write_job(FIXTURES / "job-026-retry", target):
+    for step in write_job(FIXTURES / name, target):
         poll = follower.poll()
         if step != "job finished":
             live += poll.events
-    errors = {e.error.type for e in live if isinstance(e, TrialFinished) and e.error}
-    assert errors == {"BadRequestError"}
+    failed = {e.task_id for e in live if isinstance(e, TrialFinished) and e.status == "failed"}
+    assert failed == {live_failed}
     assert sorted(_lines(live + poll.events)) == sorted(imported(target))
 
 

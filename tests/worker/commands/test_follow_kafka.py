@@ -5,10 +5,13 @@ imported finished job."""
 from __future__ import annotations
 
 import asyncio
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import orjson
 import pytest
@@ -51,21 +54,62 @@ def _finish(follow: subprocess.Popen[bytes]) -> str:
     return stderr.decode()
 
 
+class Progress:
+    """Follow's stderr read line by line as it comes, so the test can wait for what it says."""
+
+    def __init__(self, follow: subprocess.Popen[bytes]) -> None:
+        self.follow, self.lines = follow, queue.SimpleQueue[str]()
+        self.seen: list[str] = []
+        assert follow.stderr is not None
+        self.reader = threading.Thread(target=self._read, args=(follow.stderr,), daemon=True)
+        self.reader.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            self.lines.put(line.decode())
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.seen):
+            assert self.follow.poll() is None, f"follow ended before saying {text!r}: {''.join(self.seen)}"
+            try:
+                self.seen.append(self.lines.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                raise AssertionError(f"follow did not say {text!r} in {timeout} s: {''.join(self.seen)}") from None
+
+    def finish(self) -> str:
+        assert self.follow.wait(timeout=120) == 0, "".join(self.seen)
+        self.reader.join(timeout=10)
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return "".join(self.seen)
+
+
 def test_following_a_job_as_it_is_written_gives_the_imported_summary(worker: WorkerProcess, tmp_path: Path) -> None:
+    """The directory is written in step with follow: each whole trial is written only once
+    follow has published the one before, so each poll can find one new trial at most, however
+    slowly the machine runs follow (a fixed pause per trial let two land in one poll under load)."""
     settings = worker.settings
     job = tmp_path / "job-mixed"
     steps = write_job(FIXTURES / "job-mixed", job)
     next(steps)
     follow = _follow(settings, job)
-    half_written = 0
+    progress = Progress(follow)
+    half_written = written = 0
     for step in steps:
-        half_written += step.endswith("half-written")
         assert follow.poll() is None, "follow ended before the job did"
-        time.sleep(STEP)
-    log = _finish(follow)
-    assert half_written == 8
+        if step.endswith("half-written"):
+            half_written += 1
+            time.sleep(STEP)  # a few polls that find the half-written file and publish nothing of it
+        elif step.endswith(" written"):
+            written += 1
+            progress.wait_for(f"({written} trials so far)")
+    log = progress.finish()
+    assert (half_written, written) == (8, 24)
     assert "Traceback" not in log
-    assert log.count("published 2 events") >= 20  # one trial at a time, as each result.json was whole
+    published = [line for line in log.splitlines() if line.startswith("published")]
+    # One trial a poll, each once its result.json was whole; then run.started and run.closed.
+    assert published == [f"published 2 events ({count} trials so far)" for count in [*range(1, 25), 24]]
 
     expected = replayed(imported(job)).splitlines()
     (run_id,) = {orjson.loads(line)["run_id"] for line in expected}

@@ -18,7 +18,8 @@ def add(commands: Commands) -> None:
     parser.description = (
         f"{parser.description}\nOne line per task: {{run_id, task_id, lacks, attempts_per_task, dead_trials, keys}};\n"
         "a harness runs `lacks` more trials of the task. attempts_per_task: --attempts-per-task, else the run's\n"
-        "latest run.progress (expected trials / declared tasks), else exit 2."
+        "latest run.progress (expected trials / declared tasks), else exit 2. Trials the run's not_retried label\n"
+        "names (Harbor's retry rule, written by its importer) are not counted as missing."
     )
     parser.add_argument("run_id", help="the run whose tasks to list")
     summaries_file_flag(parser)
