@@ -26,9 +26,11 @@ from tests.faults.chaos import (
 )
 from tests.faults.poison import NOT_A_MESSAGE, STATEFUL, poisons
 from worker.local import broker
-from worker.local.clusters import local_broker
-from worker.local.processes import isolated_settings
-from worker.local.records import create_compacting_fast, read_topic
+from worker.local.clusters import local_broker, proxied_broker
+from worker.local.nodes import TRANSACTION_LOG, three_nodes
+from worker.local.processes import WorkerProcess, isolated_settings
+from worker.local.records import create_compacting_fast, read_topic, read_whole
+from worker.local.toxiproxy import Toxiproxy
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 
@@ -50,17 +52,21 @@ def _run_with_faults(
     faults: list[Callable[[Group], None]],
     seed: int,
     env: dict[str, str] | None = None,
+    bootstraps: list[str] | None = None,
+    pauses: dict[int, float] | None = None,
 ) -> Result:
-    """Publish `log` over `seconds` while applying `faults` at random moments, each timed
-    from the moment it hits until every open run's progress resumes (`env`: more
-    environment variables for the workers)."""
+    """Publish `log` over `seconds` (`pauses`: silences, as `Publisher` takes them) while
+    applying `faults` at random moments, each timed from the moment it hits until every open
+    run's progress resumes (`env`: more environment variables for the workers; `bootstraps`:
+    theirs, as `Group` takes them). The result's traces are the workers' engine counters
+    (`chaos.COUNTERS`) summed, and its stall the committed readers' longest wait."""
     rng = random.Random(seed)
-    group = Group(settings, root, env)
+    group = Group(settings, root, env, bootstraps)
     for _ in range(workers):
         group.add()
     watch = ProgressWatch(settings)
     watch.start()
-    publisher = Publisher(settings, log, seconds)
+    publisher = Publisher(settings, log, seconds, pauses)
     recoveries = []
     try:
         for worker in group.workers:
@@ -68,6 +74,7 @@ def _run_with_faults(
         publisher.start()
         for fault in faults:
             time.sleep(rng.uniform(0.2, 2.0))
+            group.scrape_all()
             hit = time.monotonic()
             fault(group)
             recoveries.append(watch.recovery(hit, publisher))
@@ -75,7 +82,9 @@ def _run_with_faults(
     finally:
         watch.stopping.set()
         group.stop_all()
-    return Result(name, len(faults), len(log), runs, len(found), recoveries, found)
+    result = Result(name, len(faults), len(log), runs, len(found), recoveries, found, watch.stall)
+    result.traces.update(group.counted, workers_killed=group.killed)
+    return result
 
 
 def _kill_one(group: Group, rng: random.Random, *, replace: bool) -> None:
@@ -251,4 +260,224 @@ def frozen_owners(
         fresh.stop_all()
     result.mismatches += len(found)
     result.details += [f"after a restore from the changelog alone: {detail}" for detail in found]
+    return result
+
+
+def _owned(worker: WorkerProcess) -> set[str]:
+    """The events partitions `worker` reports on /metrics (its lag, per partition it owns)."""
+    try:
+        samples = worker.scrape()
+    except (OSError, RuntimeError):
+        return set()
+    return {name for name in samples if name.startswith("evalstream_consumer_lag{")}
+
+
+def network_partition(root: Path, *, cuts: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """Two workers over four partitions, each reaching a broker of its own through a Toxiproxy
+    proxy of its own. One worker at a time is cut off (every byte both ways dropped, no
+    connection closed) until the other owns every partition (past the cut one's session),
+    then healed: the cut one must find itself fenced and write nothing over the new owner.
+    Traces: the other worker owned all four partitions during each cut (`owned during cut`),
+    and the cut workers' producers were fenced or their partitions redone."""
+    rng = random.Random(seed)
+    env = {"EVALSTREAM_SESSION_TIMEOUT": str(FROZEN_SESSION)}
+    owned_all = []
+    with Toxiproxy(root) as toxiproxy, proxied_broker(root / "broker", toxiproxy, clients=2) as proxied:
+        proxy_of = dict(zip(proxied.bootstraps, proxied.proxies, strict=True))
+        settings = _prepared(proxied.config.bootstrap, partitions=4)
+        log = chaos_log("cut", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def cut(group: Group) -> None:
+            victim = rng.choice(group.workers)
+            (other,) = [worker for worker in group.workers if worker is not victim]
+            toxiproxy.cut(proxy_of[victim.settings.bootstrap])
+            began = time.monotonic()
+            try:
+                while len(_owned(other)) < 4 and time.monotonic() - began < FROZEN_SESSION * 6:
+                    time.sleep(0.2)
+                owned_all.append(len(_owned(other)) == 4)
+            finally:
+                toxiproxy.heal(proxy_of[victim.settings.bootstrap])
+
+        faults: list[Callable[[Group], None]] = [cut] * cuts
+        result = _run_with_faults(
+            settings, root, log, name="network partition", workers=2, seconds=seconds, faults=faults, seed=seed,
+            env=env, bootstraps=list(proxied.bootstraps),
+        )  # fmt: skip
+    result.traces["cuts the other worker took over"] = sum(owned_all)
+    return result
+
+
+def slow_and_reset(root: Path, *, faults: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """One worker reaching its broker through a Toxiproxy proxy while checkpoints commit: in
+    turn 400 ms of latency each way for a few seconds, then every connection reset as it
+    carries data for a moment (commits, offsets and records in flight lost mid-way). Traces:
+    checkpoints that took longer than the latency (`slow checkpoints`), and partitions redone
+    after a reset."""
+    rng = random.Random(seed)
+    with Toxiproxy(root) as toxiproxy, proxied_broker(root / "broker", toxiproxy, clients=1) as proxied:
+        (proxy,) = proxied.proxies
+        settings = _prepared(proxied.config.bootstrap, partitions=2)
+        log = chaos_log("slow", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def hit(index: int) -> Callable[[Group], None]:
+            def fault(group: Group) -> None:
+                if index % 2 == 0:
+                    toxiproxy.add(proxy, "slow", "latency", "downstream", latency=400, jitter=100)
+                    toxiproxy.add(proxy, "slow-up", "latency", "upstream", latency=400, jitter=100)
+                    time.sleep(rng.uniform(3.0, 5.0))
+                    toxiproxy.remove(proxy, "slow")
+                    toxiproxy.remove(proxy, "slow-up")
+                else:
+                    toxiproxy.add(proxy, "reset", "reset_peer", "upstream", timeout=0)
+                    time.sleep(rng.uniform(0.5, 1.5))
+                    toxiproxy.remove(proxy, "reset")
+
+            return fault
+
+        group_slow: list[float] = []
+
+        def slow_checkpoints(group: Group) -> None:
+            for worker in group.workers:
+                samples = worker.scrape()
+                total = samples.get("evalstream_checkpoint_duration_seconds_count", 0.0)
+                quick = samples.get('evalstream_checkpoint_duration_seconds_bucket{le="0.25"}', 0.0)
+                group_slow.append(total - quick)
+
+        def with_count(fault: Callable[[Group], None]) -> Callable[[Group], None]:
+            def counted(group: Group) -> None:
+                fault(group)
+                slow_checkpoints(group)
+
+            return counted
+
+        result = _run_with_faults(
+            settings, root, log, name="latency and resets", workers=1, seconds=seconds,
+            faults=[with_count(hit(index)) for index in range(faults)], seed=seed,
+            bootstraps=list(proxied.bootstraps),
+        )  # fmt: skip
+    result.traces["slow checkpoints"] = max(group_slow, default=0.0)
+    return result
+
+
+def coordinator_loss(root: Path, *, bounces: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """Two workers over four partitions on a three-node cluster (every topic 3 replicas, 2 in
+    sync for a write), as Kafka's transactions system test bounces brokers during a
+    transactional copy: in turn the transaction coordinator's node (the transaction log's
+    leader) and the node leading an events partition are killed hard while the workers
+    commit, then started again. Traces: each node killed led what it was killed for, and
+    another node took that lead while it was down (`leads moved`)."""
+    rng = random.Random(seed)
+    moved = []
+    with three_nodes(root / "cluster") as nodes:
+        settings = _prepared(nodes.bootstrap, partitions=4)
+        log = chaos_log("lost", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def bounce(index: int) -> Callable[[Group], None]:
+            def fault(group: Group) -> None:
+                topic, partition = (TRANSACTION_LOG, 0) if index % 2 == 0 else (settings.events_topic, rng.randrange(4))
+                node = nodes.leader(topic, partition)
+                nodes.kill(node)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    try:
+                        if nodes.leader(topic, partition) not in (node, -1):
+                            moved.append(f"{topic}[{partition}]")
+                            break
+                    except Exception:  # the cluster is electing: ask again
+                        pass
+                    time.sleep(0.5)
+                time.sleep(rng.uniform(1.0, 3.0))
+                nodes.restart(node)
+
+            return fault
+
+        faults = [bounce(index) for index in range(bounces)]
+        result = _run_with_faults(
+            settings, root, log, name="coordinator and leaders killed", workers=2, seconds=seconds,
+            faults=faults, seed=seed,
+        )  # fmt: skip
+    result.traces["leads moved"] = len(moved)
+    return result
+
+
+IDLE_EXPIRY = {
+    "transactional.id.expiration.ms": "5000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "1000",
+}
+"""A coordinator that forgets a transactional id idle for 5 s, checking every second (Kafka's
+defaults: 7 days, every hour)."""
+
+
+def idle_expiry(root: Path, *, bursts: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """One worker over four partitions on a broker whose coordinator forgets an idle
+    transactional id after 5 s (`IDLE_EXPIRY`); runs are published in `bursts`, `seconds`
+    each, separated by 12 s of silence, so that every partition's transactional id is
+    forgotten before the next burst writes through it. Traces: the coordinator's tombstones
+    for the worker's transactional ids in its log (`transactional ids expired`)."""
+    with local_broker(root / "broker", overrides=IDLE_EXPIRY) as config:
+        settings = _prepared(config.bootstrap, partitions=4)
+        log: list[Message] = []
+        pauses = {}
+        for burst in range(bursts):
+            if burst:
+                pauses[len(log)] = 12.0
+            log += chaos_log(f"burst{burst}", runs=runs, tasks=tasks, attempts=5, seed=seed + burst)
+        result = _run_with_faults(
+            settings, root, log, name="idle past the coordinator's expiry", workers=1, seconds=seconds * bursts,
+            faults=[], seed=seed, pauses=pauses,
+        )  # fmt: skip
+        # The coordinator logs nothing when it forgets an id: it writes the id's tombstone.
+        expired = [
+            record
+            for record in read_whole(settings, TRANSACTION_LOG)
+            if record.value is None and record.key is not None and settings.app_id.encode() in record.key
+        ]
+    result.faults = bursts - 1
+    result.traces["transactional ids expired"] = len(expired)
+    return result
+
+
+SHUTDOWN_BOUND = 30.0
+"""How long a worker may take to end after SIGTERM, whatever the broker does."""
+
+
+def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """Two workers over four partitions on a broker of their own; in turn a third worker
+    joins (the group revokes partitions from the two) or nothing changes, the broker is
+    killed at once (mid-revocation, mid-checkpoint), and every worker is sent SIGTERM: each
+    must end within `SHUTDOWN_BOUND` though the broker is away. Then the broker comes back and
+    the workers restart on their data dirs. Traces: the broker was down when each SIGTERM was
+    sent (`workers ended during an outage`), and the longest exit (`slowest exit (s)`)."""
+    rng = random.Random(seed)
+    exits: list[float] = []
+    with local_broker(root / "broker") as config:
+        settings = _prepared(config.bootstrap, partitions=4)
+        log = chaos_log("away", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def outage(index: int) -> Callable[[Group], None]:
+            def fault(group: Group) -> None:
+                if index % 2 == 0:
+                    group.add()
+                    time.sleep(rng.uniform(0.5, 1.5))  # the joiner's request reaches the group
+                pid = broker.status(config).pid
+                assert pid is not None, "the broker is not running"
+                os.kill(pid, signal.SIGKILL)
+                while broker.status(config).pid is not None:
+                    time.sleep(0.05)
+                ended = list(group.workers)
+                exits.extend(group.end(ended, SHUTDOWN_BOUND))
+                broker.start(config, timeout=120)
+                for worker in ended[:2]:
+                    group.add(in_place_of=worker)
+
+            return fault
+
+        faults = [outage(index) for index in range(outages)]
+        result = _run_with_faults(
+            settings, root, log, name="outage during revocation", workers=2, seconds=seconds, faults=faults,
+            seed=seed,
+        )  # fmt: skip
+    result.traces["workers ended during an outage"] = len(exits)
+    result.traces["slowest exit (s)"] = max(exits, default=0.0)
     return result
