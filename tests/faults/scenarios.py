@@ -312,8 +312,8 @@ def slow_and_reset(root: Path, *, faults: int, runs: int, tasks: int, seconds: f
     """One worker reaching its broker through a Toxiproxy proxy while checkpoints commit: in
     turn 400 ms of latency each way for a few seconds, then every connection reset as it
     carries data for a moment (commits, offsets and records in flight lost mid-way). Traces:
-    checkpoints that took longer than the latency (`slow checkpoints`), and partitions redone
-    after a reset."""
+    checkpoints that took longer than the latency (`slow checkpoints`), and the connections
+    the worker saw closed (`connections reset`)."""
     rng = random.Random(seed)
     with Toxiproxy(root) as toxiproxy, proxied_broker(root / "broker", toxiproxy, clients=1) as proxied:
         (proxy,) = proxied.proxies
@@ -357,6 +357,9 @@ def slow_and_reset(root: Path, *, faults: int, runs: int, tasks: int, seconds: f
             bootstraps=list(proxied.bootstraps),
         )  # fmt: skip
     result.traces["slow checkpoints"] = max(group_slow, default=0.0)
+    # aiokafka rides out most resets by itself (a request sent again on a new connection), so
+    # the reset's trace is the connections the worker saw closed, not a partition redone.
+    result.traces["connections reset"] = Group(settings, root).logs().count("KafkaConnectionError")
     return result
 
 

@@ -67,7 +67,8 @@ class Toxiproxy:
         log_dir.mkdir(parents=True, exist_ok=True)
         command = [str(ensure_server()), "-host", HOST, "-port", str(self.port)]
         with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            env = {**os.environ, "LOG_LEVEL": "info"}  # its default traces every step of every connection
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout
         while True:
             try:
