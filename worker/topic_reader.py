@@ -28,3 +28,13 @@ async def record_at(consumer: AIOKafkaConsumer, place: TopicPartition, offset: i
         batch = (await consumer.getmany(place, timeout_ms=500, max_records=1)).get(place, [])
         if batch:
             return batch[0] if batch[0].offset == offset else None
+
+
+async def high_watermark(consumer: AIOKafkaConsumer, place: TopicPartition) -> int | None:
+    """The end of `place`, committed records or not (a committed reader's `end_offsets` is
+    the last stable offset): what one fetch's answer says; None if none came."""
+    consumer.assign([place])
+    await consumer.seek_to_end(place)
+    await consumer.getmany(place, timeout_ms=500, max_records=1)
+    end: int | None = consumer.highwater(place)
+    return end

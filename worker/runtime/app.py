@@ -153,6 +153,7 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
         clock=time.monotonic,
         on_failure=stop_worker,
         reclaim_after=settings.session_timeout,
+        write_timeout=settings.transaction_timeout,
     )
     metrics = WorkerMetrics(processor, engine.counts, highwater, hooks.last_timestamp)
     engine.on_checkpoint = metrics.checkpoint_seconds.observe
@@ -160,6 +161,11 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
     def not_ready() -> str | None:
         if app.rebalancing:
             return "the consumer group is rebalancing"
+        if engine.counts.failing:
+            return "; ".join(
+                f"partition {partition} keeps failing ({error})"
+                for partition, error in sorted(engine.counts.failing.items())
+            )
         if not engine.consuming:
             return "partitions are being claimed and restored from the changelog"
         return None

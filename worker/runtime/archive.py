@@ -9,7 +9,15 @@ records only, one read at a time.
 A read has three outcomes. `Found`: the record. `Gone`: the broker answered and there is no
 record at that offset any more (the topic was deleted or recreated, or the record removed):
 the run's state is lost, and only a replay into a new app id brings it back. `Slow`: no
-answer within `READ_TIMEOUT`; nothing is known, and the caller asks again.
+answer within `READ_TIMEOUT`, or the record is not readable yet; nothing is known, and the
+caller asks again.
+
+**Pending is not gone.** A committed reader sees a partition up to its last stable offset:
+the first offset of a transaction still open, or one whose commit markers have not reached
+the partition yet (`commit_transaction` returns before they are all written). A late event
+can ask for a record its run's retirement committed a moment ago, at or past that offset;
+it is gone only if it is also at or past the high watermark (the end of what the partition
+holds at all, committed or not).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from worker.settings import Settings
-from worker.topic_reader import record_at, topic_reader
+from worker.topic_reader import high_watermark, record_at, topic_reader
 
 READ_TIMEOUT = 30.0
 """Seconds a read waits for its record before it is reported slow (and asked again)."""
@@ -71,7 +79,10 @@ class TopicArchive:
                     return Gone()  # the topic itself is gone
             place = TopicPartition(self.topic, partition)
             if offset >= (await self._consumer.end_offsets([place]))[place]:
-                return Gone()  # past the topic's end: not the topic the marker was written to
+                end = await high_watermark(self._consumer, place)
+                if end is None or offset < end:
+                    return Slow()  # pending: its transaction's markers are on their way
+                return Gone()  # past the partition's end: not the topic the marker was written to
             record = await record_at(self._consumer, place, offset)
             return Gone() if record is None else Found(record.key, record.value)
 

@@ -40,18 +40,23 @@ changelog; a restart reads the changelog from its offset on. A marker names its 
 record by offset, so the record is sent and answered first (3 before 4); both commit
 together. Retiring a run touches only what the local copy holds of it, i.e. committed bytes.
 
-**Refusals.** A record the broker refuses for good (too large for its topic, not
-authorised: `worker.runtime.refusals`) is known at step 5, or at once if the producer's own
-size check refuses it. The transaction is then aborted before any commit, and written again
-with a new producer (aiokafka's idempotent producer cannot write to that partition after a
-refusal): an output is replaced by its dead letter (`output-refused`), a dead letter refused
-in turn is dropped (both counted and logged), a retirement whose archive record is refused
-is left out (the run stays in the changelog). The broker refuses a whole batch, and the
-producer batches a partition's records together, so a refused changelog record may be
-another's fault: the checkpoint is written again with each changelog record in a batch of
-its own, and a record refused then raises `StateRefused`, so that its run alone is parked and
-the partition read again without it. Every other failure raises as it is: the caller treats
-the partition as unknown, and reads it again from what the broker committed.
+**Refusals.** A record the broker refuses for good (the closed list of
+`worker.runtime.refusals`: too large, invalid, against a policy, not authorised for its
+output topic) is known at step 5, or at once if the producer's own size check refuses it.
+Every answer of what was sent is waited for before anything is decided: when one record is
+refused, the others of its transaction fail with it (out of sequence, or the transaction's
+own failure), and only the refusal says which record is at fault. The transaction is then
+aborted before any commit, and written again with a new producer (aiokafka's idempotent
+producer cannot write to that partition after a refusal): an output is replaced by its dead
+letter (`output-refused`), a dead letter refused in turn is dropped (both counted and
+logged), a retirement whose archive record is refused is left out (the run stays in the
+changelog). The broker refuses a whole batch, and the producer batches a partition's records
+together, so a refused changelog record may be another's fault: the checkpoint is written
+again with each changelog record in a batch of its own, and a record refused then (or by
+the producer's own check, whatever the batching) raises `StateRefused`, so that its run
+alone is parked and the partition read again without it. Every other failure raises as it
+is, the first one met (nothing more is sent after it): nothing of the checkpoint committed,
+or its outcome is not known, and the engine renews the partition's producer.
 """
 
 from __future__ import annotations
@@ -60,8 +65,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-
-from aiokafka.errors import OutOfOrderSequenceNumber
+from typing import Literal
 
 from projections.storage import ArchiveRef
 from worker.runtime.changes import Snapshot
@@ -70,7 +74,7 @@ from worker.runtime.outputs import Publish, Source, refused_output
 from worker.runtime.processor import Counts
 from worker.runtime.refusals import refusal
 from worker.runtime.store import Change
-from worker.runtime.transactions import Transactions
+from worker.runtime.transactions import Stream, Transactions
 
 log = logging.getLogger("evalstream.worker")
 
@@ -162,24 +166,19 @@ class Checkpoint:
             self.stage = Stage.APPLIED
 
     async def _written(self, producer: Transactions) -> tuple[list[Change], int, dict[str, ArchiveRef]]:
-        refused = Refused()
+        answers = _Answers(producer)
         await producer.begin()
-        sent: list[tuple[int, Awaitable[int]]] = []
         for index, item in enumerate(self.outputs):
-            try:
-                sent.append((index, await producer.output(item)))
-            except Exception as error:
-                refused.outputs[index] = _refusal_or_raise(error)
+            await answers.send(item.stream, ("output", index), producer.output(item))
+            if answers.failed is not None:
+                break
         retired: dict[str, ArchiveRef] = {}
         snapshot = self.snapshot
-        if snapshot is not None:
-            retired = await self._archived(producer, snapshot, refused)
-        if refused:
-            raise refused  # the producer may not write the partition a refusal was of: a new one
+        if snapshot is not None and answers.failed is None:
+            retired = await self._archived(producer, snapshot, answers)
         changes: list[Change] = []
-        acknowledgements: list[tuple[str | None, Awaitable[int]]] = []
         at = -1
-        if snapshot is not None:
+        if snapshot is not None and answers.failed is None and not answers.refused:
             markers = [
                 change
                 for item in snapshot.retirements
@@ -188,75 +187,55 @@ class Checkpoint:
             ]
             changes = [*snapshot.records, *markers, snapshot.checkpoint]
             for key, value in changes:
-                acknowledgement = await producer.send("changelog", key, value, partition=self.partition)
-                if self.singly:
-                    at = await self._alone(run_of_key(key), acknowledgement)
-                else:
-                    acknowledgements.append((run_of_key(key), acknowledgement))
-        after_refusal = False
-        for index, acknowledgement in sent:
-            try:
-                await acknowledgement
-            except Exception as error:
-                why = _refusal_or_collateral(error)
-                if why is None:
-                    after_refusal = True
-                else:
-                    refused.outputs[index] = why
-        for run_id, acknowledgement in acknowledgements:
-            try:
-                at = await acknowledgement
-            except Exception as error:
-                why = _refusal_or_collateral(error)
-                if why is None:
-                    after_refusal = True
-                else:
-                    refused.state[run_id or ""] = repr(why)
-        if refused.state:
+                at = max(at, await self._changelog(answers, run_of_key(key), key, value))
+                if answers.failed is not None:
+                    break
+        at = max([at, *await answers.answered()])
+        if answers.refused.state:
             self.singly = True  # a batch refused: written again a record a batch, to find which
-        if refused:
-            raise refused
-        if after_refusal:
-            raise RuntimeError("records were answered out of sequence with no record refused before them")
+        if answers.refused:
+            # The producer may not write a partition after a refusal of it: a new one writes
+            # the checkpoint again, amended. Whatever else failed beside it is tried again so.
+            raise answers.refused
+        if answers.failed is not None:
+            raise answers.failed
         await producer.commit(snapshot.offset + 1 if snapshot is not None else None)
         return changes, at, retired
 
-    async def _alone(self, run_id: str | None, acknowledgement: Awaitable[int]) -> int:
-        """A changelog record answered before the next is sent (a batch of its own), its
-        offset: one the broker refuses is its run's state (`StateRefused`)."""
-        try:
-            return await acknowledgement
-        except Exception as error:
-            why = _refusal_or_raise(error)
+    async def _changelog(self, answers: _Answers, run_id: str | None, key: bytes, value: bytes | None) -> int:
+        """Step 4 for one changelog record: sent, and alone in its batch (`singly`) answered
+        at once (its offset; else -1). A refusal known at once is its run's (`StateRefused`)."""
+        slot: Slot = ("state", run_id or "")
+        send = answers.producer.send("changelog", key, value, partition=self.partition)
+        acknowledgement = await answers.send("changelog", slot, send, keep=not self.singly)
+        offset = None
+        if acknowledgement is not None and self.singly:
+            offset = await answers.answer("changelog", slot, acknowledgement)
+        why = answers.refused.state.get(run_id or "")
+        if why is not None:
             if run_id is None:
-                raise RuntimeError(f"the broker refused a checkpoint record: {why!r}") from error
-            raise StateRefused({run_id: repr(why)}) from error
+                raise RuntimeError(f"the broker refused a checkpoint record: {why}")
+            raise StateRefused({run_id: why})
+        return -1 if offset is None else offset
 
-    async def _archived(self, producer: Transactions, snapshot: Snapshot, refused: Refused) -> dict[str, ArchiveRef]:
+    async def _archived(self, producer: Transactions, snapshot: Snapshot, answers: _Answers) -> dict[str, ArchiveRef]:
         """Step 3: the retired runs' archive records, answered: where each one the broker
         took is."""
         sent: list[tuple[str, Awaitable[int]]] = []
         for retirement in snapshot.retirements:
-            try:
-                sent.append(
-                    (
-                        retirement.run_id,
-                        await producer.send(
-                            "archive", retirement.run_id.encode(), retirement.archive, partition=self.partition
-                        ),
-                    )
-                )
-            except Exception as error:
-                refused.archives[retirement.run_id] = _refusal_or_raise(error)
+            run = retirement.run_id
+            send = producer.send("archive", run.encode(), retirement.archive, partition=self.partition)
+            acknowledgement = await answers.send("archive", ("archive", run), send, keep=False)
+            if answers.failed is not None:
+                break
+            if acknowledgement is not None:
+                sent.append((run, acknowledgement))
         refs: dict[str, ArchiveRef] = {}
         by_run = {retirement.run_id: retirement for retirement in snapshot.retirements}
-        for run_id, acknowledgement in sent:
-            try:
-                offset = await acknowledgement
-            except Exception as error:
-                refused.archives[run_id] = _refusal_or_raise(error)
-                continue
-            refs[run_id] = by_run[run_id].ref(self.partition, offset)
+        for run, acknowledgement in sent:
+            offset = await answers.answer("archive", ("archive", run), acknowledgement)
+            if offset is not None:
+                refs[run] = by_run[run].ref(self.partition, offset)
         return refs
 
     def amend(self, refused: Refused, counts: Counts) -> None:
@@ -304,18 +283,60 @@ class Checkpoint:
         self.stage = Stage.SEALED
 
 
-def _refusal_or_collateral(error: Exception) -> Exception | None:
-    """The broker's refusal in `error`; None if `error` only follows an earlier refusal of
-    the same topic partition (aiokafka's producer cannot write a partition in sequence after
-    one: the records are sent again by a new producer); raises `error` if it is neither."""
-    if isinstance(error, OutOfOrderSequenceNumber):
-        return None
-    return _refusal_or_raise(error)
+Slot = tuple[Literal["output", "archive", "state"], int | str]
+"""What a record sent is: ("output", its index in the checkpoint), ("archive", its run id) or
+("state", its run id; "" for the checkpoint record)."""
 
 
-def _refusal_or_raise(error: Exception) -> Exception:
-    """The broker's refusal in `error`; raises `error` itself if it is none."""
-    why: Exception | None = refusal(error)
-    if why is None:
-        raise error
-    return why
+class _Answers:
+    """One write's sends and the broker's answers, sorted as they come
+    (`worker.runtime.refusals`): a refusal is its record's, set aside in `refused`; the
+    first other error is `failed`, after which nothing more is sent. What was sent is
+    answered either way (`answered`): a refusal may be what made the rest fail."""
+
+    def __init__(self, producer: Transactions) -> None:
+        self.producer = producer
+        self.refused = Refused()
+        self.failed: Exception | None = None
+        self._kept: list[tuple[Stream, Slot, Awaitable[int]]] = []
+
+    async def send(
+        self, stream: Stream, slot: Slot, send: Awaitable[Awaitable[int]], *, keep: bool = True
+    ) -> Awaitable[int] | None:
+        """Make `send`: its acknowledgement (`keep`: also answered by `answered`), or None
+        if it raised at once (sorted)."""
+        try:
+            acknowledgement = await send
+        except Exception as error:
+            self._sort(stream, slot, error)
+            return None
+        if keep:
+            self._kept.append((stream, slot, acknowledgement))
+        return acknowledgement
+
+    async def answer(self, stream: Stream, slot: Slot, acknowledgement: Awaitable[int]) -> int | None:
+        """The record's offset, or None if it failed (sorted)."""
+        try:
+            return await acknowledgement
+        except Exception as error:
+            self._sort(stream, slot, error)
+            return None
+
+    async def answered(self) -> list[int]:
+        """Every kept acknowledgement answered: the offsets of the records taken."""
+        offsets = [await self.answer(stream, slot, acknowledgement) for stream, slot, acknowledgement in self._kept]
+        return [offset for offset in offsets if offset is not None]
+
+    def _sort(self, stream: Stream, slot: Slot, error: Exception) -> None:
+        # The changelog's and the archive's authorisation is the worker's, never a record's.
+        why = refusal(error, None if stream in ("changelog", "archive") else self.producer.topic(stream))
+        if why is None:
+            self.failed = self.failed or error
+            return
+        kind, where = slot
+        if kind == "output":
+            self.refused.outputs[int(where)] = why
+        elif kind == "archive":
+            self.refused.archives[str(where)] = why
+        else:
+            self.refused.state[str(where)] = repr(why)

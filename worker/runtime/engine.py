@@ -15,11 +15,12 @@ checkpoint) runs beside it.
 - READY: its records are handled; records of a partition in any other phase are dropped,
   since they are read again after its seek.
 A partition whose state can no longer be trusted is claimed again from the start, with a
-new `Owned`: when a checkpoint's outcome is unknown (a failure other than a refusal), when
-its producer is fenced (another worker took it over, or the broker aborted a transaction
-that ran past its timeout: claimed again after `reclaim_after` seconds, unless the group
-moves it meanwhile), or when the broker refused a run's state (that run parked). Its
-uncommitted events are handled again from its checkpoint, and since the checkpoint's
+new `Owned`: when its producer is fenced (another worker took it over, or the broker
+aborted a transaction that ran past its timeout: claimed again after `reclaim_after`
+seconds, unless the group moves it meanwhile), when the broker refused a run's state (that
+run parked), or when a new producer's claim finds changelog records it did not write (a
+checkpoint whose outcome was not known had committed, or another worker wrote meanwhile).
+Its uncommitted events are handled again from its checkpoint, and since the checkpoint's
 outputs committed with it, none is published twice.
 
 **Checkpoints** (`worker.runtime.checkpoint`, where the order of writes is). A partition
@@ -38,7 +39,18 @@ dead-lettered (`archive-lost`), the partition's other runs go on.
 
 **Ownership.** `revoked` (a rebalance or a stop has begun) bumps the epoch, so that nothing
 begun before it seeks or publishes; it waits (at most `timeout`) for the checkpoints being
-written, closes the producers and drops every run.
+written, closes the producers (together, each within `CLOSE_SECONDS` twice: its abort, then
+its close) and drops every run. So a revocation ends within `timeout` plus
+`2 * CLOSE_SECONDS` and a little, whatever the broker does; what it left open the next
+owner's claim aborts.
+
+**Failures.** Every error of a claim or a checkpoint is sorted by what the client raised
+(`worker.runtime.refusals`): a refusal of a record is dead-lettered (or its run parked) and
+the partition goes on; a fatal error stops the worker, saying what to grant or set; a fenced
+producer waits for the group (`reclaim_after`); anything else renews the partition's
+producer and writes again, after a wait that doubles from `retry_after` up to
+`MOST_BACKOFF`. A partition that fails `FAILING_AFTER` times in a row is said to be failing,
+once, with its cause and what to do, and `/ready` says so until it writes again.
 """
 
 from __future__ import annotations
@@ -58,6 +70,7 @@ from worker.runtime.changes import Snapshot
 from worker.runtime.checkpoint import Checkpoint, Refused, StateRefused
 from worker.runtime.ownership import Claim, Claims, Fatal
 from worker.runtime.processor import Processor, Record
+from worker.runtime.refusals import advice, fatal, why_fatal
 from worker.runtime.store import Change
 from worker.runtime.transactions import fenced
 
@@ -69,6 +82,13 @@ outputs wait in memory until their checkpoint writes them."""
 
 ARCHIVE_LOST = "archive-lost"
 STATE_REFUSED = "state-refused"
+
+FAILING_AFTER = 3
+"""Failures in a row after which a partition is said to be failing: logged once with its
+cause and what to do, counted in `EngineCounts.failing` (the metrics, and `/ready`)."""
+MOST_BACKOFF = 30.0
+"""The longest wait between two tries of a failing partition (the waits double from
+`retry_after`)."""
 
 
 class Seeker(Protocol):
@@ -124,6 +144,12 @@ class EngineCounts:
     """Archive reads asked again because the broker had not answered."""
     parked: dict[str, int] = field(default_factory=dict)
     """Reason -> runs parked for it."""
+    failures: int = 0
+    """Claims and checkpoints that failed with neither a refusal nor a fencing (each tried
+    again with a new producer)."""
+    failing: dict[int, str] = field(default_factory=dict)
+    """Partition -> the last error of the failures in a row it is in, once they number
+    `FAILING_AFTER`; gone at its next success."""
 
 
 class Engine:
@@ -141,13 +167,15 @@ class Engine:
         on_checkpoint: Callable[[float], None] = lambda seconds: None,
         reclaim_after: float = 10.0,
         retry_after: float = 1.0,
+        write_timeout: float = 60.0,
     ) -> None:
         """`on_failure`: stop the worker (an error that reading the partition again would
         meet again: a newer store, an events topic recreated, a transactional id refused, or
         a partition failing again and again). `on_checkpoint`: told the seconds each
         checkpoint took, from its seal until applied. `reclaim_after`: seconds a fenced
         partition waits for the group before it is claimed again (the session timeout).
-        `retry_after`: seconds before a failed claim or checkpoint is tried again."""
+        `retry_after`: seconds before a failed claim or checkpoint is first tried again.
+        `write_timeout`: seconds a checkpoint's write may take (the transaction timeout)."""
         self.processor = processor
         self.claims = claims
         self.store = store
@@ -159,6 +187,7 @@ class Engine:
         self.on_checkpoint = on_checkpoint
         self.reclaim_after = reclaim_after
         self.retry_after = retry_after
+        self.write_timeout = write_timeout
         self.counts = EngineCounts()
         self.epoch = 0
         self.owned: dict[int, Owned] = {}
@@ -171,6 +200,8 @@ class Engine:
         """Partition -> where to seek it once the rebalance is over."""
         self._told: set[tuple[int, str]] = set()
         """(partition, run id) of slow archive reads already logged."""
+        self._streaks: dict[int, int] = {}
+        """Partition -> its failures in a row (claims or checkpoints)."""
 
     # Ownership
 
@@ -208,9 +239,7 @@ class Engine:
             *(task for held in owned for task in (held.claiming, held.writing) if task is not None),
             return_exceptions=True,
         )
-        for held in owned:
-            if held.claim is not None:
-                await _closed(held.claim)
+        await asyncio.gather(*(_closed(held.claim) for held in owned if held.claim is not None))
         self.processor.forget()
 
     async def _last(self, held: Owned) -> None:
@@ -271,13 +300,14 @@ class Engine:
             except Exception as error:
                 if not self._current(held):
                     return
-                log.warning(
-                    "claiming partition %d failed (%r); trying again in %.0f s", held.partition, error, self.retry_after
-                )
-                await asyncio.sleep(self.retry_after)
+                if (cause := fatal(error)) is not None:
+                    await self._stop(Fatal(why_fatal(cause)))
+                    return
+                await asyncio.sleep(self._failed(held.partition, "claiming it", error))
         if not self._current(held):
             await _closed(claim)
             return
+        self._succeeded(held.partition)
         await self._adopt(held, claim)
 
     async def _adopt(self, held: Owned, claim: Claim) -> None:
@@ -365,11 +395,16 @@ class Engine:
 
     async def _write(self, held: Owned, checkpoint: Checkpoint, began: float) -> None:
         """Write a sealed checkpoint (sealed at `began`); on a refusal, again without what
-        was refused; on any other failure, claim the partition again."""
+        was refused; on any other failure, again with a new producer, after a wait that
+        grows while the partition keeps failing. A write is given the transaction timeout:
+        past it the broker aborts the transaction anyway."""
         while True:
             assert held.claim is not None
             try:
-                await checkpoint.write(held.claim.producer, owner=lambda: self._latest(held), applied=self._applied)
+                await asyncio.wait_for(
+                    checkpoint.write(held.claim.producer, owner=lambda: self._latest(held), applied=self._applied),
+                    self.write_timeout,
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -380,13 +415,14 @@ class Engine:
                 if isinstance(error, Refused):
                     self.counts.refusals += 1
                     checkpoint.amend(error, self.processor.counts)
-                    if not await self._renewed(held):
-                        return
-                    continue
-                if isinstance(error, StateRefused):
+                elif isinstance(error, StateRefused):
                     for run_id, why in error.runs.items():
                         self._park(held.partition, run_id, STATE_REFUSED, f"the broker refused the run's state: {why}")
                     await self._redo(held, 0.0, f"the broker refused the state of runs {sorted(error.runs)}")
+                    return
+                elif (cause := fatal(error)) is not None:
+                    await self._stop(Fatal(why_fatal(cause)))
+                    return
                 elif fenced(error):
                     self.counts.fenced += 1
                     await self._redo(
@@ -395,11 +431,47 @@ class Engine:
                         f"its producer was fenced ({error!r}): another worker took it over, "
                         "or its transaction ran past the timeout",
                     )
+                    return
                 else:
-                    await self._redo(held, self.retry_after, f"a checkpoint failed ({error!r})")
-                return
+                    await asyncio.sleep(self._failed(held.partition, "a checkpoint", error))
+                    if not self._current(held):
+                        return
+                if not await self._renewed(held):
+                    return
+                continue
+            self._succeeded(held.partition)
             self.on_checkpoint(self.clock() - began)
             return
+
+    def _failed(self, partition: int, what: str, error: BaseException) -> float:
+        """Count a failure of `partition` that said nothing about its records; the seconds
+        to wait before trying again."""
+        self.counts.failures += 1
+        streak = self._streaks[partition] = self._streaks.get(partition, 0) + 1
+        wait = min(self.retry_after * 2.0 ** (streak - 1), MOST_BACKOFF)
+        if streak < FAILING_AFTER:
+            log.warning(
+                "partition %d: %s failed (%r); trying again with a new producer in %.0f s", partition, what, error, wait
+            )
+        elif streak == FAILING_AFTER:
+            log.error(
+                "partition %d has failed %d times in a row, last %s (%r): %s. Trying again every %.0f s at most; "
+                "nothing is lost meanwhile, and /ready says not ready until it succeeds",
+                partition,
+                streak,
+                what,
+                error,
+                advice(error),
+                MOST_BACKOFF,
+            )
+        if streak >= FAILING_AFTER:
+            self.counts.failing[partition] = repr(error)
+        return wait
+
+    def _succeeded(self, partition: int) -> None:
+        streak = self._streaks.pop(partition, 0)
+        if self.counts.failing.pop(partition, None) is not None:
+            log.warning("partition %d writes again, after %d failures in a row", partition, streak)
 
     async def _renewed(self, held: Owned) -> bool:
         """A new producer for a checkpoint written again after a refusal (aiokafka's cannot

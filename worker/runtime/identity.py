@@ -108,32 +108,41 @@ class _MetadataRequestV12(RequestStruct):  # type: ignore[misc]
 class _Metadata(Request[_MetadataRequestV12]):  # type: ignore[misc]
     API_KEY = 3
 
-    def __init__(self, topics: Collection[str]) -> None:
+    def __init__(self, topics: Collection[str], operations: bool) -> None:
         self.topics = list(topics)
+        self.operations = operations
 
     def build(self, request_struct_class: type[_MetadataRequestV12]) -> _MetadataRequestV12:
-        return request_struct_class([(_NO_TOPIC_ID, name, {}) for name in self.topics], False, False, {})
+        return request_struct_class([(_NO_TOPIC_ID, name, {}) for name in self.topics], False, self.operations, {})
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    """The cluster's id and the ids of the topics asked for (a topic that does not exist is
-    left out)."""
+    """The cluster's id, and of the topics asked for (a topic that does not exist is left
+    out) their ids, their partition counts and, when asked, the operations the broker
+    allows the client's user on each (KIP-430: a bit per ACL operation code)."""
 
     cluster: str
     topics: dict[str, str]
+    partitions: dict[str, int]
+    operations: dict[str, int]
 
 
-async def describe(client: AIOKafkaClient, topics: Collection[str]) -> ClusterView:
-    """Ask a broker of `client` (started) for the cluster id and these topics' ids. Raises
-    the broker's error for a topic it refuses to describe (not authorised)."""
+async def describe(client: AIOKafkaClient, topics: Collection[str], *, operations: bool = False) -> ClusterView:
+    """Ask a broker of `client` (started) about the cluster and these topics. Raises the
+    broker's error for a topic it refuses to describe (not authorised)."""
     node = client.get_random_node()
-    response: Any = await client.send(node, _Metadata(topics))
+    response: Any = await client.send(node, _Metadata(topics, operations))
     ids: dict[str, str] = {}
-    for error_code, name, topic_id, *_ in response.topics:
+    counts: dict[str, int] = {}
+    allowed: dict[str, int] = {}
+    for error_code, name, topic_id, _internal, partitions, authorized, _tags in response.topics:
         error = for_code(error_code)
         if error_code == 0 and topic_id != _NO_TOPIC_ID:
             ids[name] = str(uuid.UUID(bytes=topic_id))
+            counts[name] = len(partitions)
+            if operations:
+                allowed[name] = authorized
         elif error.__name__ != "UnknownTopicOrPartitionError":
             raise error(f"describing topic {name!r}")
-    return ClusterView(response.cluster_id or "", ids)
+    return ClusterView(response.cluster_id or "", ids, counts, allowed)

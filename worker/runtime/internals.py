@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import faust
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.client import AIOKafkaClient
+from aiokafka.producer.sender import Sender
+from aiokafka.producer.transaction_manager import TransactionManager
 from faust.transport import consumer as faust_consumer
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
@@ -33,6 +35,10 @@ REQUIRED: tuple[tuple[object, str, str], ...] = (
     (AIOKafkaConsumer, "_isolation_level", "read committed records only, set before the consumer starts"),
     (AIOKafkaConsumer, "_client", "a consumer's client (events.clients.kafka: metadata, bootstrap errors)"),
     (AIOKafkaAdminClient, "_client", "the admin's client (worker.runtime.topics: bootstrap errors)"),
+    (AIOKafkaProducer, "_sender", "a producer's sender (worker.runtime.transactions: closed without waiting)"),
+    (AIOKafkaProducer, "_txn_manager", "a producer's transaction (worker.runtime.transactions: why it failed)"),
+    (Sender, "sender_task", "the sender's loop (worker.runtime.transactions: closed without waiting)"),
+    (TransactionManager, "_transaction_waiter", "the open transaction's outcome (worker.runtime.transactions)"),
     *(
         (AIOKafkaClient, name, "a client's connection settings (events.clients.kafka: why a broker refused it)")
         for name in (

@@ -19,7 +19,10 @@ on it together with lag), `evalstream_checkpoint_duration_seconds` (histogram),
 over, or a transaction ran past its timeout), `evalstream_partitions_redone_total` (a
 partition read again from its checkpoint), `evalstream_checkpoints_refused_total` (written
 again without what the broker refused), `evalstream_checkpoints_abandoned_total`,
-`evalstream_archive_read_retries_total` and `evalstream_runs_parked_total{reason}`; and
+`evalstream_archive_read_retries_total`, `evalstream_runs_parked_total{reason}`,
+`evalstream_partition_failures_total` (claims and checkpoints that failed otherwise, each
+tried again with a new producer) and `evalstream_partitions_failing` (partitions failing
+again and again now: `worker.runtime.engine`, "Failures"); and
 prometheus-client's `process_*` and `python_gc_*` collectors.
 
 No label or value comes from the settings, so no credential can reach a metric.
@@ -138,6 +141,16 @@ class WorkerMetrics(Collector):
         for reason, count in sorted(counts.parked.items()):
             parked.add_metric([reason], count)
         yield parked
+        yield CounterMetricFamily(
+            "evalstream_partition_failures",
+            "Claims and checkpoints that failed with no refusal and no fencing, each tried again with a new producer",
+            counts.failures,
+        )
+        yield GaugeMetricFamily(
+            "evalstream_partitions_failing",
+            "Partitions whose claims or checkpoints have failed again and again, until they succeed",
+            len(counts.failing),
+        )
 
     def _partitions(self) -> Iterator[Metric]:
         lag = GaugeMetricFamily("evalstream_consumer_lag", "Records not handled yet", labels=["partition"])

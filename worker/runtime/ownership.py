@@ -27,7 +27,12 @@ from events.clients.kafka import bootstrapped
 from worker.runtime.identity import describe
 from worker.runtime.restore import FETCH_BYTES, restore
 from worker.runtime.store import Identity, LocalStore
-from worker.runtime.transactions import TransactionalIdRefused, Transactions, start_transactions
+from worker.runtime.transactions import (
+    TransactionalIdRefused,
+    Transactions,
+    TransactionTimeoutRefused,
+    start_transactions,
+)
 from worker.settings import Settings
 
 log = logging.getLogger("evalstream.worker")
@@ -64,7 +69,7 @@ class KafkaClaims:
         settings = self.settings
         try:
             producer = await start_transactions(settings, partition)
-        except TransactionalIdRefused as error:
+        except (TransactionalIdRefused, TransactionTimeoutRefused) as error:
             raise Fatal(str(error)) from None
         try:
             consumer = AIOKafkaConsumer(
@@ -86,6 +91,7 @@ class KafkaClaims:
                         f"the changelog topic {settings.changelog_topic!r} does not exist: "
                         "start the worker again, which creates it"
                     )
+                _same_partitions(settings, view.partitions)
                 identity = Identity(view.cluster, topic, settings.app_id)
                 store, restored = await restore(
                     self.store.partition(partition),
@@ -109,3 +115,18 @@ class KafkaClaims:
             await producer.close()
             raise
         return Claim(producer, restored.records, view.topics.get(settings.events_topic), end)
+
+
+def _same_partitions(settings: Settings, counts: dict[str, int]) -> None:
+    """Raise `Fatal` if the events topic and the changelog no longer have as many partitions
+    (checked at start too, by `worker.runtime.topics.check_topics`): partitions added to the
+    events topic while workers ran. A run's events then go to another partition than its
+    state, which no claim can mend."""
+    events, changelog = counts.get(settings.events_topic), counts.get(settings.changelog_topic)
+    if events is not None and changelog is not None and events != changelog:
+        raise Fatal(
+            f"the events topic {settings.events_topic!r} now has {events} partitions and the changelog "
+            f"{settings.changelog_topic!r} {changelog}: partitions were added while the worker ran, and runs' events "
+            "now go to other partitions than their state. Stop the workers, and replay the events topic into a new "
+            "app id (EVALSTREAM_APP_ID) with topics of as many partitions"
+        )

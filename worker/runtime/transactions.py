@@ -23,9 +23,9 @@ from typing import Any, Literal, Protocol
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import (
+    IllegalOperation,
     InvalidProducerEpoch,
-    InvalidProducerIdMapping,
-    InvalidTxnState,
+    InvalidTransactionTimeout,
     ProducerFenced,
     TransactionalIdAuthorizationFailed,
 )
@@ -38,6 +38,10 @@ Stream = Output | Literal["changelog", "archive"]
 
 class Transactions(Protocol):
     """One events partition's producer, as the checkpoint uses it."""
+
+    def topic(self, stream: Stream) -> str:
+        """The topic a stream's records go to."""
+        ...
 
     async def begin(self) -> None: ...
 
@@ -59,15 +63,28 @@ class Transactions(Protocol):
         ...
 
     async def abort(self) -> None:
-        """Abort the open transaction, if any (best effort: a fenced producer cannot)."""
+        """Abort the open transaction, if any (best effort, and within `CLOSE_SECONDS`: a
+        fenced producer cannot, a broker away may not answer)."""
         ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Close the producer, within `CLOSE_SECONDS` whatever the broker does."""
+        ...
 
 
-FENCED = (ProducerFenced, InvalidProducerEpoch, InvalidProducerIdMapping, InvalidTxnState)
+FENCED = (ProducerFenced, InvalidProducerEpoch)
 """What a producer gets once another producer of its transactional id has started, or once
-the broker aborted its transaction for running past the transaction timeout."""
+the broker aborted its transaction for running past the transaction timeout (the
+coordinator bumps the epoch then). A coordinator that forgot the id
+(`InvalidProducerIdMapping`) or a transaction in a state the broker did not expect
+(`InvalidTxnState`) is not another owner: the partition's producer is renewed at once."""
+
+CLOSE_SECONDS = 5.0
+"""The longest an abort, and then a close, waits for the broker. aiokafka's idempotent
+producer retries a batch until the broker takes it and `stop()` waits for every batch, so
+while the broker is away neither would end; past this bound the producer is dropped
+unflushed. Nothing is lost: its transaction never commits (the next producer of its id
+aborts it, or the broker does after the transaction timeout)."""
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:
@@ -91,13 +108,6 @@ def transactional_id(settings: Settings, partition: int) -> str:
     return f"{settings.app_id}-{partition}"
 
 
-TRANSACTION_TIMEOUT_MS = 60_000
-"""How long the broker lets a transaction stay open before it aborts it: far past a
-checkpoint's write (milliseconds to seconds), and the longest a worker that died with a
-transaction open holds back readers of committed records, unless another worker claims
-the partition first (then at once)."""
-
-
 class KafkaTransactions:
     def __init__(self, producer: AIOKafkaProducer, settings: Settings, partition: int) -> None:
         self.producer = producer
@@ -113,16 +123,31 @@ class KafkaTransactions:
             "archive": settings.archive_topic,
         }
 
+    def topic(self, stream: Stream) -> str:
+        return self.topics[stream]
+
     async def begin(self) -> None:
         await self.producer.begin_transaction()
 
     async def send(
         self, stream: Stream, key: bytes | None, value: bytes | None, *, partition: int | None, headers: Headers = ()
     ) -> Awaitable[int]:
-        sent = await self.producer.send(
-            self.topics[stream], value, key, partition=partition, headers=list(headers) or None
-        )
+        try:
+            sent = await self.producer.send(
+                self.topics[stream], value, key, partition=partition, headers=list(headers) or None
+            )
+        except IllegalOperation as error:
+            # aiokafka's word for "the transaction already failed": the failure itself (a
+            # topic the broker would not add to it) says what is wrong.
+            raise self._failure() or error from None
         return _offset(sent)
+
+    def _failure(self) -> BaseException | None:
+        """Why the open transaction failed (aiokafka keeps it for the commit to raise)."""
+        outcome: asyncio.Future[None] | None = self.producer._txn_manager._transaction_waiter
+        if outcome is None or not outcome.done() or outcome.cancelled():
+            return None
+        return outcome.exception()
 
     async def output(self, item: Publish) -> Awaitable[int]:
         return await self.send(item.stream, item.key, item.value, partition=None, headers=item.cloudevent(self.source))
@@ -133,12 +158,12 @@ class KafkaTransactions:
         await self.producer.commit_transaction()
 
     async def abort(self) -> None:
-        # Not in a transaction, or fenced: nothing of it is committed either way.
+        # Not in a transaction, fenced, or the broker away: nothing of it commits either way.
         with contextlib.suppress(Exception):
-            await self.producer.abort_transaction()
+            await asyncio.wait_for(self.producer.abort_transaction(), CLOSE_SECONDS)
 
     async def close(self) -> None:
-        await self.producer.stop()
+        await closed(self.producer)
 
 
 async def _offset(sent: Awaitable[Any]) -> int:
@@ -146,12 +171,33 @@ async def _offset(sent: Awaitable[Any]) -> int:
     return offset
 
 
+async def closed(producer: AIOKafkaProducer) -> None:
+    """Stop `producer`, within `CLOSE_SECONDS` (then dropped unflushed: its sender's loop
+    cancelled, its connections closed)."""
+    try:
+        await asyncio.wait_for(producer.stop(), CLOSE_SECONDS)
+        return
+    except Exception:  # the broker away, or the producer failed: drop it
+        pass
+    sender = producer._sender.sender_task
+    if sender is not None:
+        sender.cancel()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(producer.client.close(), CLOSE_SECONDS)
+    if sender is not None:
+        await asyncio.wait([sender], timeout=CLOSE_SECONDS)
+
+
+class TransactionTimeoutRefused(InvalidTransactionTimeout):  # type: ignore[misc]  # aiokafka is untyped
+    """The broker's `transaction.max.timeout.ms` is below the worker's transaction timeout."""
+
+
 async def start_transactions(settings: Settings, partition: int) -> KafkaTransactions:
     """A new producer of the partition, started: from here on no earlier producer of the
     partition (another worker's, or this one's) can commit anything."""
     producer = AIOKafkaProducer(
         transactional_id=transactional_id(settings, partition),
-        transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+        transaction_timeout_ms=round(settings.transaction_timeout * 1000),
         max_request_size=SUMMARY_MAX_BYTES,
         # A 200,000-attempt summary is ~20 MB of JSON; gzip took 8% of the worker in a profile.
         compression_type="zstd",
@@ -164,12 +210,19 @@ async def start_transactions(settings: Settings, partition: int) -> KafkaTransac
     try:
         await producer.start()
     except TransactionalIdAuthorizationFailed:
-        await producer.stop()
+        await closed(producer)
         raise TransactionalIdRefused(
             f"the broker refused the worker the transactional id {transactional_id(settings, partition)!r}: "
             f"grant its user WRITE and DESCRIBE on transactional ids with the prefix {settings.app_id!r}"
         ) from None
+    except InvalidTransactionTimeout:
+        await closed(producer)
+        raise TransactionTimeoutRefused(
+            f"the broker refused the worker's transaction timeout of {settings.transaction_timeout:g} s: it is "
+            "above the broker's transaction.max.timeout.ms. Lower EVALSTREAM_TRANSACTION_TIMEOUT, or raise "
+            "transaction.max.timeout.ms on every broker"
+        ) from None
     except BaseException:
-        await asyncio.shield(producer.stop())
+        await asyncio.shield(closed(producer))
         raise
     return KafkaTransactions(producer, settings, partition)

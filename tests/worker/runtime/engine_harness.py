@@ -113,6 +113,11 @@ class Broker:
     commits: int = 0
     batched: bool = False
     """A refusal takes every write to its place that is still waiting, as a refused batch does."""
+    refusal: Callable[[Write], BaseException] = field(default_factory=lambda: too_large)
+    """What a refused write's answer raises."""
+    collateral: Callable[[Write], BaseException] | None = None
+    """What every other write still waiting then fails with (None: nothing), as aiokafka's
+    records fail once a refusal failed their transaction."""
     _pending: list[tuple[Write, asyncio.Future[int]]] = field(default_factory=list)
 
     def acknowledge(self, count: int) -> None:
@@ -132,11 +137,12 @@ class Broker:
                 answered.set_exception(error)
             elif self.refuse(write) == "answered":
                 self.refused.append(write)
-                answered.set_exception(too_large(write))
-                if self.batched:
-                    for other, waiting in self._pending:
-                        if other.place == write.place and not waiting.done():
-                            waiting.set_exception(too_large(other))
+                answered.set_exception(self.refusal(write))
+                for other, waiting in self._pending:
+                    if self.batched and other.place == write.place and not waiting.done():
+                        waiting.set_exception(too_large(other))
+                    elif self.collateral is not None and not waiting.done():
+                        waiting.set_exception(self.collateral(other))
             else:
                 answered.set_result(write.offset)
 
@@ -176,6 +182,9 @@ class Producer:
         error = self.broker.fail(step)
         if error is not None:
             raise error
+
+    def topic(self, stream: Stream) -> str:
+        return stream
 
     async def begin(self) -> None:
         self._check("begin")

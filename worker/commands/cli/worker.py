@@ -37,6 +37,7 @@ def handle(args: argparse.Namespace) -> int:
 
     from worker.runtime.app import build_app
     from worker.runtime.collector import quiet_collector
+    from worker.runtime.permissions import PermissionsMissing, check_permissions
     from worker.runtime.topics import TopicsUnsafe, check_topics, ensure_topics
 
     settings = settings_of(args)
@@ -47,6 +48,10 @@ def handle(args: argparse.Namespace) -> int:
         asyncio.run(check_topics(settings))
     except TopicsUnsafe as error:
         raise CommandError(f"the worker's stored state is not safe: {error}", ENVIRONMENT) from None
+    try:
+        asyncio.run(check_permissions(settings))
+    except PermissionsMissing as error:
+        raise CommandError(f"the worker may not do its work: {error}", ENVIRONMENT) from None
     # faust leaves logging alone (override_logging=False); without a handler only warnings show.
     worker_log.setup({"warn": "WARNING", "crit": "CRITICAL"}.get(args.loglevel, args.loglevel.upper()))
     redact.install(settings.secrets())  # aiokafka's debug log holds the SASL handshake's bytes
