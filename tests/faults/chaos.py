@@ -232,6 +232,7 @@ COUNTERS = (
     "evalstream_partitions_fenced_total",
     "evalstream_partitions_redone_total",
     "evalstream_checkpoints_abandoned_total",
+    "evalstream_partition_failures_total",
 )
 """The engine's counters a group sums over its workers (`Group.counted`): the traces of faults."""
 
