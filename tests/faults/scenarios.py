@@ -454,6 +454,7 @@ def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int,
     sent (`workers ended during an outage`), and the longest exit (`slowest exit (s)`)."""
     rng = random.Random(seed)
     exits: list[float] = []
+    stuck: list[str] = []
     with local_broker(root / "broker") as config:
         settings = _prepared(config.bootstrap, partitions=4)
         log = chaos_log("away", runs=runs, tasks=tasks, attempts=5, seed=seed)
@@ -469,7 +470,11 @@ def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int,
                 while broker.status(config).pid is not None:
                     time.sleep(0.05)
                 ended = list(group.workers)
-                exits.extend(group.end(ended, SHUTDOWN_BOUND))
+                took = group.end(ended, SHUTDOWN_BOUND)
+                exits.extend(took)
+                for worker, exit_after in zip(ended, took, strict=True):
+                    if exit_after == float("inf"):
+                        stuck.append(f"outage {index}: {worker.log_path.parent.name} (pid {worker.process.pid})")
                 broker.start(config, timeout=120)
                 for worker in ended[:2]:
                     group.add(in_place_of=worker)
@@ -483,4 +488,7 @@ def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int,
         )  # fmt: skip
     result.traces["workers ended during an outage"] = len(exits)
     result.traces["slowest exit (s)"] = max(exits, default=0.0)
+    result.traces.update(
+        dict.fromkeys((f"still running {SHUTDOWN_BOUND:g} s after SIGTERM: {name}" for name in stuck), 1)
+    )
     return result
