@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20, help="worker kill -9s in the crash scenario")
     parser.add_argument("--freezes", type=int, default=10, help="owners frozen past their session (SIGSTOP)")
     parser.add_argument("--only", nargs="*", help="run only the scenarios whose name contains one of these")
+    parser.add_argument("--scale", type=float, default=1.0, help="tasks, seconds and bad messages times this")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (worker logs, broker state)")
     args = parser.parse_args()
     # The publisher and watchers retry through broker restarts; aiokafka logs each failed
@@ -66,35 +67,46 @@ def main() -> None:
 
 
 def _scenarios(bootstrap: str, root: Path, args: argparse.Namespace) -> dict[str, Callable[[], Any]]:
-    """Each scenario at full size, by a short name (`--only` picks among them)."""
+    """Each scenario at full size (tasks, seconds and malformed messages times `--scale`), by
+    a short name (`--only` picks among them)."""
     seed = args.seed
+
+    def size(full: int) -> int:
+        return max(1, round(full * float(args.scale)))
+
     return {
         "crash": lambda: scenarios.worker_crashes(
-            bootstrap, root / "crash", kills=args.kills, runs=6, tasks=300, seconds=240, seed=seed
+            bootstrap, root / "crash", kills=args.kills, runs=6, tasks=size(300), seconds=size(240), seed=seed
         ),
         "bounce": lambda: scenarios.broker_crashes(
-            root / "bounce", restarts=4, runs=4, tasks=200, seconds=120, seed=seed
+            root / "bounce", restarts=4, runs=4, tasks=size(200), seconds=size(120), seed=seed
         ),
         "moved": lambda: scenarios.rebalances(
-            bootstrap, root / "moved", changes=9, runs=12, tasks=150, seconds=180, seed=seed
+            bootstrap, root / "moved", changes=9, runs=12, tasks=size(150), seconds=size(180), seed=seed
         ),
         "dirty": lambda: scenarios.bad_input(
-            bootstrap, root / "dirty", count=10_500, runs=6, tasks=150, seconds=90, seed=seed
+            bootstrap, root / "dirty", count=size(10_500), runs=6, tasks=size(150), seconds=size(90), seed=seed
         ),
-        "edge": lambda: scenarios.state_edges(bootstrap, root / "edge", restarts=3, tasks=300, seconds=90, seed=seed),
+        "edge": lambda: scenarios.state_edges(
+            bootstrap, root / "edge", restarts=3, tasks=size(300), seconds=size(90), seed=seed
+        ),
         "frozen": lambda: scenarios.frozen_owners(
-            bootstrap, root / "frozen", freezes=args.freezes, runs=24, tasks=60, seconds=240, seed=seed
+            bootstrap, root / "frozen", freezes=args.freezes, runs=24, tasks=size(60), seconds=size(240), seed=seed
         ),
         "partition": lambda: scenarios.network_partition(
-            root / "partition", cuts=6, runs=12, tasks=60, seconds=180, seed=seed
+            root / "partition", cuts=6, runs=12, tasks=size(60), seconds=size(180), seed=seed
         ),
-        "slow": lambda: scenarios.slow_and_reset(root / "slow", faults=10, runs=6, tasks=100, seconds=120, seed=seed),
+        "slow": lambda: scenarios.slow_and_reset(
+            root / "slow", faults=10, runs=6, tasks=size(100), seconds=size(120), seed=seed
+        ),
         "coordinator": lambda: scenarios.coordinator_loss(
-            root / "coordinator", bounces=6, runs=8, tasks=100, seconds=180, seed=seed
+            root / "coordinator", bounces=6, runs=8, tasks=size(100), seconds=size(180), seed=seed
         ),
-        "idle": lambda: scenarios.idle_expiry(root / "idle", bursts=3, runs=10, tasks=30, seconds=10, seed=seed),
+        "idle": lambda: scenarios.idle_expiry(
+            root / "idle", bursts=3, runs=10, tasks=size(30), seconds=size(10), seed=seed
+        ),
         "outage": lambda: scenarios.outage_during_revocation(
-            root / "outage", outages=4, runs=8, tasks=100, seconds=150, seed=seed
+            root / "outage", outages=4, runs=8, tasks=size(100), seconds=size(150), seed=seed
         ),
     }
 
