@@ -7,9 +7,9 @@ Toxiproxy, the coordinator's loss on three nodes). Prints one table: scenario, f
 injected, events published, runs, mismatches (runs whose latest summary differs from what
 their events give, or with a revision published twice: 0 is the pass), the max and median
 recovery time (from the fault to progress resuming for every open run), and the longest a
-committed reader waited for a progress record (from its production to its reading: an open
-transaction holds back everything after it). Then each scenario's traces: what shows that
-its faults happened.
+committed reader waited for a progress record or summary (from its production to its
+reading: an open transaction holds back everything after it). Then each scenario's traces:
+what shows that its faults happened.
 """
 
 from __future__ import annotations

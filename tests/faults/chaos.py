@@ -58,8 +58,8 @@ class Result:
     recoveries: list[float] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     stall: float | None = None
-    """The longest a progress record took from its production (its Kafka timestamp) until a
-    read_committed reader saw it, in seconds (None: none was read)."""
+    """The longest a progress record or summary took from its production (its Kafka
+    timestamp) until a read_committed reader saw it, in seconds (None: none was read)."""
     traces: dict[str, float] = field(default_factory=dict)
     """What shows that the faults happened (counters summed over the workers, times)."""
 
@@ -182,13 +182,15 @@ class Publisher(threading.Thread):
 
 
 class ProgressWatch(threading.Thread):
-    """Records when each run's progress events arrive, to time recoveries, and the longest a
-    record waited between its production and its reading (`stall`: a committed reader sees
-    nothing past an open transaction, a dead owner's included)."""
+    """Records when each run's progress events arrive (`topic`: another output topic's
+    records), to time recoveries, and the longest a record waited between its production and
+    its reading (`stall`: a committed reader sees nothing past an open transaction, a dead
+    owner's included)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, topic: str | None = None) -> None:
         super().__init__(daemon=True)
         self.settings = settings
+        self.topic = topic or settings.progress_topic
         self.seen: list[tuple[float, bytes]] = []
         self.stall: float | None = None
         self.stopping = threading.Event()
@@ -197,7 +199,7 @@ class ProgressWatch(threading.Thread):
         asyncio.run(self._watch())
 
     async def _watch(self) -> None:
-        consumer = await topic_reader(self.settings, self.settings.progress_topic, at_end=True, wait=float("inf"))
+        consumer = await topic_reader(self.settings, self.topic, at_end=True, wait=float("inf"))
         assert consumer is not None, "waits for the topic"
         try:
             while not self.stopping.is_set():

@@ -59,13 +59,15 @@ def _run_with_faults(
     applying `faults` at random moments, each timed from the moment it hits until every open
     run's progress resumes (`env`: more environment variables for the workers; `bootstraps`:
     theirs, as `Group` takes them). The result's traces are the workers' engine counters
-    (`chaos.COUNTERS`) summed, and its stall the committed readers' longest wait."""
+    (`chaos.COUNTERS`) summed, and its stall the committed readers' longest wait for a
+    progress record or a summary."""
     rng = random.Random(seed)
     group = Group(settings, root, env, bootstraps)
     for _ in range(workers):
         group.add()
-    watch = ProgressWatch(settings)
+    watch, summaries = ProgressWatch(settings), ProgressWatch(settings, settings.summaries_topic)
     watch.start()
+    summaries.start()
     publisher = Publisher(settings, log, seconds, pauses)
     recoveries = []
     try:
@@ -81,8 +83,10 @@ def _run_with_faults(
         runs, found = mismatches(settings, publisher)
     finally:
         watch.stopping.set()
+        summaries.stopping.set()
         group.stop_all()
-    result = Result(name, len(faults), len(log), runs, len(found), recoveries, found, watch.stall)
+    stall = max((s for s in (watch.stall, summaries.stall) if s is not None), default=None)
+    result = Result(name, len(faults), len(log), runs, len(found), recoveries, found, stall)
     result.traces.update(group.counted, workers_killed=group.killed)
     return result
 
