@@ -19,7 +19,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import SaslAuthenticationFailed
+from aiokafka.protocol.admin import CreateAclsRequest
 
 from events.clients.recorder import RunRecorder
 from events.clients.subscriber import SummarySubscriber
@@ -267,3 +269,43 @@ def test_the_brokers_secrets_are_its_owners_only_and_on_no_command_line(cluster:
     command_line = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     assert "kafka.Kafka" in command_line
     assert not [secret for secret in cluster.secrets if secret in command_line]
+
+
+def test_a_worker_missing_a_grant_stops_before_it_consumes_naming_the_grant(cluster: Secured) -> None:
+    """An ACL that denies the worker's user WRITE on its summaries topic: the worker stops
+    at start, exit 1, naming the operation and the topic (the broker's own word on what the
+    user may do, KIP-430), before it reads any event."""
+    settings = cluster.user("worker").with_overrides(
+        summaries_topic=f"{cluster.settings.summaries_topic}-denied", app_id=f"{cluster.settings.app_id}-denied"
+    )
+    asyncio.run(ensure_topics(settings))
+    asyncio.run(_deny_write(cluster.broker, settings.summaries_topic))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("EVALSTREAM_")}
+    env |= settings.security.env() | {"EVALSTREAM_APP_ID": settings.app_id}
+    data_dir = str(cluster.broker.state_dir / "denied-worker")
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "worker", *topic_flags(settings), "--data-dir", data_dir],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"WRITE on topic {settings.summaries_topic!r}" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+async def _deny_write(broker: BrokerConfig, topic: str) -> None:
+    """As admin: an ACL denying the worker's user WRITE on `topic` (a deny beats every allow)."""
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=broker.bootstrap, **secured.security(broker.state_dir, "admin").options()
+    )
+    await admin.start()
+    try:
+        literal, deny = 3, 2
+        request = CreateAclsRequest(secured.TOPIC, topic, literal, "User:worker", "*", secured.WRITE, deny)
+        response = await admin._client.send(admin._client.get_random_node(), request)
+        assert [code for code, _ in response.creation_responses] == [0]
+    finally:
+        await admin.close()

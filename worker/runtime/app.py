@@ -14,7 +14,9 @@ explicitly, errors dead-lettered.
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +34,7 @@ from worker.runtime.metrics import WorkerMetrics
 from worker.runtime.ownership import Fatal, KafkaClaims
 from worker.runtime.processor import EventsTopicChanged, Processor, Record
 from worker.runtime.store import Change, LocalStore
+from worker.runtime.transactions import CLOSE_SECONDS
 from worker.settings import Settings
 
 log = logging.getLogger("evalstream.worker")
@@ -39,6 +42,35 @@ log = logging.getLogger("evalstream.worker")
 STOPS = (NewerStore, EventsTopicChanged, Fatal, RollbackFailed)
 """What stops the worker as a clean stop does, its reason told by the command (exit 1):
 restarting would meet it again."""
+
+STOP_GRACE = 10.0
+"""Seconds faust's own services get to stop after the partitions are let go."""
+
+
+def stop_bound(settings: Settings) -> float:
+    """The longest a stop takes, whatever the broker does: the last checkpoints' wait (half the
+    session timeout), the producers' aborts and closes (`CLOSE_SECONDS` each), and
+    `STOP_GRACE` for faust's services (its consumer's own close waits on a broker that is
+    away). Past it the process exits anyway: what it had not committed, the partitions' next
+    owner reads again, and its open transactions that owner's claim aborts."""
+    return settings.session_timeout / 2 + 2 * CLOSE_SECONDS + STOP_GRACE
+
+
+def _exit_after(seconds: float, stopped: list[BaseException] | None) -> None:
+    """Exit the process `seconds` from now unless it has exited by then (a daemon timer)."""
+
+    def exit_now() -> None:
+        log.error(
+            "the worker did not stop within %.0f s (the broker does not answer): exiting now; the next owner of its "
+            "partitions reads again what it had not committed",
+            seconds,
+        )
+        logging.shutdown()
+        os._exit(1 if stopped else 0)
+
+    timer = threading.Timer(seconds, exit_now)
+    timer.daemon = True
+    timer.start()
 
 
 def _credentials(settings: Settings) -> Any:
@@ -200,6 +232,7 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
 
     @app.on_before_shutdown.connect
     async def shutting_down(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        _exit_after(stop_bound(settings), stopped)
         await engine.revoked(timeout=settings.session_timeout / 2)
         await archive.close()
         store.close()

@@ -158,6 +158,9 @@ class KafkaTransactions:
         await self.producer.commit_transaction()
 
     async def abort(self) -> None:
+        # The transaction's failure, if any, is known already (what its records raised): read,
+        # so that asyncio does not log it as never retrieved.
+        self._failure()
         # Not in a transaction, fenced, or the broker away: nothing of it commits either way.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.producer.abort_transaction(), CLOSE_SECONDS)

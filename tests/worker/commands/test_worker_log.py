@@ -9,7 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
-from aiokafka.errors import GroupAuthorizationFailedError, GroupCoordinatorNotAvailableError
+from aiokafka.errors import (
+    GroupAuthorizationFailedError,
+    GroupCoordinatorNotAvailableError,
+    InvalidProducerIdMapping,
+    KafkaError,
+)
 
 from worker.commands import worker_log
 from worker.local.clusters import local_broker
@@ -53,6 +58,30 @@ def test_a_group_still_forming_is_info_and_other_failures_stay_errors(written: i
     lines = written.getvalue().splitlines()
     assert "[INFO] aiokafka.consumer.group_coordinator: Group Coordinator Request failed: [Error 15]" in lines[0]
     assert "[ERROR] aiokafka.consumer.group_coordinator: Group Coordinator Request failed: [Error 30]" in lines[1]
+
+
+def test_a_dead_sender_is_one_line_naming_its_cause_and_its_batches_futures_are_not_logged(
+    written: io.StringIO,
+) -> None:
+    """aiokafka's sender loop dies of a coordinator that forgot the transactional id: it logs
+    a traceback and fails its batches' futures, which nobody can retrieve. The worker's log
+    holds one line with the cause (the engine says what it does about it); other futures'
+    errors still show."""
+    try:
+        raise InvalidProducerIdMapping()
+    except InvalidProducerIdMapping as cause:  # as aiokafka's sender: logged, then wrapped
+        logging.getLogger("aiokafka.producer.sender").exception("Unexpected error in sender routine")
+        wrapper = KafkaError("Unexpected error during batch delivery")
+        wrapper.__cause__ = cause
+    logging.getLogger("asyncio").error("Future exception was never retrieved", exc_info=wrapper)
+    logging.getLogger("asyncio").error("Future exception was never retrieved", exc_info=ValueError("a bug"))
+    text = written.getvalue()
+    assert "Traceback" not in text.split("ValueError")[0]
+    [sender] = [line for line in text.splitlines() if "aiokafka.producer.sender" in line]
+    assert "[WARNING]" in sender
+    assert "a producer's sender stopped: InvalidProducerIdMapping()" in sender
+    assert text.count("never retrieved") == 1
+    assert "ValueError: a bug" in text
 
 
 def test_above_info_a_group_still_forming_is_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
