@@ -282,8 +282,8 @@ def network_partition(root: Path, *, cuts: int, runs: int, tasks: int, seconds: 
     proxy of its own. One worker at a time is cut off (every byte both ways dropped, no
     connection closed) until the other owns every partition (past the cut one's session),
     then healed: the cut one must find itself fenced and write nothing over the new owner.
-    Traces: the other worker owned all four partitions during each cut (`owned during cut`),
-    and the cut workers' producers were fenced or their partitions redone."""
+    Traces: the other worker owned all four partitions during each cut (`cuts the other
+    worker took over`), and the engine's counters (a cut worker's producer fenced)."""
     rng = random.Random(seed)
     env = {"EVALSTREAM_SESSION_TIMEOUT": str(FROZEN_SESSION)}
     owned_all = []
@@ -446,6 +446,9 @@ def idle_expiry(root: Path, *, bursts: int, runs: int, tasks: int, seconds: floa
     return result
 
 
+REVOKING = "Revoking previously assigned partitions"
+"""What aiokafka logs as a revocation begins."""
+
 EXIT_MARGIN = 3.0
 """Seconds past the worker's stated stop bound (`worker.runtime.app.stop_bound`) for the
 process itself to end (the interpreter's exit, a loaded machine)."""
@@ -453,16 +456,17 @@ process itself to end (the interpreter's exit, a loaded machine)."""
 
 def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
     """Two workers over four partitions on a broker of their own; in turn a third worker
-    joins (the group revokes partitions from the two) or nothing changes, the broker is
-    killed at once (mid-revocation, mid-checkpoint), and every worker is sent SIGTERM: each
+    joins and the broker is killed as soon as the group revokes partitions from the two, or
+    nothing changes and it is killed mid-checkpoint; then every worker is sent SIGTERM: each
     must end within its stated stop bound (and `EXIT_MARGIN`) though the broker is away. Then
-    the broker comes back and the workers restart on their data dirs. Traces: the broker was
-    down when each SIGTERM was sent (`workers ended during an outage`), the longest exit
-    (`slowest exit (s)`) and the stops that were not clean (`stops forced at the bound`: the
-    worker's own timer ended it, its services still stopping)."""
+    the broker comes back and the workers restart on their data dirs. Traces: the revocations
+    the broker died in, the broker down when each SIGTERM was sent (`workers ended during an
+    outage`), the longest exit (`slowest exit (s)`) and the stops that were not clean (`stops
+    forced at the bound`: the worker's own timer ended it, its services still stopping)."""
     rng = random.Random(seed)
     exits: list[float] = []
     stuck: list[str] = []
+    revocations: list[int] = []
     with local_broker(root / "broker") as config:
         settings = _prepared(config.bootstrap, partitions=4)
         bound = stop_bound(settings) + EXIT_MARGIN
@@ -471,8 +475,16 @@ def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int,
         def outage(index: int) -> Callable[[Group], None]:
             def fault(group: Group) -> None:
                 if index % 2 == 0:
+                    revoking = [worker.log().count(REVOKING) for worker in group.workers]
+                    old = list(group.workers)
                     group.add()
-                    time.sleep(rng.uniform(0.5, 1.5))  # the joiner's request reaches the group
+                    deadline = time.monotonic() + 60
+                    while time.monotonic() < deadline:
+                        if [worker.log().count(REVOKING) for worker in old] != revoking:
+                            revocations.append(index)
+                            break
+                        time.sleep(0.05)
+                    time.sleep(rng.uniform(0.0, 0.3))
                 pid = broker.status(config).pid
                 assert pid is not None, "the broker is not running"
                 os.kill(pid, signal.SIGKILL)
@@ -496,6 +508,7 @@ def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int,
             seed=seed,
         )  # fmt: skip
     result.traces["workers ended during an outage"] = len(exits)
+    result.traces["revocations under way when the broker died"] = len(revocations)
     result.traces["slowest exit (s)"] = max(exits, default=0.0)
     result.traces["exit bound (s)"] = bound
     result.traces["stops forced at the bound"] = Group(settings, root).logs().count("the worker did not stop within")

@@ -85,6 +85,7 @@ def test_partitions_idle_past_the_coordinators_expiry_lose_nothing(tmp_path: Pat
 def test_workers_end_within_their_bound_when_the_broker_dies_during_a_revocation(tmp_path: Path) -> None:
     result = scenarios.outage_during_revocation(tmp_path, outages=2, runs=4, tasks=30, seconds=30, seed=12)
     assert result.traces["workers ended during an outage"] >= 4, result.traces
+    assert result.traces["revocations under way when the broker died"] == 1, result.traces
     assert result.traces["slowest exit (s)"] < result.traces["exit bound (s)"], result.traces
     assert result.traces["stops forced at the bound"] == 0, result.traces
     assert result.details == []
