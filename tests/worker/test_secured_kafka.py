@@ -26,10 +26,12 @@ from aiokafka.protocol.admin import CreateAclsRequest
 from events.clients.recorder import RunRecorder
 from events.clients.subscriber import SummarySubscriber
 from events.codec import encode
+from events.models import InputEvent
 from tests import builders
 from tests.projections.examples import EXAMPLE_LOG
 from tests.worker.commands.test_cli import NOISE
 from tests.worker.runtime.test_worker_kafka import by_run, replayed
+from worker.commands.clients import publish
 from worker.local import certs, secured
 from worker.local.broker import BrokerConfig
 from worker.local.processes import WorkerProcess, free_port, isolated_settings, topic_flags
@@ -309,3 +311,46 @@ async def _deny_write(broker: BrokerConfig, topic: str) -> None:
         assert [code for code, _ in response.creation_responses] == [0]
     finally:
         await admin.close()
+
+
+def test_an_output_topic_that_becomes_unwritable_is_a_refusal_of_its_outputs_and_the_rest_lands(
+    cluster: Secured, tmp_path: Path
+) -> None:
+    """WRITE on the summaries topic taken from a running worker: the broker will not add that
+    topic to the next transaction (AddPartitionsToTxn answers TopicAuthorizationFailed for it
+    alone, and aiokafka sends the rest and fails the transaction). The summary is
+    dead-lettered as refused, naming the topic; the run's progress is committed; the worker
+    goes on."""
+    suffix = "-revoked"
+    settings = cluster.user("worker").with_overrides(
+        summaries_topic=f"{cluster.settings.summaries_topic}{suffix}",
+        progress_topic=f"{cluster.settings.progress_topic}{suffix}",
+        deadletter_topic=f"{cluster.settings.deadletter_topic}{suffix}",
+        events_topic=f"{cluster.settings.events_topic}{suffix}",
+        app_id=f"{cluster.settings.app_id}{suffix}",
+        web_port=free_port(),  # not the module's worker's
+    )
+    asyncio.run(ensure_topics(settings))
+    worker = WorkerProcess(settings, tmp_path / "worker")
+    try:
+        worker.wait_serving()
+        asyncio.run(_deny_write(cluster.broker, settings.summaries_topic))
+        events = [*_one_run("revoked")]
+        asyncio.run(publish(settings, [encode(event) for event in events]))
+        [letter] = read_topic(settings, settings.deadletter_topic, until=1, timeout=60)
+        assert letter.key == b"revoked"
+        assert letter.headers["evalstream.reason"] == b"output-refused"
+        assert "TopicAuthorizationFailed" in letter.headers["evalstream.detail"].decode()
+        [expected] = replayed([encode(event) for event in events])
+        assert letter.value == expected
+        progress = read_topic(settings, settings.progress_topic, until=1, timeout=30)
+        assert {record.key for record in progress} == {b"revoked"}
+        assert worker.process.poll() is None, "the worker stopped"
+    finally:
+        worker.stop()
+        print(worker.log()[-3000:], file=sys.stderr)
+
+
+def _one_run(run_id: str) -> list[InputEvent]:
+    spec = builders.task_spec("t")
+    return [builders.started(run_id, [spec]), builders.trial("t", "t-1", run_id=run_id), builders.closed(run_id)]

@@ -104,6 +104,10 @@ def _faust_app(settings: Settings, hooks: consumer.Hooks) -> faust.App:
         broker_commit_interval=365 * 24 * 3600.0,
         broker_commit_every=2**62,
         broker_heartbeat_interval=settings.session_timeout / 5,
+        # Partitions added to the events topic show at the next metadata refresh, and the worker
+        # stops at that rebalance (`worker.runtime.ownership`): within 30 s, not aiokafka's 5 min,
+        # while the events of runs whose keys moved wait unread.
+        consumer_metadata_max_age_ms=30_000,
         # Static membership (KIP-345): a worker restarted under the same name gets its
         # partitions back at once, with no rebalance and no wait for its session to expire.
         consumer_group_instance_id=settings.instance_id,

@@ -170,8 +170,8 @@ class Engine:
         write_timeout: float = 60.0,
     ) -> None:
         """`on_failure`: stop the worker (an error that reading the partition again would
-        meet again: a newer store, an events topic recreated, a transactional id refused, or
-        a partition failing again and again). `on_checkpoint`: told the seconds each
+        meet again: a newer store, an events topic recreated, a grant or a setting the
+        cluster refuses the worker: `worker.runtime.refusals.fatal`). `on_checkpoint`: told the seconds each
         checkpoint took, from its seal until applied. `reclaim_after`: seconds a fenced
         partition waits for the group before it is claimed again (the session timeout).
         `retry_after`: seconds before a failed claim or checkpoint is first tried again.

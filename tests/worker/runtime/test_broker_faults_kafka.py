@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions
 
 from events.synthetic import synthetic_run
 from tests.worker.runtime.test_refused_kafka import until
@@ -184,3 +185,33 @@ def test_a_broker_stopped_during_a_checkpoint_costs_nothing_once_it_is_back(
     finally:
         worker.stop()
         print(worker.log()[-4000:], file=sys.stderr)
+
+
+def test_partitions_added_to_the_events_topic_while_it_runs_stop_the_worker_saying_so(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    """A partition added to the events topic under a running worker: the group gives it the
+    new partition, whose state has no changelog partition and whose runs' keys now hash
+    elsewhere. The worker stops (exit 1) with what happened and the way out, instead of
+    retrying the claim for ever."""
+    settings = isolated_settings(bootstrap)
+    asyncio.run(ensure_topics(settings))
+    worker = WorkerProcess(settings, tmp_path / "worker")
+    try:
+        worker.wait_serving()
+        asyncio.run(_add_partition(settings.client_options(), settings.events_topic))
+        assert worker.process.wait(timeout=120) == 1
+        log = worker.log()
+        assert "partitions were added while the worker ran" in log
+        assert "Traceback" not in log
+    finally:
+        worker.stop()
+
+
+async def _add_partition(options: dict[str, object], topic: str) -> None:
+    admin = AIOKafkaAdminClient(**options)
+    await admin.start()
+    try:
+        await admin.create_partitions({topic: NewPartitions(2)})
+    finally:
+        await admin.close()

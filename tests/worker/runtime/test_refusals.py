@@ -43,7 +43,7 @@ from faust.exceptions import ProducerSendError
 from events.codec import encode
 from events.models import InputEvent
 from tests import builders
-from tests.worker.runtime.engine_harness import Broker, run, worker
+from tests.worker.runtime.engine_harness import Broker, Message, run, worker
 from worker.runtime.engine import FAILING_AFTER
 from worker.runtime.ownership import Fatal
 from worker.runtime.refusals import InvalidRecordError, fatal, refusal, why_fatal
@@ -111,6 +111,8 @@ NO_REFUSALS = [
     sender_died(InvalidProducerIdMapping()),
     sender_died(KafkaConnectionError()),
     sender_died(MessageSizeTooLargeError()),  # the sender's death is no record's fault, whatever it died of
+    KafkaError("NotCoordinatorError()"),  # a coordinator lookup's unexpected answer, as the sender wraps it
+    AssertionError("Invalid state transition TransactionState.FATAL_ERROR -> ..."),  # a dead producer's state
 ]
 
 
@@ -279,3 +281,26 @@ def test_what_no_retry_can_help_stops_the_worker_naming_the_grant(make: Callable
     assert isinstance(stopped, Fatal)
     assert str(stopped) == why_fatal(error)
     assert broker.outputs() == []
+
+
+def test_a_changelog_record_the_producer_itself_finds_too_large_parks_its_run_only() -> None:
+    """A task record over the producer's `max_request_size`: aiokafka's own check raises at
+    the send, outside any answer. That record's run is parked (its events dead-lettered as
+    state-refused) and the partition's other run lands; nothing is retried for ever."""
+    big_key = b't["run-a","t"]'
+    broker = Broker(refuse=lambda write: "at once" if write.stream == "changelog" and write.key == big_key else None)
+    messages: list[Message] = [
+        (0, run.encode(), encode(event)) for run in ("run-a", "run-c") for event in _one_task_run(run)
+    ]
+    solo = worker(broker, messages, flush_every=1)
+
+    async def go() -> None:
+        solo.engine.assigned([0])
+        await run(solo)
+
+    asyncio.run(go())
+    assert [write.key for write in broker.outputs() if write.stream == "summary"] == [b"run-c"]
+    assert solo.engine.counts.parked == {"state-refused": 1}
+    reasons = {dict(write.headers)["evalstream.reason"] for write in broker.committed if write.stream == "deadletter"}
+    assert reasons == {b"state-refused"}
+    assert solo.gave_up == []
