@@ -42,6 +42,29 @@ def _prepared(bootstrap: str, **overrides: object) -> Settings:
     return settings
 
 
+def _owned(worker: WorkerProcess) -> set[str]:
+    """The events partitions `worker` reports on /metrics (its lag, per partition it owns)."""
+    try:
+        samples = worker.scrape()
+    except (OSError, RuntimeError):
+        return set()
+    return {name for name in samples if name.startswith("evalstream_consumer_lag{")}
+
+
+def _taken_over(worker: WorkerProcess, partitions: int, timeout: float) -> bool:
+    """Whether `worker` comes to own all `partitions` within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while len(_owned(worker)) < partitions:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+SESSION_EXPIRED = "Heartbeat session expired"
+"""What aiokafka logs when a worker finds its group session expired."""
+
+
 def _run_with_faults(
     settings: Settings,
     root: Path,
@@ -233,17 +256,22 @@ def frozen_owners(
     other, and it is thawed (SIGCONT) with whatever it had under way. Every summary must end
     exact and none be published twice. Then every worker stops, a new one on an empty data
     dir restores every partition from the changelog alone, and a late attempt on every run
-    must give its next revision, byte for byte what replay gives."""
+    must give its next revision, byte for byte what replay gives. Trace: the other worker owned
+    every partition before each thaw (`freezes the other worker took over`)."""
     settings = _prepared(bootstrap, partitions=4)
     rng = random.Random(seed)
     log = chaos_log("frozen", runs=runs, tasks=tasks, attempts=5, seed=seed)
     env = {"EVALSTREAM_SESSION_TIMEOUT": str(FROZEN_SESSION)}
 
+    taken_over = []
+
     def freeze(group: Group) -> None:
         victim = rng.choice(group.workers)
+        (other,) = [worker for worker in group.workers if worker is not victim]
         os.kill(victim.process.pid, signal.SIGSTOP)
         try:
             time.sleep(FROZEN_SESSION * rng.uniform(1.3, 2.0))
+            taken_over.append(_taken_over(other, 4, FROZEN_SESSION * 4))
         finally:
             os.kill(victim.process.pid, signal.SIGCONT)
 
@@ -251,6 +279,7 @@ def frozen_owners(
     result = _run_with_faults(
         settings, root, log, name="frozen owner", workers=2, seconds=seconds, faults=faults, seed=seed, env=env
     )
+    result.traces["freezes the other worker took over"] = sum(taken_over)
     late: list[Message] = [
         (key, encode(builders.trial("task-00001", f"after-restore-{key.decode()}", run_id=key.decode())))
         for key in dict.fromkeys(key for key, _ in log if key is not None)
@@ -268,22 +297,15 @@ def frozen_owners(
     return result
 
 
-def _owned(worker: WorkerProcess) -> set[str]:
-    """The events partitions `worker` reports on /metrics (its lag, per partition it owns)."""
-    try:
-        samples = worker.scrape()
-    except (OSError, RuntimeError):
-        return set()
-    return {name for name in samples if name.startswith("evalstream_consumer_lag{")}
-
-
 def network_partition(root: Path, *, cuts: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
     """Two workers over four partitions, each reaching a broker of its own through a Toxiproxy
     proxy of its own. One worker at a time is cut off (every byte both ways dropped, no
     connection closed) until the other owns every partition (past the cut one's session),
     then healed: the cut one must find itself fenced and write nothing over the new owner.
     Traces: the other worker owned all four partitions during each cut (`cuts the other
-    worker took over`), and the engine's counters (a cut worker's producer fenced)."""
+    worker took over`), and the cut worker's client found its group session expired
+    (`sessions expired`); a fence of its producer is counted when it wrote before it learnt
+    of its revocation."""
     rng = random.Random(seed)
     env = {"EVALSTREAM_SESSION_TIMEOUT": str(FROZEN_SESSION)}
     owned_all = []
@@ -296,11 +318,8 @@ def network_partition(root: Path, *, cuts: int, runs: int, tasks: int, seconds: 
             victim = rng.choice(group.workers)
             (other,) = [worker for worker in group.workers if worker is not victim]
             toxiproxy.cut(proxy_of[victim.settings.bootstrap])
-            began = time.monotonic()
             try:
-                while len(_owned(other)) < 4 and time.monotonic() - began < FROZEN_SESSION * 6:
-                    time.sleep(0.2)
-                owned_all.append(len(_owned(other)) == 4)
+                owned_all.append(_taken_over(other, 4, FROZEN_SESSION * 6))
             finally:
                 toxiproxy.heal(proxy_of[victim.settings.bootstrap])
 
@@ -310,6 +329,7 @@ def network_partition(root: Path, *, cuts: int, runs: int, tasks: int, seconds: 
             env=env, bootstraps=list(proxied.bootstraps),
         )  # fmt: skip
     result.traces["cuts the other worker took over"] = sum(owned_all)
+    result.traces["sessions expired"] = Group(settings, root).logs().count(SESSION_EXPIRED)
     return result
 
 

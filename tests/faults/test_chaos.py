@@ -51,14 +51,16 @@ def test_owners_frozen_past_their_session_then_thawed_write_nothing_after_the_ne
     result = scenarios.frozen_owners(bootstrap, tmp_path, freezes=3, runs=8, tasks=30, seconds=45, seed=6)
     assert result.details == []
     assert result.mismatches == 0
-    assert result.traces["evalstream_partitions_fenced_total"] > 0, result.traces
+    # A thawed owner is mostly told of its revocation before it writes again (a fence is rare:
+    # 1 in 3 freezes measured), so the freeze's sure trace is the other worker's takeover.
+    assert result.traces["freezes the other worker took over"] == 3, result.traces
 
 
 def test_a_worker_cut_off_past_its_session_while_another_goes_on_writes_nothing_after_it(tmp_path: Path) -> None:
     result = scenarios.network_partition(tmp_path, cuts=2, runs=6, tasks=30, seconds=40, seed=8)
     assert result.details == []
     assert result.traces["cuts the other worker took over"] == 2, result.traces
-    assert result.traces["evalstream_partitions_fenced_total"] > 0, result.traces
+    assert result.traces["sessions expired"] >= 2, result.traces
 
 
 def test_latency_and_connection_resets_during_commits_lose_and_double_nothing(tmp_path: Path) -> None:
