@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
+.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,7 @@ deploy-check: install
 	$(BIN)/kubernetes-validate --strict --quiet -k 1.30.0 deploy/k8s/*.yaml
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 
-unit: install chromium toxiproxy
+unit: install chromium prometheus toxiproxy
 	$(BIN)/python -m pytest
 
 ## Shopify's Toxiproxy for the network-fault tests, built with Go into a cache folder when missing (worker/local/toxiproxy.py).
@@ -61,6 +61,10 @@ toxiproxy: install
 ## Debian's chromium for the browser tests, when the machine has none (.ci/chromium).
 chromium:
 	bash .ci/chromium
+
+## Debian's prometheus for the Grafana dashboard's test, when the machine has none (.ci/prometheus).
+prometheus:
+	bash .ci/prometheus
 
 ## A local Kafka broker, the worker, the dashboard (its URL printed), a simulated run streamed live.
 demo: install
@@ -98,9 +102,11 @@ bench-dashboard-scale: install
 bench-export: install
 	$(BIN)/python -m bench.export
 
-## The live gate's false-alarm rate under the null and decision time on a planted regression, by simulation.
+## The live gate's false-alarm rate under the null and decision time on a planted regression, by simulation;
+## then the Inspect manager on real Inspect evals (mockllm): samples not run, false stops (~10 minutes).
 bench-gate: install
 	$(BIN)/python -m bench.gate
+	$(BIN)/python -m bench.inspect_gate
 
 ## Every fault scenario at full size (~15 minutes): prints the chaos table.
 bench-chaos: install

@@ -7,9 +7,10 @@ rate. The baseline is closed; the candidate's trials then arrive one at a time, 
 orders: task by task (a task's attempts back to back, tasks in random order) or interleaved
 (all trials shuffled, so tasks complete late). The gate looks after every trial.
 
-The live gate is `projections.analysis.gate.live` itself (`gate_of_rates`, `LiveGate.observe` and
-`LiveGate.decision`, what `evalstream gate --live` calls after every event), fed the (attempts,
-passes) of the task each trial belongs to. Beside it, the naive gate: the fixed 95% t interval
+The live gate is `projections.analysis.gate.live` itself (`gate_of_attempts`, `LiveGate.observe`
+and `LiveGate.decision`, what `evalstream gate --live` calls after every event), fed the
+(attempts, passes) of the task each trial belongs to: each candidate attempt is paired with the
+baseline's attempt of the same position. Beside it, the naive gate: the fixed 95% t interval
 of `evalstream gate` (mean +- t975(n - 1) x sd / sqrt(n) over the tasks complete so far)
 looked at after every trial with the same decision rule (`projections.analysis.gate.decision.decide`).
 
@@ -21,6 +22,8 @@ looked at after every trial with the same decision rule (`projections.analysis.g
    0.6 -> 0.5), 500 tasks: the share of pairs the live gate decides before the close, and after
    what fraction of the candidate's trials (median, p10, p90), against waiting for the close
    (100% of the trials) and the fixed gate's power there.
+3. The same for a regression concentrated on few tasks: 200 tasks, three in four of those the
+   baseline nearly always solves (p >= 0.8) now always fail (a mean drop of about 0.17).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from projections.analysis.gate.decision import BLOCK, decide
-from projections.analysis.gate.live import gate_of_rates
+from projections.analysis.gate.live import gate_of_attempts
 from projections.figures.t975 import t975
 
 KEY = "reward.score"
@@ -85,10 +88,28 @@ class NaiveInterval:
         return self.mean - half, self.mean + half
 
 
-def simulate(rng: random.Random, tasks: int, attempts: int, drop: float, order: Order) -> Outcome:
+Change = Callable[[random.Random, float], float]
+"""The candidate's pass rate of a task whose baseline rate is p."""
+
+
+def same(rng: random.Random, p: float) -> float:
+    return p
+
+
+def ten_points_lower(rng: random.Random, p: float) -> float:
+    return p - 0.1
+
+
+def most_solved_lost(rng: random.Random, p: float) -> float:
+    """Three in four of the tasks the baseline nearly always solves (p >= 0.8) now always fail."""
+    return 0.0 if p >= 0.8 and rng.random() < 0.75 else p
+
+
+def simulate(rng: random.Random, tasks: int, attempts: int, change: Change, order: Order) -> Outcome:
     rates = [rng.uniform(0.2, 1.0) for _ in range(tasks)]
-    baseline = {str(task): sum(rng.random() < p for _ in range(attempts)) / attempts for task, p in enumerate(rates)}
-    gate = gate_of_rates({KEY: baseline}, 0.0)
+    candidate = [change(rng, p) for p in rates]
+    baseline = {str(task): tuple(rng.random() < p for _ in range(attempts)) for task, p in enumerate(rates)}
+    gate = gate_of_attempts({KEY: baseline}, 0.0)
     naive = NaiveInterval()
     counts = [[0, 0] for _ in range(tasks)]
     outcome = Outcome()
@@ -96,9 +117,10 @@ def simulate(rng: random.Random, tasks: int, attempts: int, drop: float, order: 
     for number, task in enumerate(trials, 1):
         tally = counts[task]
         tally[0] += 1
-        tally[1] += rng.random() < rates[task] - drop
-        if gate.observe(KEY, str(task), tally[0], tally[1], attempts):
-            naive.add(tally[1] / tally[0] - baseline[str(task)])
+        tally[1] += rng.random() < candidate[task]
+        gate.observe(KEY, str(task), tally[0], tally[1])
+        if tally[0] == attempts:
+            naive.add((tally[1] - sum(baseline[str(task)])) / attempts)
         # The look after this trial.
         if outcome.live_decided_at is None:
             decision = gate.decision(closed=False)
@@ -115,6 +137,17 @@ def simulate(rng: random.Random, tasks: int, attempts: int, drop: float, order: 
     final = naive.interval()
     outcome.fixed_at_close_regression = final is not None and decide(final, 0.0) == BLOCK
     return outcome
+
+
+def decided_early(runs: list[Outcome]) -> str:
+    """The share of runs the live gate blocked before the close, and when (p10 / median / p90 of the trials)."""
+    at = sorted(r.live_regression_at for r in runs if r.live_regression_at is not None)
+    spread = (
+        " / ".join(f"{100 * q:.0f}%" for q in (at[len(at) // 10], statistics.median(at), at[9 * len(at) // 10]))
+        if at
+        else "-"
+    )
+    return f"{share([r.live_regression_at is not None for r in runs]):>14} {spread:>40}"
 
 
 def share(flags: list[bool]) -> str:
@@ -142,27 +175,25 @@ def main() -> None:
     print(f"{'order':<14} {'live: exit 3':>16} {'live: excl. 0':>16} {'naive t: exit 3':>16} {'naive t: excl. 0':>17}")
     for name, order in orders.items():
         start = time.perf_counter()
-        runs = [simulate(rng, args.tasks, args.attempts, 0.0, order) for _ in range(args.null_pairs)]
+        runs = [simulate(rng, args.tasks, args.attempts, same, order) for _ in range(args.null_pairs)]
         print(
             f"{name:<14} {share([r.live_regression_at is not None for r in runs]):>16} "
             f"{share([r.live_excluded_zero for r in runs]):>16} {share([r.naive_regression for r in runs]):>16} "
             f"{share([r.naive_excluded_zero for r in runs]):>17}   ({time.perf_counter() - start:.0f} s)"
         )
-    print(f"\n2. planted regression of 10 points: {args.planted_pairs} pairs, candidate rate p - 0.1 on every task")
-    head = f"{'order':<14} {'decided early':>14} {'trials at decision: p10 / median / p90':>40}"
-    print(f"{head} {'fixed gate at close':>20}")
-    for name, order in orders.items():
-        runs = [simulate(rng, args.tasks, args.attempts, 0.1, order) for _ in range(args.planted_pairs)]
-        at = sorted(r.live_regression_at for r in runs if r.live_regression_at is not None)
-        spread = (
-            " / ".join(f"{100 * q:.0f}%" for q in (at[len(at) // 10], statistics.median(at), at[9 * len(at) // 10]))
-            if at
-            else "-"
-        )
-        print(
-            f"{name:<14} {share([r.live_regression_at is not None for r in runs]):>14} {spread:>40} "
-            f"{share([r.fixed_at_close_regression for r in runs]):>20}"
-        )
+    planted = (
+        (f"2. planted regression of 10 points: {args.planted_pairs} pairs, candidate rate p - 0.1 on every task",
+         args.tasks, ten_points_lower),
+        (f"3. most solved tasks lost: {args.planted_pairs} pairs of 200 tasks, 3 in 4 of the tasks with p >= 0.8 "
+         "at rate 0", 200, most_solved_lost),
+    )  # fmt: skip
+    for title, tasks, change in planted:
+        print(f"\n{title}")
+        head = f"{'order':<14} {'decided early':>14} {'trials at decision: p10 / median / p90':>40}"
+        print(f"{head} {'fixed gate at close':>20}")
+        for name, order in orders.items():
+            runs = [simulate(rng, tasks, args.attempts, change, order) for _ in range(args.planted_pairs)]
+            print(f"{name:<14} {decided_early(runs)} {share([r.fixed_at_close_regression for r in runs]):>20}")
     print(
         "(waiting for the close decides after 100% of the candidate's trials; "
         "+- is a 95% Monte Carlo margin, < and > a 95% bound)"

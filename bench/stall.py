@@ -1,9 +1,11 @@
 """How long a worker killed with -9 holds back every reader of committed records.
 
 Run: `python -m bench.stall` (EVALSTREAM_BOOTSTRAP if set, else a local broker of its own).
-A worker folds a run published at a steady rate, so that a checkpoint's transaction is almost
-always open; it is killed with SIGKILL, and no other worker claims its partition. A probe (a
-transactional producer of its own) then commits a record to the progress topic every 50 ms,
+A worker folds a run published at a steady rate; it is frozen (SIGSTOP) at random moments
+until one falls inside a checkpoint's transaction that wrote progress (the progress
+partition's last stable offset below its high watermark), and killed there with SIGKILL; no
+other worker claims its partition. A probe (a transactional producer of its own) then
+commits a record to the progress topic every 50 ms,
 and a committed reader times how long after the kill the first probe shows: the dead owner's
 open transaction holds the partition's last stable offset until the broker aborts it, at the
 transaction timeout. Each `--timeouts` value (EVALSTREAM_TRANSACTION_TIMEOUT) is measured
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import signal
 import statistics
 import tempfile
@@ -22,7 +25,7 @@ import time
 from pathlib import Path
 
 import orjson
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from events.synthetic import synthetic_run
 from worker.local.clusters import cluster
@@ -38,7 +41,7 @@ async def _publish_steadily(settings: Settings, rate: float, stop: asyncio.Event
     producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0)
     await producer.start()
     try:
-        events = synthetic_run("steady", tasks=20_000, attempts=3, seed=5)
+        events = synthetic_run("steady", tasks=500, attempts=10, seed=5)
         began = time.perf_counter()
         for index, event in enumerate(events):
             if stop.is_set():
@@ -59,7 +62,7 @@ async def _stall_after_kill(settings: Settings, worker: WorkerProcess) -> float:
     publisher = asyncio.create_task(_publish_steadily(settings, 500.0, stop))
     try:
         await asyncio.sleep(3.0)  # the worker checkpoints steadily
-        os.kill(worker.process.pid, signal.SIGKILL)
+        await _killed_in_a_transaction(settings, worker)
         killed = time.perf_counter()
         stop.set()
         await publisher
@@ -81,6 +84,28 @@ async def _stall_after_kill(settings: Settings, worker: WorkerProcess) -> float:
     finally:
         await probe.stop()
         await reader.stop()
+
+
+async def _killed_in_a_transaction(settings: Settings, worker: WorkerProcess) -> None:
+    """SIGKILL the worker while a transaction of it holds progress records not yet committed."""
+    place = TopicPartition(settings.progress_topic, 0)
+    committed = AIOKafkaConsumer(isolation_level="read_committed", **settings.client_options())
+    everything = AIOKafkaConsumer(**settings.client_options())
+    await committed.start()
+    await everything.start()
+    try:
+        while True:
+            os.kill(worker.process.pid, signal.SIGSTOP)
+            await asyncio.sleep(0.05)
+            stable = (await committed.end_offsets([place]))[place]
+            if stable < (await everything.end_offsets([place]))[place]:
+                os.kill(worker.process.pid, signal.SIGKILL)
+                return
+            os.kill(worker.process.pid, signal.SIGCONT)
+            await asyncio.sleep(random.uniform(0.01, 0.1))
+    finally:
+        await committed.stop()
+        await everything.stop()
 
 
 def measure(bootstrap: str, scratch: Path, timeout: float, kills: int) -> list[float]:

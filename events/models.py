@@ -56,6 +56,10 @@ TrialStatus = Literal["completed", "failed"]
 ScoreStatus = Literal["completed", "partial", "failed"]
 Failure = Literal["trial", "metric"]
 CloseReason = Literal["completed", "cancelled", "failed"]
+HarborRules = Literal["0.26", "0.25"]
+"""Which Harbor version's arithmetic a run's `harbor` block follows (SEMANTICS.md section 6)."""
+DEFAULT_HARBOR_RULES: Final[HarborRules] = "0.26"
+"""The rules of a run whose run.started names none, or that has no run.started."""
 
 
 MOMENT: Final = "_moment"
@@ -178,6 +182,7 @@ class RunStarted(Envelope):
     tasks: list[TaskSpec]
     attempts_per_task: Annotated[int, Field(ge=1, le=1_000_000)] | None = Field(default=None, exclude_if=_omit_none)
     labels: dict[str, str] = {}
+    harbor_rules: HarborRules | None = Field(default=None, exclude_if=_omit_none)
 
     @model_validator(mode="after")
     def _tasks_unique(self) -> RunStarted:

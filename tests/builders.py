@@ -116,7 +116,11 @@ def fold(events: Iterable[InputEvent], run_id: str = "run") -> RunState:
 
 
 def scored_run(
-    run_id: str, attempts: Mapping[str, Sequence[object]], *, labels: Mapping[str, str] | None = None
+    run_id: str,
+    attempts: Mapping[str, Sequence[object]],
+    *,
+    labels: Mapping[str, str] | None = None,
+    harbor_rules: str | None = None,
 ) -> list[InputEvent]:
     """A closed run declaring `reward.score` continuous on each task of `attempts`, with one
     trial per value in order (None: a dead trial; no value: a task nothing was measured for)."""
@@ -125,6 +129,7 @@ def scored_run(
             run_id,
             [task_spec(task_id, {"reward.score": "continuous"}) for task_id in attempts],
             labels=dict(labels or {}),
+            harbor_rules=harbor_rules,
         )
     ]
     for task_id, values in attempts.items():

@@ -97,7 +97,12 @@ def run_logs(
             }
             views = draw(view_specs(weight_values)) if draw(st.booleans()) else []
             specs.append(builders.task_spec(task, kinds, views))
-        start = builders.started(run_id, specs, attempts_per_task=draw(st.integers(1, 4)))
+        start = builders.started(
+            run_id,
+            specs,
+            attempts_per_task=draw(st.integers(1, 4)),
+            harbor_rules=draw(st.sampled_from([None, "0.26", "0.25"])),
+        )
         events.insert(draw(st.integers(0, len(events))), start)
     events.append(builders.closed(run_id))
     return events
@@ -112,4 +117,5 @@ def graded_runs(draw: st.DrawFn, equal_attempts: bool = False) -> list[InputEven
     size = draw(st.integers(1, 8))
     lists = st.lists(attempt, min_size=size, max_size=size) if equal_attempts else st.lists(attempt, max_size=8)
     tasks = draw(st.lists(lists, min_size=1, max_size=12))
-    return builders.scored_run("run", {f"t{i}": values for i, values in enumerate(tasks)})
+    rules = draw(st.sampled_from([None, "0.26", "0.25"]))
+    return builders.scored_run("run", {f"t{i}": values for i, values in enumerate(tasks)}, harbor_rules=rules)

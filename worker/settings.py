@@ -72,10 +72,12 @@ class Settings:
     """Seconds before the group gives a silent worker's partitions to others (faust: 60)."""
     transaction_timeout: float = field(default_factory=lambda: _float("TRANSACTION_TIMEOUT", "10"))
     """Seconds the broker lets a checkpoint's transaction stay open before it aborts it (Kafka
-    Streams: 10). The longest a worker killed with a transaction open holds back every reader
-    of committed records, when no other worker claims its partitions first; and the longest
-    a checkpoint's write waits for the broker before the partition's producer is renewed. At
-    most the brokers' `transaction.max.timeout.ms` (15 minutes by default)."""
+    Streams: 10). A worker killed with a transaction open holds back every reader of
+    committed records until then (plus up to the brokers'
+    `transaction.abort.timed.out.transaction.cleanup.interval.ms`, 10 s by default), when no
+    other worker claims its partitions first; and it is the longest a checkpoint's write
+    waits for the broker before the partition's producer is renewed. At most the brokers'
+    `transaction.max.timeout.ms` (15 minutes by default)."""
     fetch_max_wait_ms: int = field(default_factory=lambda: _int("FETCH_MAX_WAIT_MS", "20"))
     """How long the broker may hold an empty fetch (faust's own: 1500; see worker.runtime.consumer)."""
     flush_every: int = field(default_factory=lambda: _int("FLUSH_EVERY", "1000"))

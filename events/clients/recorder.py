@@ -35,6 +35,14 @@ Send = Callable[[bytes, bytes], Awaitable[None]]
 
 
 class AsyncRunRecorder:
+    """Publishes one run's events, for asyncio harnesses (`async with`).
+
+    `bootstrap` and `topic` say where the events go (default: a local broker's
+    `evalstream.events`); `client_options` are passed to aiokafka's producer (TLS and SASL:
+    `Security.options()`); `send`, instead of a producer, takes each (key, value) message
+    itself (a file, a test). Each method validates its event, sends it and returns it.
+    """
+
     def __init__(
         self,
         run_id: str,
@@ -95,6 +103,8 @@ class AsyncRunRecorder:
         labels: Mapping[str, str] | None = None,
         event_id: str | None = None,
     ) -> InputEvent:
+        """The run's declaration: its tasks (`{"task_id": ..., ...}` each, EVENTS.md), the attempts
+        planned per task (for progress and the ETA) and its labels (`benchmark`, `model`, ...)."""
         return await self.emit(
             "run.started",
             event_id,
@@ -106,6 +116,7 @@ class AsyncRunRecorder:
     async def trial_finished(
         self, task_id: str, trial_id: str, *, usage: Mapping[str, Any] | None = None, event_id: str | None = None
     ) -> InputEvent:
+        """A trial that ran to its end (its scores follow with `score`), with its token usage if known."""
         return await self.emit(
             "trial.finished", event_id, task_id=task_id, trial_id=trial_id, status="completed", usage=usage
         )
@@ -120,6 +131,8 @@ class AsyncRunRecorder:
         partial: bool = False,
         event_id: str | None = None,
     ) -> InputEvent:
+        """A metric's outputs for a trial, `{output name: value}`; `partial`: more outputs of the
+        same metric follow in another event."""
         return await self.emit(
             "score.emitted",
             event_id,
@@ -177,6 +190,7 @@ class AsyncRunRecorder:
         return sent
 
     async def closed(self, reason: str = "completed", *, event_id: str | None = None) -> InputEvent:
+        """The run's end (`completed`, `cancelled` or `failed`): the worker publishes its summary."""
         return await self.emit("run.closed", event_id, reason=reason)
 
 

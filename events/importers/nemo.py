@@ -1,5 +1,6 @@
 """A NeMo evaluator SDK agent-eval bundle (nemo-platform 0.6, `AgentEvalResult.persist`) as
-one run's event log.
+one run's event log. A NeMo Evaluator 0.3 (`nel`) output directory, which has no
+`tasks.jsonl`, is read by `events.importers.nel` instead.
 
 The bundle is a directory: `tasks.jsonl` (one `AgentEvalTask` a line: its metrics'
 `outputs` with a `value_schema` name, and its `views`), `trials.jsonl` (one
@@ -37,6 +38,9 @@ Mapping choices (where neither the SDK nor EVENTS.md decides):
   SDK's score id names run, task, trial and metric), `...:started`, `...:closed`; an id
   the bundle repeats gets `:#2`, `:#3`, ... in file order, so that both are kept.
 - run id: `run.json`'s `run_id`, else the scores' `run_id`, else the directory's name.
+- a bundle made from a Harbor job (`metadata.json`'s `target.name` "harbor") declares
+  `harbor_rules` "0.25": the SDK records no reward validity (Harbor 0.26's), so its trials
+  are read as Harbor 0.25 reads them, every graded reward counted.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.codec import from_object
+from events.importers import nel
 from events.importers.source import ImportOptions, SourceError, event_id, json_value
 from events.models import InputEvent, TaskSpec
 
@@ -79,12 +84,16 @@ class Line:
 
 
 def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
-    """The bundle at `path` as a v1 event log, in log order (see the module docstring)."""
+    """The bundle at `path` as a v1 event log, in log order (see the module docstring); a
+    NeMo Evaluator 0.3 (`nel`) output directory is read by `events.importers.nel`."""
     if not path.is_dir():
         raise SourceError(
             f"{path}: no such directory; pass the directory a NeMo evaluator run was persisted to "
-            f"(the one holding {', '.join(BUNDLE_FILES)} and summary.json)"
+            f"(the one holding {', '.join(BUNDLE_FILES)} and summary.json), or a `nel eval run` output directory"
         )
+    if not (path / BUNDLE_FILES[0]).exists() and nel.is_nel(path):
+        yield from nel.read(path, options)
+        return
     tasks, trials, scores = (list(_jsonl(path / name)) for name in BUNDLE_FILES)
     bundle_run = _bundle_run_id(path, scores)
     ids = _Ids()
@@ -94,6 +103,8 @@ def read(path: Path, options: ImportOptions) -> Iterator[InputEvent]:
         "tasks": [_task(line) for line in tasks],
         "labels": _labels(path),
     }
+    if _runner(path) == "harbor":
+        started["harbor_rules"] = "0.25"
     bodies: list[tuple[str, Row]] = [(str(path / "tasks.jsonl"), started)]
     unfinished: dict[tuple[str, str], bool] = {}
     for line in trials:
@@ -142,7 +153,8 @@ def _jsonl(file: Path) -> Iterator[Line]:
     except FileNotFoundError:
         raise SourceError(
             f"{file}: missing; a NeMo evaluator bundle holds {', '.join(BUNDLE_FILES)} and summary.json "
-            "(written by AgentEvalResult.persist): point at that directory"
+            "(written by AgentEvalResult.persist), a `nel eval run` output directory its benchmarks' results.jsonl "
+            "and eval-*.json: point at one of those"
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise SourceError(f"{file}: cannot be read ({error}); check the file and its permissions") from None
@@ -190,6 +202,14 @@ def _bundle_run_id(path: Path, scores: list[Line]) -> str:
         if isinstance(run := line.row.get("run_id"), str) and run:
             return run
     return path.resolve().name
+
+
+def _runner(path: Path) -> str | None:
+    """The name of the runner the bundle's metadata.json names (`target.name`: "harbor" for
+    a bundle made from a Harbor job)."""
+    target = _json_object(path / "metadata.json").get("target")
+    name = target.get("name") if isinstance(target, Mapping) else None
+    return name if isinstance(name, str) else None
 
 
 def _labels(path: Path) -> dict[str, str]:

@@ -213,10 +213,15 @@ def pass_rate(attempts: Sequence[Attempt]) -> float:
     return _rate(attempts)[0]
 
 
+def passed(attempt: Attempt) -> bool:
+    """Whether an attempt passes (SEMANTICS.md section 2: full credit; a dead trial does not)."""
+    return passes(_value(attempt))
+
+
 def _rate(attempts: Sequence[Attempt]) -> tuple[float, str]:
     """(pass rate, verdict) of a non-empty attempt list."""
-    passed = sum(passes(_value(attempt)) for attempt in attempts)
-    return passed / len(attempts), verdict_of(len(attempts), passed)
+    count = sum(map(passed, attempts))
+    return count / len(attempts), verdict_of(len(attempts), count)
 
 
 def _value(attempt: Attempt) -> float | None:

@@ -14,9 +14,10 @@ so the floats are the ones a rebuild gives.
 
 Safe because, while the run's keys stand, a task's state only grows: score rows and trials
 are appended, and a key a task gains (SEMANTICS.md section 1, rule 2) is a new attempt list.
-Whatever decides every task's keys afresh (a run.started after events, a restore, a failed
-step's undo) makes the run's pass@k tallies a new dict (`projections.fold.run.rekey_run`),
-and a cache made under another starts over (`current`). `refreshed` checks that growth too,
+Whatever decides every task's keys afresh (a run.started after events, which may also name
+the run's Harbor rules; a restore; a failed step's undo) makes the run's pass@k tallies a new
+dict (`projections.fold.run.rekey_run`), and a cache made under another starts over
+(`current`). `refreshed` checks that growth too,
 and starts over when a task shrank. The laws are tested against a fresh restore of the same
 state, byte for byte, and against the summary built from scratch
 (tests/projections/assembly/test_incremental.py).
@@ -31,6 +32,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from events.models import DEFAULT_HARBOR_RULES
 from projections.assembly.attempts import AttemptList, TaskTallies, task_attempts
 from projections.assembly.harbor_stats import HarborKept, HarborShare, share_of
 from projections.assembly.log_order import InOrder
@@ -295,7 +297,7 @@ def _refresh(
             for name in lists
             if name in eligible and (tally := task.tally(eligible[name])) is not None
         },
-        harbor=share_of(lists, eligible),
+        harbor=share_of(lists, eligible, run.declarations.harbor_rules if run.declarations else DEFAULT_HARBOR_RULES),
         views=views,
         coverage=coverage,
         taken_attempts=taken_attempts,

@@ -1,4 +1,6 @@
-"""The run as Harbor's per-dataset stats (SEMANTICS.md section 6): the summary's `harbor` object.
+"""The run as Harbor's per-dataset stats (SEMANTICS.md section 6): the summary's `harbor` object,
+under the run's `harbor_rules` (a task's share counts its null attempts as 0s under "0.25",
+not at all under "0.26").
 
 Its figures are Harbor's own (`projections.figures.harbor`); here they are gathered from the
 tasks' shares in summary task order, and what a revision would gather again is kept in the
@@ -14,6 +16,7 @@ from typing import Any, Final, final
 
 import orjson
 
+from events.models import HarborRules
 from projections.assembly.attempts import AttemptList
 from projections.assembly.log_order import InOrder
 from projections.assembly.placed import PlacedTallies
@@ -31,22 +34,30 @@ class HarborShare:
 
     def __init__(self, tallies: dict[str, Tally], broken: frozenset[str]) -> None:
         self.tallies = tallies
-        """Eligible key name -> Harbor's (n, c) (c: values equal to 1.0), keys with attempts."""
+        """Eligible key name -> Harbor's (n, c) (c: values equal to 1.0), keys with attempts
+        that count under the run's rules."""
         self.broken = broken
         """Key names with a value neither null, 0.0 nor 1.0 (Harbor gives them no pass@k)."""
 
 
-def share_of(lists: Mapping[str, AttemptList], eligible: Mapping[str, Key]) -> HarborShare:
-    """A task's share, from its attempt lists by key name; `eligible`: the run's pass@k keys by name."""
+def share_of(lists: Mapping[str, AttemptList], eligible: Mapping[str, Key], rules: HarborRules) -> HarborShare:
+    """A task's share, from its attempt lists by key name; `eligible`: the run's pass@k keys
+    by name; `rules`: the run's `harbor_rules` (under "0.26" a null attempt is not counted,
+    under "0.25" it is a 0)."""
     tallies: dict[str, Tally] = {}
     broken = set()
+    null_is_zero = rules == "0.25"
     for name, attempt_list in lists.items():
         n = c = 0
         for _, value, _ in attempt_list:
+            if value is None:
+                if null_is_zero:
+                    n += 1
+                continue
             n += 1
             if value == 1.0:
                 c += 1
-            elif value is not None and value != 0.0:
+            elif value != 0.0:
                 broken.add(name)
         if name in eligible and n:
             tallies[name] = (n, c)

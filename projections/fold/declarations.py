@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Final
 
 from events.codec import encode
-from events.models import Reducer, RunStarted, Signal, TaskSpec, ViewSpec
+from events.models import DEFAULT_HARBOR_RULES, HarborRules, Reducer, RunStarted, Signal, TaskSpec, ViewSpec
 from projections.figures.reducers import Reduce, reducer_of
 from projections.packed.sharing import shared
 
@@ -69,6 +69,8 @@ class Declarations:
     tasks: dict[str, TaskDeclaration]
     labels: dict[str, str]
     attempts_per_task: int | None
+    harbor_rules: HarborRules
+    """The run's `harbor_rules`, the default where its run.started names none."""
     eligible: frozenset[Key]
     """Keys some task declares continuous or boolean: the pass@k keys."""
     outputs: dict[str, frozenset[str]]
@@ -99,6 +101,7 @@ class Declarations:
             tasks=tasks,
             labels=dict(event.labels),
             attempts_per_task=event.attempts_per_task,
+            harbor_rules=event.harbor_rules or DEFAULT_HARBOR_RULES,
             # Sets shared across runs: runs of one harness declare the same keys and outputs,
             # and a set costs ~200 bytes a run.
             eligible=shared(eligible),

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from events import compiled, fastpath
 from events.codec import DecodeError, decode, encode, validate
 from events.compiled import Recognise
-from events.models import MOMENT, Envelope, RunClosed, ScoreMeasured, TrialFinished
+from events.models import MOMENT, Envelope, RunClosed, RunStarted, ScoreMeasured, TrialFinished
 from events.synthetic import interleave, synthetic_run
 from events.timestamps import epoch_seconds
 from tests.native import native
@@ -180,6 +180,7 @@ def starts(draw: st.DrawFn) -> dict[str, Any]:
     )
     body["tasks"] = draw(st.lists(task, max_size=3))
     optional(draw, body, "attempts_per_task", st.sampled_from([0, 1, 5, 10**6, 10**6 + 1, True, 2.0]))
+    optional(draw, body, "harbor_rules", st.sampled_from(["0.26", "0.25", None, "0.24", "", 0.26, ["0.25"]]))
     if draw(st.booleans()):
         body["labels"] = draw(
             st.dictionaries(st.text(max_size=3), st.one_of(st.text(max_size=3), json_values), max_size=3)
@@ -512,6 +513,16 @@ def test_a_valid_run_started_is_built_as_pydantic_builds_it() -> None:
         assert encode(fast) == encode(validate(raw))
 
 
+@pytest.mark.parametrize("rules", ["0.26", "0.25", None])
+def test_a_run_started_naming_its_harbor_rules_is_built_as_pydantic_builds_it(rules: str | None) -> None:
+    raw = orjson.dumps({**STARTED, "harbor_rules": rules})
+    fast = built()(raw)
+    assert isinstance(fast, RunStarted)
+    assert fast.harbor_rules == rules
+    assert_same(fast, validate(raw))
+    assert encode(fast) == encode(validate(raw))
+
+
 def test_a_run_started_with_another_types_field_is_left_to_pydantic() -> None:
     for name, value in EVERY_FIELD.items():
         if name not in STARTED:
@@ -543,6 +554,10 @@ def test_a_run_started_with_another_types_field_is_left_to_pydantic() -> None:
         {**STARTED, "attempts_per_task": 10**6 + 1},
         {**STARTED, "attempts_per_task": 2.0},
         {**STARTED, "attempts_per_task": True},
+        {**STARTED, "harbor_rules": "0.24"},
+        {**STARTED, "harbor_rules": " 0.26"},
+        {**STARTED, "harbor_rules": 0.26},
+        {**STARTED, "harbor_rules": True},
         {**STARTED, "labels": None},
         {**STARTED, "labels": {"a": 1}},
         {**STARTED, "tasks": None},

@@ -28,3 +28,11 @@ def test_summaries_and_progress_carry_section_8_statistics_in_their_schema(tmp_p
         interval = shapes["Interval"]
         assert interval["required"] == ["k", "count", "nan_count", "mean", "stderr", "ci95_low", "ci95_high"]
         assert interval["additionalProperties"] is False
+
+
+def test_run_started_may_name_its_harbor_rules_in_its_schema(tmp_path: Path) -> None:
+    write_schemas(tmp_path)
+    schema = json.loads((tmp_path / "run.started.schema.json").read_text())
+    rules = schema["properties"]["harbor_rules"]
+    assert "harbor_rules" not in schema["required"]
+    assert {"enum": ["0.26", "0.25"], "type": "string"} in rules["anyOf"]

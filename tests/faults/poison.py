@@ -308,7 +308,9 @@ def _full(target: _Target, event: Event) -> dict[str, Any]:
     view = {"name": "mean", "reducer": "mean", "signals": [signal]}
     task = builders.task_spec(TASK_ID, {"reward.score": "continuous"}, [view])
     return _wire(
-        builders.started(target.run_id, [task], event_id=target.event_id, attempts_per_task=5, labels={"s": "x"})
+        builders.started(
+            target.run_id, [task], event_id=target.event_id, attempts_per_task=5, labels={"s": "x"}, harbor_rules="0.25"
+        )
     )
 
 

@@ -66,6 +66,7 @@ FIELDS: Final[tuple[WrongType, ...]] = (
     WrongType("run.started", (*SIGNAL, "weight"), "1.0"),
     WrongType("run.started", ("attempts_per_task",), "3"),
     WrongType("run.started", ("labels",), "suite"),
+    WrongType("run.started", ("harbor_rules",), 0.26),
     WrongType("run.closed", ("reason",), 12),
 )
 """One wrong value for every field, the nested ones too, of each input type (the envelope's on

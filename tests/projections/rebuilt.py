@@ -195,10 +195,14 @@ def harbor_stats(run: RunState, attempts: TaskAttempts) -> dict[str, Any]:
     binary: dict[str, list[tuple[int, int]]] = {}
     eligible = {key_name(key) for key in run.passk}
     broken: set[str] = set()
+    # SEMANTICS.md section 6: under "0.26" (the default) a null attempt is not counted.
+    rules = run.declarations.harbor_rules if run.declarations else "0.26"
     for lists in attempts.values():
         for name, attempt_list in lists.items():
             n = c = 0
             for _, value, _ in attempt_list:
+                if value is None and rules == "0.26":
+                    continue
                 n += 1
                 if value == 1.0:
                     c += 1

@@ -42,6 +42,20 @@ def test_a_restored_run_continues_exactly_like_the_original(log: list[InputEvent
     assert progress(restored, 2) == progress(original, 2)
 
 
+@pytest.mark.parametrize("rules", ["0.25", "0.26", None])
+def test_the_run_header_keeps_the_runs_harbor_rules(rules: str | None) -> None:
+    """A dead trial is where the rules differ (SEMANTICS.md section 6): restored, the run
+    still reads it by its own rules."""
+    run = fold(scored_run("run", {"t1": [1.0, None, 0.0], "t2": [1.0, 1.0]}, harbor_rules=rules)[:-1])
+    restored = stored_and_restored(run)
+    assert restored.declarations is not None
+    assert restored.declarations.harbor_rules == (rules or "0.26")
+    assert summary(restored)["harbor"] == summary(run)["harbor"]
+    assert summary(restored)["harbor"]["pass_at_k"]["reward.score"]["2"] == (
+        (1 - (2 / 3) * (1 / 2) + 1.0) / 2 if rules == "0.25" else (1.0 + 1.0) / 2
+    )
+
+
 def version_3(task: TaskState) -> bytes:
     """The task as version 3's code wrote it: each metric's fields an array of their own."""
 

@@ -1,4 +1,5 @@
-"""`evalstream follow harbor JOB_DIR`: a running Harbor job's trials, published as they end.
+"""`evalstream follow harbor JOB_DIR`: a running Harbor job's trials, published as they end
+(`follow`, the loop `follow nemo` shares, is at the end).
 
 It polls the job directory (every `--interval` seconds, 1 by default) and converts what it
 finds with the importer's own functions (`events.importers.harbor`), so a followed job and
@@ -17,9 +18,10 @@ an imported one are the same events. Choices:
 - Run ids are the importer's, with the number of groups read from the job's `lock.json`
   (Harbor writes it when the job starts); follow waits for it.
 - When the job allows retries (`retry.max_retries` > 0 in its config.json), Harbor re-runs
-  a failed trial under the same name (after removing its directory): follow holds back a
-  failed trial whose exception Harbor may retry (its retry include/exclude lists) until the
-  job is done, then publishes the `result.json` that is there.
+  a failed trial under the same name (after removing its directory) when every exception
+  the trial recorded (its own and its steps') is retryable by the job's retry
+  include/exclude lists: follow holds such a trial back until the job is done, then
+  publishes the `result.json` that is there.
 - Order: each poll publishes what ended since the last one, in the order those trials
   started. With one trial at a time (`n_concurrent_trials` 1) and nothing held back that
   is the order `import` gives the finished job, and the summary is the same bytes. With
@@ -38,7 +40,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from events.clients.kafka import running
 from events.codec import encode
@@ -68,6 +70,9 @@ class HarborJob:
     options: ImportOptions
     trials: dict[Path, harbor.Trial] = field(default_factory=dict)
     """Published trials by their result.json."""
+
+    def trial_count(self) -> int:
+        return len(self.trials)
 
     def poll(self) -> Poll:
         """The events of what has ended since the last poll; raises `SourceError` only
@@ -109,16 +114,27 @@ class HarborJob:
         return Poll(events, done=True)
 
 
-async def follow_harbor(settings: Settings, path: Path, options: ImportOptions, *, interval: float, log: TextIO) -> int:
-    """Publish the job's events as they appear until the job is done; returns how many."""
-    job = HarborJob(path, options)
+class Followed(Protocol):
+    """A harness's output being written: each `poll` gives what is new since the last."""
+
+    def poll(self) -> Poll: ...
+
+    def trial_count(self) -> int:
+        """The trials published so far."""
+        ...
+
+
+async def follow(settings: Settings, source: Followed, *, interval: float, log: TextIO) -> int:
+    """Publish `source`'s events as they appear until it is done; returns how many."""
     sent = 0
     async with running(event_producer(settings)) as producer:
         while True:
-            poll = job.poll()
+            poll = source.poll()
             if poll.events:
                 sent += await send(producer, settings, [encode(event) for event in poll.events])
-                print(f"published {len(poll.events)} events ({len(job.trials)} trials so far)", file=log, flush=True)
+                print(
+                    f"published {len(poll.events)} events ({source.trial_count()} trials so far)", file=log, flush=True
+                )
             if poll.done:
                 return sent
             await asyncio.sleep(interval)

@@ -5,8 +5,8 @@ folded from the events topic as it lands, with the worker's own step (`projectio
 what `replay --from-topic` uses: the records keyed by the candidate's run id, in offset
 order, the offset as the position), from the start of the topic, so a gate started late
 catches up first. The events topic, not the worker's progress: progress carries no per-task
-attempts. After each applied event, `projections.analysis.gate.live` takes the tasks it completed
-and updates each key's anytime-valid confidence sequence (`projections.analysis.gate.sequence`: the
+attempts. After each applied event, `projections.analysis.gate.live` pairs the attempts it added
+with the baseline's and updates each key's anytime-valid confidence sequence (`projections.analysis.gate.sequence`: the
 predictable plug-in empirical-Bernstein CS of Waudby-Smith and Ramdas 2024, after Howard et
 al. 2021), which stays valid however often it is looked at; a line is printed per look.
 
@@ -21,15 +21,17 @@ INCONCLUSIVE, BLOCK). It exits as soon as it can, with the fixed gate's codes:
   nothing decided by `--timeout`), 2 usage (as `gate`: a bad flag, an unreadable file, a
   `--key` the baseline has no pass@k of).
 Each decision line says which, when (UTC, and the candidate's trials so far), and after how
-many paired tasks. It reads with no consumer group and writes nothing to Kafka.
+many paired tasks; `--on-decision` and `--webhook` act on it (`worker.commands.gate_actions`).
+It reads with no consumer group and writes nothing to Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 import orjson
 
@@ -41,6 +43,7 @@ from projections.held import Held
 from projections.packed.trial_ids import count
 from projections.step import step
 from worker.commands.gate import Options, load_summaries
+from worker.commands.gate_actions import Actions, act
 from worker.failure import ENVIRONMENT, CommandError, topic_missing
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
@@ -54,11 +57,15 @@ def run_live(
     settings: Settings,
     options: Options,
     timeout: float | None = None,
+    actions: Actions | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """The command: load the baseline, follow the candidate until a decision, return its exit code."""
+    """The command: load the baseline, follow the candidate until a decision, act on it, return
+    its exit code."""
     options.check()
+    if actions is not None:
+        actions.check()
     if options.report is not None or options.report_format not in (None, "json"):
         raise CommandError(
             "the reports (--report, --format junit or markdown) are of the fixed gate's comparison; "
@@ -73,11 +80,19 @@ def run_live(
         gate = live_gate(summary, options.keys, options.threshold)
     except NotComparable as error:
         raise CommandError(str(error)) from None
-    return asyncio.run(follow(settings, candidate, gate, options, timeout=timeout, out=out, err=err))
+
+    async def decide_and_act() -> int:
+        decided = await follow(settings, baseline, candidate, gate, options, timeout=timeout, out=out, err=err)
+        if actions:
+            await act(actions, decided.record, decided.text, decided.code, err)
+        return decided.code
+
+    return asyncio.run(decide_and_act())
 
 
 async def follow(
     settings: Settings,
+    baseline: str,
     candidate: str,
     gate: LiveGate,
     options: Options,
@@ -85,7 +100,7 @@ async def follow(
     timeout: float | None,
     out: TextIO,
     err: TextIO,
-) -> int:
+) -> Decided:
     """Fold the candidate's records of the events topic, every partition from its start (a run
     lives in one, in offset order; the others' records are skipped by key), until a decision."""
     consumer = await topic_reader(settings, settings.events_topic, wait=0)
@@ -117,7 +132,7 @@ async def follow(
                         _print_look(look, trials, options, out)
                     decision = gate.decision(run.closed)
                     if decision is not None:
-                        return _decided(decision, gate, trials, options, out)
+                        return _decided(decision, gate, trials, options, out, baseline=baseline)
     finally:
         await consumer.stop()
     raise CommandError(
@@ -126,6 +141,15 @@ async def follow(
         "wait longer (--timeout) or check the run id",
         ENVIRONMENT,
     )
+
+
+@dataclass
+class Decided:
+    """A decision as printed: its exit code, its record (the JSON line) and its sentence."""
+
+    code: int
+    record: dict[str, Any]
+    text: str
 
 
 class Trials:
@@ -159,7 +183,7 @@ def _tasks(paired: int) -> str:
 
 
 def _paired(gate: LiveGate) -> int:
-    return max((sequence.count for sequence in gate.sequences.values()), default=0)
+    return max((len(tasks) for tasks in gate.paired.values()), default=0)
 
 
 def _interval(look: Look) -> str:
@@ -172,8 +196,9 @@ def _print_look(look: Look, trials: Trials, options: Options, out: TextIO) -> No
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         mean = "" if look.mean is None else f"mean diff {look.mean:+.4f}, "
+        pairs = f"{look.pairs} attempt{'' if look.pairs == 1 else 's'} paired"
         out.write(
-            f"{look.key}: {_tasks(look.paired)}, {mean}95% CS {_interval(look)}, {look.decision.upper()}; "
+            f"{look.key}: {_tasks(look.paired)}, {pairs}, {mean}95% CS {_interval(look)}, {look.decision.upper()}; "
             f"{trials.describe()}\n"
         )
     out.flush()
@@ -183,13 +208,14 @@ def _look_record(look: Look) -> dict[str, object]:
     return {
         "key": look.key,
         "paired": look.paired,
+        "pairs": look.pairs,
         "mean": look.mean,
         "interval": list(look.interval),
         "decision": look.decision,
     }
 
 
-def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, out: TextIO) -> int:
+def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, out: TextIO, *, baseline: str) -> Decided:
     run = trials.run
     at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     looks = [gate.look(key) for key in sorted(gate.sequences)]
@@ -210,25 +236,29 @@ def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, ou
         for look in looks
         if look.paired == 0 and run.closed
     ]
+    record: dict[str, Any] = {
+        "type": "decision",
+        "decision": decision,
+        "passed": decision != BLOCK,
+        "reason": what,
+        "at": at,
+        "trials": trials.total,
+        "closed": run.closed,
+        "threshold": options.threshold,
+        "keys": [_look_record(look) for look in looks],
+        "notes": notes,
+        "baseline": baseline,
+        "candidate": run.run_id,
+    }
+    figures = "; ".join(f"{look.key}: {_tasks(look.paired)}, 95% CS {_interval(look)}" for look in why)
+    verdict = {BLOCK: "gate FAILED", INCONCLUSIVE: "gate INCONCLUSIVE", WARN: "gate passed with a WARNING"}.get(
+        decision, "gate passed"
+    )
+    text = f"{verdict}: {what} at {at}, after {trials.describe()}: {figures}"
     if options.as_json:
-        record = {
-            "type": "decision",
-            "decision": decision,
-            "passed": decision != BLOCK,
-            "reason": what,
-            "at": at,
-            "trials": trials.total,
-            "closed": run.closed,
-            "threshold": options.threshold,
-            "keys": [_look_record(look) for look in looks],
-            "notes": notes,
-        }
         out.write(orjson.dumps(record).decode() + "\n")
     else:
-        figures = "; ".join(f"{look.key}: {_tasks(look.paired)}, 95% CS {_interval(look)}" for look in why)
-        verdict = {BLOCK: "gate FAILED", INCONCLUSIVE: "gate INCONCLUSIVE", WARN: "gate passed with a WARNING"}.get(
-            decision, "gate passed"
-        )
         out.write("".join(f"note: {note}\n" for note in notes))
-        out.write(f"{verdict}: {what} at {at}, after {trials.describe()}: {figures}\n")
-    return code
+        out.write(text + "\n")
+    out.flush()
+    return Decided(code, record, text)

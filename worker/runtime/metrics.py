@@ -26,6 +26,8 @@ again and again now: `worker.runtime.engine`, "Failures"); and
 prometheus-client's `process_*` and `python_gc_*` collectors.
 
 No label or value comes from the settings, so no credential can reach a metric.
+
+Beside them, the eval's own figures per open run (`worker.runtime.eval_figures`).
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ class WorkerMetrics(Collector):
             "Estimated memory of the runs in the run cache, as of its last eviction",
             cache.held_bytes,
         )
+        yield from self.processor.progress.figures.collect()
 
     def _engine(self) -> Iterator[Metric]:
         counts = self.engine

@@ -17,6 +17,7 @@ from events.codec import encode_payload
 from projections.assembly.progress import progress
 from projections.held import summaries_of
 from worker.runtime.cache import CachedRun
+from worker.runtime.eval_figures import EvalFigures
 from worker.runtime.outputs import Publish
 
 PROGRESS_TASKS = 5000
@@ -34,6 +35,8 @@ class Progress:
         self._pending: dict[str, CachedRun] = {}
         self._pending_tasks = 0
         """Tasks of the runs in `_pending`, as counted when each joined."""
+        self.figures = EvalFigures()
+        """Each open run's figures as of its last progress event, for /metrics."""
 
     def changed(self, entries: Iterable[CachedRun], now: float) -> list[Publish]:
         """Make the progress of runs a batch changed pending; the events of those due now."""
@@ -63,6 +66,7 @@ class Progress:
                 entry.progress_pending = False
                 self._pending_tasks -= entry.progress_tasks
                 del self._pending[run_id]
+        self.figures.forget(partitions)
 
     def _window(self) -> float:
         return self.interval * max(1.0, self._pending_tasks / PROGRESS_TASKS)
@@ -76,5 +80,7 @@ class Progress:
         entry.progress_at = now
         # seq = events applied so far: increasing per run, and the same after a restart.
         seq = run.event_count
-        event = encode_payload(progress(run, seq, cache=summaries_of(entry)))
+        payload = progress(run, seq, cache=summaries_of(entry))
+        self.figures.update(payload, entry.partition)
+        event = encode_payload(payload)
         return Publish("progress", run.run_id.encode(), event, event_id=f"{run.run_id}/progress/{seq}")

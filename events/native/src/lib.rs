@@ -211,6 +211,8 @@ struct StartedMessage<'a> {
     attempts_per_task: Option<Box<RawValue>>,
     #[serde(borrow, default, deserialize_with = "given")]
     labels: Option<Labels<'a>>,
+    #[serde(borrow, default, deserialize_with = "given")]
+    harbor_rules: Given<Text<'a>>,
 }
 
 impl<'a> StartedMessage<'a> {
@@ -860,7 +862,7 @@ impl Recogniser {
     fn started(&self, py: Python<'_>, message: StartedMessage<'_>) -> Built<PyObject> {
         sure(&*message.kind == "run.started")?;
         sure(distinct(message.tasks.iter().map(|task| &*task.task_id)))?;
-        let head = self.envelope(py, &message.envelope(), intern!(py, "run.started"), &self.started_given, 8)?;
+        let head = self.envelope(py, &message.envelope(), intern!(py, "run.started"), &self.started_given, 9)?;
         let (values, fields) = (&head.values, &head.fields);
         let tasks = PyList::empty(py);
         for task in &message.tasks {
@@ -886,6 +888,16 @@ impl Recogniser {
             }
         }
         values.set_item(intern!(py, "labels"), labels)?;
+        // One of `events.models.HarborRules`' literals, or null; anything else is pydantic's to refuse.
+        let rules: PyObject = match &message.harbor_rules {
+            None | Some(None) => py.None(),
+            Some(Some(text)) if matches!(&**text, "0.26" | "0.25") => PyString::new(py, text).into_any().unbind(),
+            Some(Some(_)) => return Err(Unsure),
+        };
+        if message.harbor_rules.is_some() {
+            fields.add(intern!(py, "harbor_rules"))?;
+        }
+        values.set_item(intern!(py, "harbor_rules"), rules)?;
         self.event(py, &self.run_started, head)
     }
 

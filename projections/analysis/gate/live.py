@@ -1,24 +1,31 @@
-"""The live gate's fold: a candidate run's paired differences against a closed baseline, as
-the candidate's events apply, each key's confidence sequence, and the decision.
+"""The live gate's fold: a candidate run's attempts paired with a closed baseline's as the
+candidate's events apply, each key's confidence sequence, and the decision. `gate --live`, the
+Inspect manager and `bench.gate` all decide through this one sequence.
 
-One observation per (key, task), frozen when it is made:
-- a task is observed on a key once the candidate has `attempts_per_task` attempts of it (its
-  `run.started` says how many; a dead trial is an attempt that did not pass, a `failed` /
-  `metric` score is none) and the baseline measured the task on that key; its value is
-  candidate pass rate - baseline pass rate at that moment (each as in `projections.analysis.compare`),
-  and attempts landing later do not change it;
-- at the candidate's close, every task not observed yet that both runs measured on the key is
-  observed, in summary task order, with the attempts it has; a run whose `run.started` gave no
-  `attempts_per_task` is observed at its close only.
+One observation per attempt, paired and frozen when it lands: the candidate's k-th attempt of
+a task on a key (in log order, as SEMANTICS.md section 1 orders attempts; a dead trial is an
+attempt that did not pass, a `failed` / `metric` score is none) is paired with the baseline's
+k-th attempt of that task on that key, and the observation is candidate passed - baseline
+passed, in {-1, 0, 1}. A candidate attempt past the baseline's count for its task has no
+partner and is not observed; nor is a task the baseline did not measure. Several attempts
+landing in one event (one tally step of k attempts with c passes) are k observations, each
+c/k - the baseline's partner.
 
-Why: the confidence sequence (`projections.analysis.gate.sequence`) needs each observation's conditional
-mean, given the earlier ones, to be the mean it covers. A task's difference is fixed once
-counted, and which task completes next is the harness's scheduling, not its outcome; so under
-the null (candidate and baseline share each task's pass rate) every observation has mean 0
-and the false-alarm rate is at most alpha however often the gate looks. Counting a task before
-its attempts are complete would make its value depend on how fast its attempts fail or pass.
-Under an alternative the tasks' means differ; the CS then covers the weighted mean difference
-of the tasks observed so far (the paper's weights), which is what the decision is about.
+Why per attempt: a harness interleaves its trials, so a task's attempts complete late, and a
+gate that waited for whole tasks would see little until the end. Under the null (candidate and
+baseline share each task's pass probability), an attempt and its partner are two independent
+draws of the same Bernoulli, so each observation's mean given everything observed before is 0,
+however the tasks and attempts are scheduled, as long as which attempt lands next does not
+depend on its outcome; then the false-alarm rate is at most alpha however often the gate looks
+(`projections.analysis.gate.sequence`). Pairing by position in log order, not by a task's
+rate, is what makes this exact: the baseline's pass rate is an estimate, and a candidate
+attempt's mean given that rate is not the rate (a task the baseline solved every time has
+candidate attempts that can only fall short of it). Pairing by position also keeps the
+symmetry when a harness lands failing attempts earlier than passing ones in both runs.
+
+Under an alternative the CS covers the mean difference over the pairs observed so far: with
+the same attempts per task in both runs, at the close, the mean of the tasks' pass-rate
+differences (the fixed gate's mean).
 
 Several keys: each key's CS is at level 1 - alpha / (number of keys) (Bonferroni), so the
 gate's overall false-alarm rate stays at most alpha. Each key's state is `projections.analysis.gate.decision`'s
@@ -34,13 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from events.outputs import RunSummary
-from projections.analysis.compare import NotComparable, key_attempts, pass_rate, passk_keys
+from projections.analysis.compare import NotComparable, key_attempts, passed, passk_keys
 from projections.analysis.gate.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide, worst
 from projections.analysis.gate.sequence import ConfidenceSequence
-from projections.assembly.attempts import summary_tasks
 from projections.fold.declarations import key_name
 from projections.fold.run import RunState
-from projections.fold.task import TaskState
 
 ALPHA = 0.05
 
@@ -51,7 +56,9 @@ class Look:
 
     key: str
     paired: int
-    """Paired tasks observed on this key."""
+    """Tasks with at least one attempt paired on this key."""
+    pairs: int
+    """Attempts paired (observations) on this key."""
     mean: float | None
     interval: tuple[float, float]
     decision: str
@@ -60,32 +67,57 @@ class Look:
 
 @dataclass(slots=True)
 class LiveGate:
-    """Build with `live_gate`; call `after` with the candidate's state after each applied event."""
+    """Build with `live_gate` (or `gate_of_attempts`); call `after` with the candidate's state
+    after each applied event, or `observe` with a task's tally on a key."""
 
     threshold: float
-    baseline: dict[str, dict[str, float]]
-    """key -> task_id -> the baseline's pass rate, for the tasks it measured."""
+    baseline: dict[str, dict[str, tuple[bool, ...]]]
+    """key -> task_id -> whether each of the baseline's attempts passed, in log order."""
     sequences: dict[str, ConfidenceSequence]
-    observed: dict[str, set[str]] = field(default_factory=dict)
+    seen: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    """(key, task_id) -> the candidate's (attempts, passed) when last observed."""
+    paired: dict[str, set[str]] = field(default_factory=dict)
+    """key -> the tasks with an attempt paired."""
 
     def after(self, run: RunState, task_id: str | None) -> list[Look]:
-        """Observe what the event that changed `task_id` (None: the run header) completed, and
-        everything left at the close; the looks of the keys that got an observation."""
-        changed: set[str] = set()
-        per_task = run.declarations.attempts_per_task if run.declarations else None
+        """Observe the attempts the event that changed `task_id` (None: the run header) added;
+        the looks of the keys that got an observation."""
         task = run.tasks.get(task_id) if task_id is not None else None
-        if task is not None and per_task:
-            changed |= self._observe(task, per_task)
-        if run.closed:
-            for each in summary_tasks(run):
-                changed |= self._observe(each, 1)
+        if task is None:
+            return []
+        changed = set()
+        for key, attempts, passes in task.tallies():
+            name = key_name(key)
+            if self.observe(name, task.task_id, attempts, passes):
+                changed.add(name)
         return [self.look(key) for key in sorted(changed)]
+
+    def observe(self, key: str, task_id: str, attempts: int, passes: int) -> bool:
+        """The candidate's tally of `task_id` on `key` is now `attempts`, `passes` of them
+        passing: pair the attempts added since the last call; whether any was paired."""
+        partners = self.baseline.get(key, {}).get(task_id)
+        before_attempts, before_passes = self.seen.get((key, task_id), (0, 0))
+        if attempts <= before_attempts:
+            return False  # nothing new (a tally never shrinks; were it to, what was observed stays)
+        self.seen[key, task_id] = (attempts, passes)
+        if not partners:
+            return False
+        new = attempts - before_attempts
+        value = min(max(passes - before_passes, 0), new) / new
+        sequence = self.sequences[key]
+        observed = False
+        for partner in partners[before_attempts:attempts]:
+            sequence.add(value - partner)
+            observed = True
+        if observed:
+            self.paired.setdefault(key, set()).add(task_id)
+        return observed
 
     def look(self, key: str) -> Look:
         sequence = self.sequences[key]
         interval = sequence.interval
         decision = decide(interval, self.threshold) if sequence.count else INCONCLUSIVE
-        return Look(key, sequence.count, sequence.mean, interval, decision)
+        return Look(key, len(self.paired.get(key, ())), sequence.count, sequence.mean, interval, decision)
 
     def decision(self, closed: bool) -> str | None:
         """BLOCK if some key established a drop beyond the threshold; the worst of the keys'
@@ -98,32 +130,9 @@ class LiveGate:
             return worst(decisions)
         return None
 
-    def observe(self, key: str, task_id: str, attempts: int, passed: int, needed: int) -> bool:
-        """Observe `task_id` on `key` if the candidate's `attempts` (of which `passed` pass)
-        reach `needed` and the baseline measured it, once; whether it was observed now."""
-        rates = self.baseline.get(key)
-        if rates is None or attempts < needed or attempts == 0:
-            return False
-        rate = rates.get(task_id)
-        seen = self.observed.setdefault(key, set())
-        if rate is None or task_id in seen:
-            return False
-        seen.add(task_id)
-        self.sequences[key].add(passed / attempts - rate)
-        return True
 
-    def _observe(self, task: TaskState, needed: int) -> set[str]:
-        changed = set()
-        for key in task.kept_keys():
-            tally = task.tally(key)
-            name = key_name(key)
-            if tally is not None and self.observe(name, task.task_id, tally[0], tally[1], needed):
-                changed.add(name)
-        return changed
-
-
-def gate_of_rates(baseline: dict[str, dict[str, float]], threshold: float) -> LiveGate:
-    """The gate against a baseline given as key -> task_id -> pass rate (at least one key)."""
+def gate_of_attempts(baseline: dict[str, dict[str, tuple[bool, ...]]], threshold: float) -> LiveGate:
+    """The gate against a baseline given as key -> task_id -> its attempts' passes (one key at least)."""
     alpha = ALPHA / len(baseline)
     return LiveGate(threshold, baseline, {key: ConfidenceSequence(alpha) for key in baseline})
 
@@ -141,8 +150,8 @@ def live_gate(baseline: RunSummary, keys: Sequence[str] | None, threshold: float
             f"{', '.join(map(repr, missing))} {'is' if len(missing) == 1 else 'are'} not a pass@k key "
             f"of the baseline {baseline.run_id!r}; its keys: {', '.join(known) or 'none'}"
         )
-    rates = {
-        key: {task: pass_rate(attempts) for task, attempts in key_attempts(baseline, key).items() if attempts}
+    attempts = {
+        key: {task: tuple(map(passed, listed)) for task, listed in key_attempts(baseline, key).items() if listed}
         for key in chosen
     }
-    return gate_of_rates(rates, threshold)
+    return gate_of_attempts(attempts, threshold)

@@ -21,9 +21,11 @@ def harbor(events: Sequence[InputEvent]) -> dict[str, Any]:
     return result
 
 
-def attempts_log(lists: dict[str, list[Any]], kind: str = "continuous") -> list[InputEvent]:
-    """Tasks declaring r.s with `kind`; each value is a score of r.s, "dead" a dead trial."""
-    log: list[InputEvent] = [started(tasks=[task_spec(task_id, {"r.s": kind}) for task_id in lists])]
+def attempts_log(lists: dict[str, list[Any]], kind: str = "continuous", rules: str | None = None) -> list[InputEvent]:
+    """Tasks declaring r.s with `kind` under the Harbor `rules` (None: named by none); each
+    value is a score of r.s, "dead" a dead trial."""
+    specs = [task_spec(task_id, {"r.s": kind}) for task_id in lists]
+    log: list[InputEvent] = [started(tasks=specs, harbor_rules=rules)]
     for task_id, values in lists.items():
         for i, value in enumerate(values):
             trial_id = f"{task_id}-{i}"
@@ -126,13 +128,67 @@ def test_keys_with_only_null_attempts_have_no_reward_stats() -> None:
     assert harbor(attempts_log({"t": ["dead", "dead"]}))["reward_stats"] == {}
 
 
-def test_pass_at_k_with_null_as_zero_over_tasks_with_attempts() -> None:
+def test_pass_at_k_under_0_25_with_null_as_zero_over_tasks_with_attempts() -> None:
     """t1: n = 5, c = 2; t2: n = 6, c = 0; t3 has no attempt. ks up to min n = 5: 2, 4, 5."""
     lists: dict[str, list[Any]] = {"t1": [1, 0, 1.0, 0, "dead"], "t2": [0, "dead", 0, 0, False, 0.0], "t3": []}
-    log = [*attempts_log(lists), broken("t3", "x", "r")]
+    log = [*attempts_log(lists, rules="0.25"), broken("t3", "x", "r")]
     pass_at_k = harbor(log)["pass_at_k"]
     assert list(pass_at_k) == ["r.s"]
     assert pass_at_k["r.s"] == pytest.approx({"2": (1 - 3 / 10) / 2, "4": 0.5, "5": 0.5})
+
+
+@pytest.mark.parametrize("rules", ["0.26", None])
+def test_pass_at_k_under_0_26_counts_only_non_null_attempts(rules: str | None) -> None:
+    """The same tasks: t1 n = 4, c = 2; t2 n = 5, c = 0; ks up to min n = 4: 2, 4. A task
+    whose attempts are all null (t4) is left out, as t3 without attempts is."""
+    lists: dict[str, list[Any]] = {
+        "t1": [1, 0, 1.0, 0, "dead"],
+        "t2": [0, "dead", 0, 0, False, 0.0],
+        "t3": [],
+        "t4": ["dead", "dead"],
+    }
+    log = [*attempts_log(lists, rules=rules), broken("t3", "x", "r")]
+    assert harbor(log)["pass_at_k"] == {"r.s": {"2": (1 - (2 / 4) * (1 / 3) + 0.0) / 2, "4": (1.0 + 0.0) / 2}}
+
+
+@pytest.mark.parametrize(("rules", "expected"), [("0.25", {"r.s": {"2": 0.0}}), ("0.26", {})])
+def test_a_key_that_only_dead_trials_reached(rules: str, expected: dict[str, Any]) -> None:
+    """Under 0.25 its attempts are 0s; under 0.26 no task is in, so the key has no entry."""
+    assert harbor(attempts_log({"t": ["dead", "dead", "dead"]}, rules=rules))["pass_at_k"] == expected
+
+
+binary_lists = st.dictionaries(
+    st.sampled_from(["t1", "t2", "t3", "t4"]),
+    st.lists(st.sampled_from([1.0, 0.0, "dead"]), max_size=9),
+    min_size=1,
+)
+
+
+@given(binary_lists)
+def test_under_0_26_dead_trials_change_no_pass_at_k(lists: dict[str, list[Any]]) -> None:
+    """Harbor 0.26 skips a trial without a valid reward: the same as the trial not being there."""
+    alive = {task: [value for value in values if value != "dead"] for task, values in lists.items()}
+    assert harbor(attempts_log(lists, rules="0.26"))["pass_at_k"] == harbor(attempts_log(alive))["pass_at_k"]
+
+
+@given(binary_lists)
+def test_under_0_25_a_dead_trial_is_a_0(lists: dict[str, list[Any]]) -> None:
+    zeros = {task: [0.0 if value == "dead" else value for value in values] for task, values in lists.items()}
+    assert harbor(attempts_log(lists, rules="0.25"))["pass_at_k"] == harbor(attempts_log(zeros))["pass_at_k"]
+
+
+def test_n_trials_and_reward_stats_leave_out_scores_failed_as_metric() -> None:
+    """A reward Harbor 0.26 holds not valid arrives as a failed metric score: not graded, no
+    reward, not in pass@k; the trial's exception still counts in n_errors."""
+    log = [
+        *attempts_log({"t": [1, 0, 1]}),
+        trial("t", "t-3", "failed", error_type="RateLimitError"),
+        score("t", "t-3", "r", status="failed", failure="metric"),
+    ]
+    figures = harbor(log)
+    assert (figures["n_trials"], figures["n_errors"]) == (3, 1)
+    assert figures["reward_stats"] == {"r.s": {"1.0": ["t-0", "t-2"], "0.0": ["t-1"]}}
+    assert figures["pass_at_k"] == {"r.s": {"2": 1.0}}  # n = 3, c = 2: n - c < k
 
 
 def test_pass_at_k_per_task_multiplies_in_harbor_order() -> None:
@@ -167,10 +223,6 @@ def test_harbor_k_values_up_to_the_smallest_n(n: int, ks: list[str]) -> None:
     pass_at_k = harbor(attempts_log({"t1": [1] * n, "t2": [0] * (n + 3)}))["pass_at_k"]["r.s"]
     assert sorted(pass_at_k, key=int) == ks
     assert all(value == pytest.approx(0.5) for value in pass_at_k.values())
-
-
-def test_a_key_that_only_dead_trials_reached_is_binary() -> None:
-    assert harbor(attempts_log({"t": ["dead", "dead", "dead"]}))["pass_at_k"] == {"r.s": {"2": 0.0}}
 
 
 @pytest.mark.parametrize("odd", [0.5, 2, "NaN", "Infinity", -1])

@@ -10,10 +10,12 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+from projections.storage import VERSION as STORAGE_VERSION
 from tests.projections.examples import EXAMPLE_LOG
 from worker import failure
 from worker.commands.cli.main import parser
@@ -159,6 +161,14 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
     examples = [line for line in shown.splitlines() if line.startswith("example: ")]
     assert len(examples) == 1
     assert f"evalstream {command}" in examples[0]
+
+
+def test_version_names_the_package_the_contract_and_the_store() -> None:
+    done = subprocess.run([sys.executable, "-m", "worker.commands.cli", "--version"], capture_output=True, check=False)
+    assert done.returncode == 0
+    assert done.stdout.decode().strip() == (
+        f"evalstream {version('evalstream')} (event contract version 1, storage version {STORAGE_VERSION})"
+    )
 
 
 @pytest.mark.kafka

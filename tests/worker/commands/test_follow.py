@@ -21,7 +21,7 @@ def _lines(events: list[InputEvent]) -> list[bytes]:
     return [encode(event) for event in events]
 
 
-@pytest.mark.parametrize("name", ["job-mixed", "job-groups", "job-b"])
+@pytest.mark.parametrize("name", ["job-mixed", "job-groups", "job-b", "job-026-mixed", "job-026-override"])
 def test_following_a_job_being_written_adds_up_to_importing_it(tmp_path: Path, name: str) -> None:
     target = tmp_path / name
     follower = HarborJob(target, ImportOptions())
@@ -75,6 +75,21 @@ def test_with_retries_allowed_failed_trials_wait_for_the_job_to_finish(tmp_path:
     (theirs,) = summaries(replayed(imported(target))).values()
     assert _as_sets(ours["harbor"]) == _as_sets(theirs["harbor"])
     assert ours["harbor"] != theirs["harbor"]
+
+
+def test_under_harbor_0_26_only_a_trial_whose_every_exception_is_retryable_waits(tmp_path: Path) -> None:
+    """job-026-retry: RateLimitError is retryable (held back until the job is done);
+    BadRequestError is not (published as its trial ends)."""
+    target = tmp_path / "job-026-retry"
+    follower = HarborJob(target, ImportOptions())
+    live: list[InputEvent] = []
+    for step in write_job(FIXTURES / "job-026-retry", target):
+        poll = follower.poll()
+        if step != "job finished":
+            live += poll.events
+    errors = {e.error.type for e in live if isinstance(e, TrialFinished) and e.error}
+    assert errors == {"BadRequestError"}
+    assert sorted(_lines(live + poll.events)) == sorted(imported(target))
 
 
 def _as_sets(block: dict[str, Any]) -> dict[str, Any]:

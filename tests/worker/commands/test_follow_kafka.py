@@ -1,5 +1,6 @@
-"""`evalstream follow harbor` over a real broker: a job directory written trial by trial,
-followed live, gives the worker the summary `replay` gives the imported finished job."""
+"""`evalstream follow harbor|nemo` over a real broker: a job directory (or nel output)
+written trial by trial, followed live, gives the worker the summary `replay` gives the
+imported finished job."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ from pathlib import Path
 import orjson
 import pytest
 
+from events.importers.source import ImportOptions
 from tests.events.importers.harbor_stats import FIXTURES, imported, replayed
 from tests.worker.commands.harbor_job import write_job
+from tests.worker.commands.nel_run import FIXTURES as NEL_FIXTURES
+from tests.worker.commands.nel_run import write_run
 from worker.commands.clients import publish
+from worker.commands.importing import import_lines
 from worker.local.processes import WorkerProcess
-from worker.local.records import read_topic
+from worker.local.records import read_topic, read_whole
 from worker.settings import Settings
 
 pytestmark = pytest.mark.kafka
@@ -26,10 +31,10 @@ STEP = 0.3
 """Seconds each state of the directory stays: a few polls, so follow sees the half-written files."""
 
 
-def _follow(settings: Settings, job: Path) -> subprocess.Popen[bytes]:
+def _follow(settings: Settings, job: Path, source: str = "harbor") -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
-            sys.executable, "-m", "worker.commands.cli", "follow", "harbor", str(job),
+            sys.executable, "-m", "worker.commands.cli", "follow", source, str(job),
             "--interval", str(INTERVAL),
             "--bootstrap", settings.bootstrap,
             "--events-topic", settings.events_topic,
@@ -75,3 +80,23 @@ def test_following_a_job_as_it_is_written_gives_the_imported_summary(worker: Wor
     asyncio.run(publish(settings, [b'{"schema_version": 1, "run_id": "' + run_id.encode() + b'"}']))
     assert len(read_topic(settings, settings.deadletter_topic, until=1, timeout=60)) == 1
     assert [record.value for record in read_topic(settings, settings.summaries_topic, until=2, timeout=3)] == expected
+
+
+def test_following_a_nel_run_as_it_is_written_gives_the_imported_summaries(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    settings = worker.settings
+    before = len(read_whole(settings, settings.summaries_topic))  # the module's other tests' summaries
+    output = tmp_path / "nel-resumed"
+    steps = write_run(NEL_FIXTURES / "nel-resumed", output)
+    next(steps)
+    follow = _follow(settings, output, "nemo")
+    for step in steps:
+        assert follow.poll() is None, f"follow ended before the run did ({step})"
+        time.sleep(STEP / 3)
+    log = _finish(follow)
+    assert "Traceback" not in log
+    expected = replayed(list(import_lines("nemo", output, ImportOptions()))).splitlines()
+    assert len(expected) == 2  # one run per benchmark
+    got = read_topic(settings, settings.summaries_topic, until=before + len(expected), timeout=90)[before:]
+    assert sorted(record.value for record in got) == sorted(expected)

@@ -14,6 +14,7 @@ import pytest
 from events.codec import encode
 from events.models import InputEvent
 from tests.builders import scored_run
+from tests.receiver import receiver
 from worker.local.processes import WorkerProcess, topic_flags
 from worker.settings import Settings
 
@@ -116,6 +117,52 @@ def test_a_close_without_a_regression_passes(worker: WorkerProcess, baseline: st
     assert from_file.stdout.decode().splitlines()[-1].split(" at ")[0] == last.split(" at ")[0]
 
 
+def test_a_decision_runs_the_command_and_posts_to_the_webhook_once(
+    worker: WorkerProcess, baseline: str, tmp_path: Path
+) -> None:
+    """A regression established while the candidate runs: the command gets the decision on stdin and
+    in its environment (here it stands for a harness's cancel), the webhook a chat message, once each;
+    the command's output goes to stderr, so that stdout stays JSON lines."""
+    settings = worker.settings
+    publish(settings, tmp_path, "acted", run_of("live-acted", [0, 0], 100, close=False))
+    seen = tmp_path / "seen"
+    command_line = (
+        f'cat > {seen}.json; echo "$EVALSTREAM_GATE_DECISION $EVALSTREAM_GATE_PASSED $EVALSTREAM_GATE_EXIT_CODE '
+        f'$EVALSTREAM_GATE_BASELINE $EVALSTREAM_GATE_CANDIDATE" >> {seen}.env; echo cancelling the candidate'
+    )
+    with receiver([503]) as hook:  # busy once: taken on the retry
+        done = evalstream(
+            settings, "gate", "--live", baseline, "live-acted", "--json", "--on-decision", command_line,
+            "--webhook", hook.url,
+        )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    printed = orjson.loads(done.stdout.splitlines()[-1])
+    assert (printed["decision"], printed["baseline"], printed["candidate"]) == ("block", "live-base", "live-acted")
+    assert orjson.loads((tmp_path / "seen.json").read_bytes()) == printed
+    assert (tmp_path / "seen.env").read_text() == "block false 3 live-base live-acted\n"
+    assert b"cancelling the candidate" in done.stderr
+    assert b"cancelling" not in done.stdout
+    (message,) = hook.taken
+    assert message["evalstream"] == printed
+    assert message["text"].startswith("gate FAILED: regression beyond 0 established on reward.score at ")
+
+
+def test_an_action_that_fails_is_reported_and_the_decision_stands(
+    worker: WorkerProcess, baseline: str, tmp_path: Path
+) -> None:
+    settings = worker.settings
+    publish(settings, tmp_path, "unacted", run_of("live-unacted", [0, 0], 100, close=False))
+    with receiver([404]) as hook:
+        done = evalstream(
+            settings, "gate", "--live", baseline, "live-unacted", "--on-decision", "exit 7", "--webhook", hook.url
+        )
+    assert done.returncode == 3, done.stderr  # the decision's code, which CI acts on
+    assert b"--on-decision 'exit 7' exited 7: see its output above; the decision stands (exit 3)" in done.stderr
+    assert b"--webhook: " in done.stderr
+    assert b"refused the message: HTTP 404" in done.stderr
+    assert len(hook.bodies) == 1  # a refusal is not retried
+
+
 def test_what_cannot_run_exits_1_or_2(worker: WorkerProcess, baseline: str, tmp_path: Path) -> None:
     settings = worker.settings
     waited = evalstream(settings, "gate", "--live", baseline, "live-nothing", "--timeout", "2")
@@ -131,8 +178,13 @@ def test_what_cannot_run_exits_1_or_2(worker: WorkerProcess, baseline: str, tmp_
         (["--key", "judge.pass"], b"'judge.pass' is not a pass@k key of the baseline 'live-base'"),
         (["--max-regressions", "1"], b"--max-regressions counts verdicts at the close: use it without --live"),
         (["--timeout", "0"], b"--timeout is in seconds, > 0; got 0"),
+        (["--webhook", "hooks.example/x"], b"--webhook 'hooks.example/x' is not an http(s) URL"),
+        (["--on-decision", " "], b"--on-decision is empty"),
     ):
         done = evalstream(settings, "gate", "--live", baseline, "x", *args)
         assert done.returncode == 2, done.stderr
         assert message in done.stderr
         assert b"Traceback" not in done.stderr
+    fixed = evalstream(settings, "gate", baseline, "x", "--webhook", "https://hooks.example/x")
+    assert fixed.returncode == 2
+    assert b"--on-decision and --webhook act on the live gate's decision: use them with --live" in fixed.stderr

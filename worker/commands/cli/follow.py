@@ -1,4 +1,4 @@
-"""`evalstream follow harbor`: a running Harbor job published as its trials end."""
+"""`evalstream follow harbor|nemo`: a running Harbor job or nel evaluation published as its trials end."""
 
 from __future__ import annotations
 
@@ -16,17 +16,20 @@ def add(commands: Commands) -> None:
     parser = command(
         commands,
         "follow",
-        "publish a running Harbor job's trials as they end, and close its runs when it is done",
+        "publish a running Harbor job's or nel evaluation's trials as they end, and close its runs when it is done",
         "evalstream follow harbor jobs/2026-12-01__10-00-00 & evalstream watch 2026-12-01__10-00-00:oracle__my-tasks",
         handle,
     )
     parser.description = (
-        "Watch a Harbor job directory while `harbor run` writes it: each trial's events go to the events topic as "
-        "its result.json appears, each run's run.started and run.closed when the job's result.json says it "
-        "finished. Restarting it is harmless (the same event ids)."
+        "Watch a Harbor job directory while `harbor run` writes it, or a NeMo Evaluator output directory while "
+        "`nel eval run` writes it: each trial's events go to the events topic as it ends (a Harbor trial's "
+        "result.json, a line of nel's verified_log.jsonl or results.jsonl), each run's run.started and "
+        "run.closed when it is done. Restarting it is harmless (the same event ids)."
     )
-    parser.add_argument("source", choices=["harbor"], help="what JOB_DIR is")
-    parser.add_argument("path", metavar="JOB_DIR", help="the job directory (jobs/<job_name>)")
+    parser.add_argument("source", choices=["harbor", "nemo"], help="what JOB_DIR is")
+    parser.add_argument(
+        "path", metavar="JOB_DIR", help="the Harbor job directory (jobs/<job_name>) or the nel output directory (-o)"
+    )
     parser.add_argument("--run-id", help="use this run id instead of the one derived from the job")
     parser.add_argument(
         "--interval",
@@ -40,14 +43,18 @@ def add(commands: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from events.importers.source import ImportOptions
-    from worker.commands.follow import follow_harbor
+    from worker.commands.follow import Followed, HarborJob, follow
+    from worker.commands.follow_nel import NelRun
 
     path = Path(args.path)
     if not path.is_dir():
-        raise CommandError(f"{path}: no such directory; pass the job directory `harbor run` is writing (jobs/<name>)")
+        writer = (
+            "`harbor run` is writing (jobs/<name>)" if args.source == "harbor" else "`nel eval run` writes (its -o)"
+        )
+        raise CommandError(f"{path}: no such directory; pass the directory {writer}")
+    options = ImportOptions(run_id=args.run_id)
+    source: Followed = HarborJob(path, options) if args.source == "harbor" else NelRun(path, options)
     settings = publishing_settings(args)
-    sent = asyncio.run(
-        follow_harbor(settings, path, ImportOptions(run_id=args.run_id), interval=args.interval, log=sys.stderr)
-    )
-    print(f"job done: published {sent} events to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
+    sent = asyncio.run(follow(settings, source, interval=args.interval, log=sys.stderr))
+    print(f"done: published {sent} events to {settings.events_topic} at {settings.bootstrap}", file=sys.stderr)
     return 0

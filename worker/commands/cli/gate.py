@@ -69,6 +69,18 @@ def add(commands: Commands) -> None:
     parser.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="with --live: give up (exit 1) if nothing is decided by then"
     )
+    parser.add_argument(
+        "--on-decision",
+        metavar="CMD",
+        help="with --live: run CMD in a shell once decided, the decision as JSON on its stdin and in "
+        "EVALSTREAM_GATE_* variables (e.g. to cancel the candidate's job)",
+    )
+    parser.add_argument(
+        "--webhook",
+        metavar="URL",
+        help="with --live: post the decision to URL as JSON ({\"text\": ...}: Slack's and Teams' incoming webhooks "
+        "show it)",
+    )
     connection_flags(parser)
 
 
@@ -85,6 +97,7 @@ def handle(args: argparse.Namespace) -> int:
         report=args.report,
     )
     if args.live:
+        from worker.commands.gate_actions import Actions
         from worker.commands.gate_live import run_live
 
         return run_live(
@@ -94,7 +107,13 @@ def handle(args: argparse.Namespace) -> int:
             settings=settings_of(args),
             options=options,
             timeout=args.timeout,
+            actions=Actions(command=args.on_decision, webhook=args.webhook),
         )
     if args.timeout is not None:
         raise CommandError("--timeout bounds the wait of --live; without --live the gate does not wait")
+    if args.on_decision is not None or args.webhook is not None:
+        raise CommandError(
+            "--on-decision and --webhook act on the live gate's decision: use them with --live "
+            "(without it, act on the exit code)"
+        )
     return run(args.baseline, args.candidate, from_file=args.from_file, settings=settings_of(args), options=options)

@@ -17,12 +17,14 @@ def add(commands: Commands) -> None:
     parser = command(
         commands,
         "import",
-        "write a harness's results (Harbor job, Inspect log, NeMo bundle) as a JSONL event log on stdout",
+        "write a harness's results (Harbor job, Inspect log, NeMo bundle or nel output) as a JSONL event log on stdout",
         "evalstream import harbor jobs/2026-12-01__10-00-00 | evalstream replay -",
         handle,
     )
     parser.add_argument("source", choices=sorted(SOURCES), help="what PATH holds")
-    parser.add_argument("path", help="a Harbor job directory, an Inspect .eval/.json log, a NeMo bundle directory")
+    parser.add_argument(
+        "path", help="a Harbor job directory, an Inspect .eval/.json log, a NeMo bundle or nel output directory"
+    )
     parser.add_argument("--run-id", help="use this run id instead of the one derived from the source")
     parser.add_argument(
         "--as-recorded", action="store_true", help="nemo: keep every score exactly as the bundle has it"

@@ -15,8 +15,13 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
+from typing import get_args
 
+from events.outputs import RunSummary
+from projections.storage import VERSION as STORAGE_VERSION
 from worker.commands.cli import (
+    alerts,
     broker,
     dashboard,
     digest,
@@ -51,11 +56,19 @@ COMMANDS = (
     history,
     dashboard,
     gate,
+    alerts,
     export,
     retry,
     schema,
     broker,
 )
+
+
+def version_text() -> str:
+    """The package's version, the event contract's and the store's: what a bug report needs."""
+    # The contract's version is the one the output models are typed with (`Literal[1]`).
+    (contract,) = get_args(RunSummary.model_fields["schema_version"].annotation)
+    return f"evalstream {version('evalstream')} (event contract version {contract}, storage version {STORAGE_VERSION})"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -64,6 +77,7 @@ def parser() -> argparse.ArgumentParser:
         description="Live, exact, replayable eval run summaries.",
         epilog="example: evalstream replay log.jsonl | evalstream digest   (evalstream COMMAND --help for each)",
     )
+    root.add_argument("--version", action="version", version=version_text())
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add(commands)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 
 import pytest
@@ -37,41 +38,53 @@ def feed(gate: LiveGate, run: RunState, events: Iterable[InputEvent]) -> list[li
 BASELINE = summary_of(scored_run("base", {"a": [1, 1], "b": [1, 0], "c": [0, 0], "u": []}), "base")
 
 
-def test_a_task_counts_once_its_attempts_are_complete_and_stays_as_it_was() -> None:
+def test_each_attempt_is_paired_with_the_baselines_attempt_of_its_position_and_stays_as_it_was() -> None:
     gate, run = live_gate(BASELINE, None, 0.0), RunState("cand")
     looks = feed(
         gate,
         run,
         [
             declared("a", "b", "c", "u", "x"),
-            reward("a", "a-0", 0),  # one of two: not yet
+            reward("a", "a-0", 0),  # a's first attempt against the baseline's first (passed): -1
             broken("a", "a-1", "reward"),  # a metric failure is no attempt
-            dead("a", "a-2", "reward"),  # a dead trial is one that did not pass: a is complete, 0/2 vs 2/2
-            reward("a", "a-3", 1),  # later attempts change nothing counted
-            reward("b", "b-0", 1),
-            reward("b", "b-1", 1),  # 2/2 vs 1/2
-            reward("u", "u-0", 1),
-            reward("u", "u-1", 1),  # the baseline never measured u: not paired
-            reward("x", "x-0", 1),
-            reward("x", "x-1", 1),  # nor has x
+            dead("a", "a-2", "reward"),  # a dead trial did not pass; against the baseline's second: -1
+            reward("a", "a-3", 1),  # the baseline has no third attempt of a: no partner
+            reward("b", "b-0", 1),  # against 1: 0
+            reward("b", "b-1", 1),  # against 0: +1
+            reward("u", "u-0", 1),  # the baseline never measured u: not paired
+            reward("x", "x-0", 1),  # nor has it x
         ],
     )
-    assert [len(each) for each in looks] == [0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0]
-    assert looks[3] == [Look("reward.score", 1, -1.0, (-1.0, 1.0), INCONCLUSIVE)]
-    assert looks[6][0].paired == 2
-    assert looks[6][0].mean == pytest.approx(-0.25)
-    assert gate.observed == {"reward.score": {"a", "b"}}
+    assert [len(each) for each in looks] == [0, 1, 0, 1, 0, 1, 1, 0, 0]
+    assert looks[1] == [Look("reward.score", 1, 1, -1.0, (-1.0, 1.0), INCONCLUSIVE)]
+    last = looks[6][0]
+    assert (last.paired, last.pairs) == (2, 4)
+    assert last.mean == pytest.approx(-0.25)
+    assert gate.paired == {"reward.score": {"a", "b"}}
     assert gate.decision(closed=False) is None
 
 
-def test_at_the_close_every_measured_task_left_is_counted() -> None:
+def test_no_attempts_per_task_is_needed_and_the_close_adds_nothing() -> None:
     gate, run = live_gate(BASELINE, None, 0.0), RunState("cand")
     looks = feed(gate, run, [declared("a", "b", "c", attempts=None), reward("a", "a-0", 1), reward("c", "c-0", 1)])
-    assert looks == [[], [], []]  # no attempts_per_task: nothing is complete before the close
-    (at_close,) = feed(gate, run, [closed("cand")])
-    assert at_close[0].paired == 2  # a (1/1 vs 2/2) and c (1/1 vs 0/2); b has no attempt
-    assert at_close[0].mean == pytest.approx(0.5)
-    assert gate.decision(closed=True) == INCONCLUSIVE  # closed, and two tasks settle nothing
+    assert [len(each) for each in looks] == [0, 1, 1]
+    assert feed(gate, run, [closed("cand")]) == [[]]
+    look = gate.look("reward.score")
+    assert (look.paired, look.pairs) == (2, 2)
+    assert look.mean == pytest.approx(0.5)  # a: 1 vs 1, c: 1 vs 0
+    assert gate.decision(closed=True) == INCONCLUSIVE  # closed, and two attempts settle nothing
+
+
+def test_several_attempts_landing_at_once_are_each_paired_with_their_share_of_the_passes() -> None:
+    baseline = summary_of(scored_run("base", {"a": [1, 0, 0, 1]}), "base")
+    gate = live_gate(baseline, None, 0.0)
+    assert gate.observe("reward.score", "a", 1, 1)  # 1 vs 1
+    assert gate.observe("reward.score", "a", 4, 2)  # three more, one passing: 1/3 each against 0, 0, 1
+    look = gate.look("reward.score")
+    assert look.pairs == 4
+    assert look.mean == pytest.approx((0 + 1 / 3 + 1 / 3 - 2 / 3) / 4)
+    assert not gate.observe("reward.score", "a", 4, 3)  # the same count again: what was observed stays
+    assert not gate.observe("reward.score", "a", 5, 3)  # past the baseline's attempts: no partner
 
 
 def many(run_id: str, rates: list[list[int]], attempts: int | None = None) -> list[InputEvent]:
@@ -146,17 +159,55 @@ attempt_lists = st.dictionaries(
 )
 
 
-@given(attempt_lists, attempt_lists)
-def test_at_the_close_it_pairs_what_the_fixed_gate_pairs(
-    baseline_attempts: dict[str, list[object]], candidate_attempts: dict[str, list[object]]
+def pairs_by_position(baseline: dict[str, list[object]], candidate: dict[str, list[object]]) -> list[float]:
+    """Each candidate attempt less the baseline's of the same position, computed apart from the gate."""
+
+    def passes(value: object) -> int:
+        return int(isinstance(value, int | float) and value >= 1)
+
+    return [
+        passes(mine) - passes(theirs)
+        for task, values in candidate.items()
+        for mine, theirs in zip(values, baseline.get(task, []), strict=False)
+    ]
+
+
+@given(attempt_lists, attempt_lists, st.randoms(use_true_random=False))
+def test_the_pairs_are_the_same_whatever_the_order_the_tasks_interleave(
+    baseline_attempts: dict[str, list[object]], candidate_attempts: dict[str, list[object]], rng: random.Random
 ) -> None:
     baseline = summary_of(scored_run("base", baseline_attempts), "base")
+    events = scored_run("cand", candidate_attempts)
+    middle = events[1:-1]
+    rng.shuffle(middle)  # a harness's interleaving: a task's own attempts may move too, their order aside
+    by_task: dict[str, list[InputEvent]] = {}
+    for event in events[1:-1]:
+        by_task.setdefault(str(getattr(event, "task_id", "")), []).append(event)
+    # Keep each task's attempts in their order (its k-th attempt stays k-th), tasks interleaved at random.
+    interleaved = [by_task[str(getattr(event, "task_id", ""))].pop(0) for event in middle]
     gate, run = live_gate(baseline, None, 0.0), RunState("cand")
-    feed(gate, run, scored_run("cand", candidate_attempts))  # no attempts_per_task: all at the close
+    feed(gate, run, [events[0], *interleaved, events[-1]])
+    expected = pairs_by_position(baseline_attempts, candidate_attempts)
+    look = gate.look("reward.score")
+    assert look.pairs == len(expected)
+    if expected:
+        assert look.mean == pytest.approx(sum(expected) / len(expected))
+    else:
+        assert look.mean is None
+
+
+@given(st.integers(1, 4), st.lists(st.tuples(st.lists(st.sampled_from([0, 1]), min_size=4, max_size=4)), min_size=1))
+def test_with_the_same_attempts_per_task_the_mean_at_the_close_is_the_fixed_gates(
+    attempts: int, rows: list[tuple[list[int]]]
+) -> None:
+    baseline_attempts = {f"t{i}": row[0][:attempts] for i, row in enumerate(rows)}
+    candidate_attempts = {f"t{i}": row[0][::-1][:attempts] for i, row in enumerate(rows)}
+    baseline = summary_of(scored_run("base", baseline_attempts), "base")
+    gate, run = live_gate(baseline, None, 0.0), RunState("cand")
+    feed(gate, run, scored_run("cand", candidate_attempts))
     (key,) = compare(baseline, summary_of(scored_run("cand", candidate_attempts), "cand")).keys
-    assert gate.observed.get("reward.score", set()) == {task.task_id for task in key.tasks}
     look = gate.look("reward.score")
     assert look.paired == len(key.tasks)
-    if key.mean_difference is not None:
-        assert look.mean == pytest.approx(key.mean_difference)
+    assert key.mean_difference is not None
+    assert look.mean == pytest.approx(key.mean_difference)
     assert gate.decision(closed=True) is not None
