@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean
+.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,8 +51,12 @@ deploy-check: install
 	$(BIN)/kubernetes-validate --strict --quiet -k 1.30.0 deploy/k8s/*.yaml
 	$(BIN)/kubernetes-validate --strict --quiet deploy/k8s/*.yaml
 
-unit: install chromium prometheus
+unit: install chromium prometheus toxiproxy
 	$(BIN)/python -m pytest
+
+## Shopify's Toxiproxy for the network-fault tests, built with Go into a cache folder when missing (worker/local/toxiproxy.py).
+toxiproxy: install
+	$(BIN)/python -m worker.local.toxiproxy install
 
 ## Debian's chromium for the browser tests, when the machine has none (.ci/chromium).
 chromium:

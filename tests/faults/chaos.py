@@ -7,7 +7,8 @@ summaries topic against an oracle that shares no code path with the worker's run
 as it ended up (`replayed`), so that a publisher retry that duplicated or reordered
 messages is judged by what the topic holds. Each run's latest summary on the topic must be
 the replay's last, byte for byte, and every revision the replay prints must be on the
-topic; the records replay reports as rejected are the dead letters the worker must write.
+topic; the records replay reports as rejected are the dead letters the worker must write,
+and it may write no other (an output dead-lettered as refused is a run gone wrong).
 
 The log (`chaos_log`) carries the input faults of every scenario: events published twice (a
 producer retry), an event after each run's close (a new revision) and a second `run.closed`
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,7 @@ from events.codec import MAX_EVENT_BYTES, encode
 from events.synthetic import interleave, synthetic_run
 from tests import builders
 from worker.local.processes import WorkerProcess, free_port, topic_flags
+from worker.local.records import read_whole
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
 
@@ -54,17 +57,24 @@ class Result:
     mismatches: int
     recoveries: list[float] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
+    stall: float | None = None
+    """The longest a progress record or summary took from its production (its Kafka
+    timestamp) until a read_committed reader saw it, in seconds (None: none was read)."""
+    traces: dict[str, float] = field(default_factory=dict)
+    """What shows that the faults happened (counters summed over the workers, times)."""
 
     def row(self) -> str:
         most = f"{max(self.recoveries):.1f}" if self.recoveries else "-"
         median = f"{statistics.median(self.recoveries):.1f}" if self.recoveries else "-"
-        cells = [self.scenario, self.faults, f"{self.events:,}", self.runs, self.mismatches, most, median]
+        stall = f"{self.stall:.1f}" if self.stall is not None else "-"
+        cells = [self.scenario, self.faults, f"{self.events:,}", self.runs, self.mismatches, most, median, stall]
         return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
 TABLE_HEAD = (
-    "| scenario | faults | events | runs | mismatches | max recovery (s) | median recovery (s) |\n"
-    "|---|---|---|---|---|---|---|"
+    "| scenario | faults | events | runs | mismatches | max recovery (s) | median recovery (s) "
+    "| max committed-read stall (s) |\n"
+    "|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -125,11 +135,15 @@ def replayed(settings: Settings, timeout: float = 600.0) -> Replayed:
 
 class Publisher(threading.Thread):
     """Publishes `messages` at a steady pace over `seconds`, riding out broker restarts
-    (aiokafka retries; a send that still fails is sent again at the end)."""
+    (aiokafka retries; a send that still fails is sent again at the end); `pauses`: message
+    index -> seconds of silence before it (bursts)."""
 
-    def __init__(self, settings: Settings, messages: list[Message], seconds: float) -> None:
+    def __init__(
+        self, settings: Settings, messages: list[Message], seconds: float, pauses: dict[int, float] | None = None
+    ) -> None:
         super().__init__(daemon=True)
         self.settings, self.messages, self.seconds = settings, messages, seconds
+        self.pauses = pauses or {}
         self.sent = 0
         self.closed_at: dict[bytes, float] = {}
         self.error: BaseException | None = None
@@ -152,6 +166,7 @@ class Publisher(threading.Thread):
             pending: list[tuple[Message, asyncio.Future[object]]] = []
             start = time.monotonic()
             for index, (key, value) in enumerate(self.messages):
+                start += self.pauses.get(index, 0.0)
                 await asyncio.sleep(max(0.0, start + index * self.seconds / len(self.messages) - time.monotonic()))
                 pending.append(((key, value), await producer.send(self.settings.events_topic, value=value, key=key)))
                 if key is not None and b'"type":"run.closed"' in value:
@@ -167,19 +182,24 @@ class Publisher(threading.Thread):
 
 
 class ProgressWatch(threading.Thread):
-    """Records when each run's progress events arrive, to time recoveries."""
+    """Records when each run's progress events arrive (`topic`: another output topic's
+    records), to time recoveries, and the longest a record waited between its production and
+    its reading (`stall`: a committed reader sees nothing past an open transaction, a dead
+    owner's included)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, topic: str | None = None) -> None:
         super().__init__(daemon=True)
         self.settings = settings
+        self.topic = topic or settings.progress_topic
         self.seen: list[tuple[float, bytes]] = []
+        self.stall: float | None = None
         self.stopping = threading.Event()
 
     def run(self) -> None:
         asyncio.run(self._watch())
 
     async def _watch(self) -> None:
-        consumer = await topic_reader(self.settings, self.settings.progress_topic, at_end=True, wait=float("inf"))
+        consumer = await topic_reader(self.settings, self.topic, at_end=True, wait=float("inf"))
         assert consumer is not None, "waits for the topic"
         try:
             while not self.stopping.is_set():
@@ -188,8 +208,11 @@ class ProgressWatch(threading.Thread):
                 except Exception:  # the broker is down: keep trying
                     await asyncio.sleep(0.2)
                     continue
-                now = time.monotonic()
-                self.seen.extend((now, record.key) for batch in batches.values() for record in batch if record.key)
+                now, wall = time.monotonic(), time.time()
+                records = [record for batch in batches.values() for record in batch if record.key]
+                self.seen.extend((now, record.key) for record in records)
+                waits = [wall - record.timestamp / 1000 for record in records]
+                self.stall = max([*waits, *([] if self.stall is None else [self.stall])], default=None)
         finally:
             await consumer.stop()
 
@@ -207,35 +230,95 @@ class ProgressWatch(threading.Thread):
         return float("inf")
 
 
+COUNTERS = (
+    "evalstream_partitions_fenced_total",
+    "evalstream_partitions_redone_total",
+    "evalstream_checkpoints_abandoned_total",
+    "evalstream_partition_failures_total",
+)
+"""The engine's counters a group sums over its workers (`Group.counted`): the traces of faults."""
+
+
 class Group:
     """Worker processes in one consumer group, each with its own data dir and web port
-    (`env`: more environment variables for each)."""
+    (`env`: more environment variables for each; `bootstraps`: each new worker's bootstrap
+    servers in turn, a proxy of its own, else the settings')."""
 
-    def __init__(self, settings: Settings, root: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, root: Path, env: dict[str, str] | None = None, bootstraps: list[str] | None = None
+    ) -> None:
         self.settings, self.root, self.env = settings, root, env
+        self.bootstraps = bootstraps or [settings.bootstrap]
         self.workers: list[WorkerProcess] = []
         self.started = 0
+        self.counted: Counter[str] = Counter()
+        """COUNTERS summed over every worker stopped (a killed one: as last scraped, `scrape_all`)."""
+        self.last: dict[WorkerProcess, Counter[str]] = {}
+        self.killed = 0
 
-    def add(self, in_place_of: WorkerProcess | None = None) -> WorkerProcess:
+    def add(self, in_place_of: WorkerProcess | None = None, bootstrap: str | None = None) -> WorkerProcess:
         """A new worker; `in_place_of` a stopped one: on its data dir (a container
-        restarted), so that it restarts from its local copy."""
-        self.started += 1
-        data_dir = self.root / f"worker-{self.started}"
+        restarted), so that it restarts from its local copy, through its proxy."""
+        data_dir = self.root / f"worker-{self.started + 1}"
         if in_place_of is not None:
             data_dir = in_place_of.log_path.parent
-            in_place_of.log_path.rename(data_dir / f"worker.log.{self.started}")
-        worker = WorkerProcess(self.settings.with_overrides(web_port=free_port()), data_dir, env=self.env)
+            in_place_of.log_path.rename(data_dir / f"worker.log.{self.started + 1}")
+            bootstrap = bootstrap or in_place_of.settings.bootstrap
+        bootstrap = bootstrap or self.bootstraps[self.started % len(self.bootstraps)]
+        self.started += 1
+        settings = self.settings.with_overrides(web_port=free_port(), bootstrap=bootstrap)
+        worker = WorkerProcess(settings, data_dir, env=self.env)
         self.workers.append(worker)
         return worker
 
-    def kill(self, worker: WorkerProcess) -> None:
-        os.kill(worker.process.pid, signal.SIGKILL)
-        worker.process.wait()
+    def scrape_all(self) -> None:
+        """Read every running worker's COUNTERS (kept until it stops)."""
+        for worker in self.workers:
+            self._scrape(worker)
+
+    def _scrape(self, worker: WorkerProcess) -> None:
+        if worker.process.poll() is not None:
+            return
+        try:
+            samples = worker.scrape()
+        except (OSError, RuntimeError):
+            return  # not serving yet, or on its way out: its last scrape stands
+        self.last[worker] = Counter({name: samples.get(name, 0.0) for name in COUNTERS})
+
+    def _forget(self, worker: WorkerProcess) -> None:
+        self.counted.update(self.last.pop(worker, Counter()))
         self.workers.remove(worker)
 
+    def kill(self, worker: WorkerProcess) -> None:
+        self._scrape(worker)
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait()
+        self.killed += 1
+        self._forget(worker)
+
     def stop(self, worker: WorkerProcess) -> None:
+        self._scrape(worker)
         worker.stop()
-        self.workers.remove(worker)
+        self._forget(worker)
+
+    def end(self, workers: list[WorkerProcess], bound: float) -> list[float]:
+        """SIGTERM `workers` at once; the seconds each took to exit, inf for one still running
+        after `bound` (then killed)."""
+        began = time.monotonic()
+        for worker in workers:
+            self._scrape(worker)
+            worker.process.terminate()
+        took = []
+        for worker in workers:
+            try:
+                worker.process.wait(timeout=max(0.0, began + bound - time.monotonic()))
+                took.append(time.monotonic() - began)
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+                worker.process.wait()
+                took.append(float("inf"))
+            self._forget(worker)
+        return took
 
     def stop_all(self) -> None:
         for worker in list(self.workers):
@@ -267,11 +350,13 @@ def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0)
     """How many runs have a summary, and those whose summaries differ from the replay's
     once the worker caught up: the latest not the replay's last, byte for byte (with the
     event counts and revisions, got against wanted), a revision the replay prints missing
-    from the topic, or one on the topic twice (outputs are committed exactly once)."""
+    from the topic, or one on the topic twice (outputs are committed exactly once); and a
+    line per run with dead letters replay does not give."""
     publisher.join()
     if publisher.error is not None:
         raise publisher.error
-    wanted = replayed(settings).summaries
+    replay = replayed(settings)
+    wanted = replay.summaries
     if not wanted:
         return 0, ["no run has a summary: the scenario checked nothing"]
     got = asyncio.run(_summaries(settings, {key: values[-1] for key, values in wanted.items()}, timeout))
@@ -290,4 +375,17 @@ def mismatches(settings: Settings, publisher: Publisher, timeout: float = 120.0)
         elif twice := sorted({value for value in records if records.count(value) > 1}):
             revisions = [orjson.loads(value)["revision"] for value in twice]
             found.append(f"{key.decode()}: revisions {revisions} are on the summaries topic twice")
-    return len(wanted), found
+    return len(wanted), found + _unexpected_letters(settings, replay)
+
+
+def _unexpected_letters(settings: Settings, replay: Replayed) -> list[str]:
+    """The dead letters replay does not give (an output said to be refused, a good record
+    taken for bad): one line per run, with their reasons."""
+    want = {(str(offset).encode(), reason.encode()) for _, offset, reason in replay.rejected}
+    unexpected: dict[bytes, Counter[str]] = {}
+    for letter in read_whole(settings, settings.deadletter_topic):
+        headers = letter.headers
+        if (headers.get("evalstream.source.offset"), headers.get("evalstream.reason")) not in want:
+            reason = headers.get("evalstream.reason", b"?").decode()
+            unexpected.setdefault(letter.key or b"?", Counter())[reason] += 1
+    return [f"{key.decode()}: dead letters replay does not give: {dict(why)}" for key, why in unexpected.items()]

@@ -26,9 +26,12 @@ from tests.faults.chaos import (
 )
 from tests.faults.poison import NOT_A_MESSAGE, STATEFUL, poisons
 from worker.local import broker
-from worker.local.clusters import local_broker
-from worker.local.processes import isolated_settings
-from worker.local.records import create_compacting_fast, read_topic
+from worker.local.clusters import local_broker, proxied_broker
+from worker.local.nodes import TRANSACTION_LOG, three_nodes
+from worker.local.processes import WorkerProcess, isolated_settings
+from worker.local.records import create_compacting_fast, read_topic, read_whole
+from worker.local.toxiproxy import Toxiproxy
+from worker.runtime.app import stop_bound
 from worker.runtime.topics import ensure_topics
 from worker.settings import Settings
 
@@ -37,6 +40,29 @@ def _prepared(bootstrap: str, **overrides: object) -> Settings:
     settings = isolated_settings(bootstrap, **overrides)
     asyncio.run(ensure_topics(settings))
     return settings
+
+
+def _owned(worker: WorkerProcess) -> set[str]:
+    """The events partitions `worker` reports on /metrics (its lag, per partition it owns)."""
+    try:
+        samples = worker.scrape()
+    except (OSError, RuntimeError):
+        return set()
+    return {name for name in samples if name.startswith("evalstream_consumer_lag{")}
+
+
+def _taken_over(worker: WorkerProcess, partitions: int, timeout: float) -> bool:
+    """Whether `worker` comes to own all `partitions` within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while len(_owned(worker)) < partitions:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+SESSION_EXPIRED = "Heartbeat session expired"
+"""What aiokafka logs when a worker finds its group session expired."""
 
 
 def _run_with_faults(
@@ -50,17 +76,23 @@ def _run_with_faults(
     faults: list[Callable[[Group], None]],
     seed: int,
     env: dict[str, str] | None = None,
+    bootstraps: list[str] | None = None,
+    pauses: dict[int, float] | None = None,
 ) -> Result:
-    """Publish `log` over `seconds` while applying `faults` at random moments, each timed
-    from the moment it hits until every open run's progress resumes (`env`: more
-    environment variables for the workers)."""
+    """Publish `log` over `seconds` (`pauses`: silences, as `Publisher` takes them) while
+    applying `faults` at random moments, each timed from the moment it hits until every open
+    run's progress resumes (`env`: more environment variables for the workers; `bootstraps`:
+    theirs, as `Group` takes them). The result's traces are the workers' engine counters
+    (`chaos.COUNTERS`) summed, and its stall the committed readers' longest wait for a
+    progress record or a summary."""
     rng = random.Random(seed)
-    group = Group(settings, root, env)
+    group = Group(settings, root, env, bootstraps)
     for _ in range(workers):
         group.add()
-    watch = ProgressWatch(settings)
+    watch, summaries = ProgressWatch(settings), ProgressWatch(settings, settings.summaries_topic)
     watch.start()
-    publisher = Publisher(settings, log, seconds)
+    summaries.start()
+    publisher = Publisher(settings, log, seconds, pauses)
     recoveries = []
     try:
         for worker in group.workers:
@@ -68,14 +100,19 @@ def _run_with_faults(
         publisher.start()
         for fault in faults:
             time.sleep(rng.uniform(0.2, 2.0))
+            group.scrape_all()
             hit = time.monotonic()
             fault(group)
             recoveries.append(watch.recovery(hit, publisher))
         runs, found = mismatches(settings, publisher)
     finally:
         watch.stopping.set()
+        summaries.stopping.set()
         group.stop_all()
-    return Result(name, len(faults), len(log), runs, len(found), recoveries, found)
+    stall = max((s for s in (watch.stall, summaries.stall) if s is not None), default=None)
+    result = Result(name, len(faults), len(log), runs, len(found), recoveries, found, stall)
+    result.traces.update(group.counted, workers_killed=group.killed)
+    return result
 
 
 def _kill_one(group: Group, rng: random.Random, *, replace: bool) -> None:
@@ -219,17 +256,22 @@ def frozen_owners(
     other, and it is thawed (SIGCONT) with whatever it had under way. Every summary must end
     exact and none be published twice. Then every worker stops, a new one on an empty data
     dir restores every partition from the changelog alone, and a late attempt on every run
-    must give its next revision, byte for byte what replay gives."""
+    must give its next revision, byte for byte what replay gives. Trace: the other worker owned
+    every partition before each thaw (`freezes the other worker took over`)."""
     settings = _prepared(bootstrap, partitions=4)
     rng = random.Random(seed)
     log = chaos_log("frozen", runs=runs, tasks=tasks, attempts=5, seed=seed)
     env = {"EVALSTREAM_SESSION_TIMEOUT": str(FROZEN_SESSION)}
 
+    taken_over = []
+
     def freeze(group: Group) -> None:
         victim = rng.choice(group.workers)
+        (other,) = [worker for worker in group.workers if worker is not victim]
         os.kill(victim.process.pid, signal.SIGSTOP)
         try:
             time.sleep(FROZEN_SESSION * rng.uniform(1.3, 2.0))
+            taken_over.append(_taken_over(other, 4, FROZEN_SESSION * 4))
         finally:
             os.kill(victim.process.pid, signal.SIGCONT)
 
@@ -237,6 +279,7 @@ def frozen_owners(
     result = _run_with_faults(
         settings, root, log, name="frozen owner", workers=2, seconds=seconds, faults=faults, seed=seed, env=env
     )
+    result.traces["freezes the other worker took over"] = sum(taken_over)
     late: list[Message] = [
         (key, encode(builders.trial("task-00001", f"after-restore-{key.decode()}", run_id=key.decode())))
         for key in dict.fromkeys(key for key, _ in log if key is not None)
@@ -251,4 +294,243 @@ def frozen_owners(
         fresh.stop_all()
     result.mismatches += len(found)
     result.details += [f"after a restore from the changelog alone: {detail}" for detail in found]
+    return result
+
+
+def network_partition(root: Path, *, cuts: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """Two workers over four partitions, each reaching a broker of its own through a Toxiproxy
+    proxy of its own. One worker at a time is cut off (every byte both ways dropped, no
+    connection closed) until the other owns every partition (past the cut one's session),
+    then healed: the cut one must find itself fenced and write nothing over the new owner.
+    Traces: the other worker owned all four partitions during each cut (`cuts the other
+    worker took over`), and the cut worker's client found its group session expired
+    (`sessions expired`); a fence of its producer is counted when it wrote before it learnt
+    of its revocation."""
+    rng = random.Random(seed)
+    env = {"EVALSTREAM_SESSION_TIMEOUT": str(FROZEN_SESSION)}
+    owned_all = []
+    with Toxiproxy(root) as toxiproxy, proxied_broker(root / "broker", toxiproxy, clients=2) as proxied:
+        proxy_of = dict(zip(proxied.bootstraps, proxied.proxies, strict=True))
+        settings = _prepared(proxied.config.bootstrap, partitions=4)
+        log = chaos_log("cut", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def cut(group: Group) -> None:
+            victim = rng.choice(group.workers)
+            (other,) = [worker for worker in group.workers if worker is not victim]
+            toxiproxy.cut(proxy_of[victim.settings.bootstrap])
+            try:
+                owned_all.append(_taken_over(other, 4, FROZEN_SESSION * 6))
+            finally:
+                toxiproxy.heal(proxy_of[victim.settings.bootstrap])
+
+        faults: list[Callable[[Group], None]] = [cut] * cuts
+        result = _run_with_faults(
+            settings, root, log, name="network partition", workers=2, seconds=seconds, faults=faults, seed=seed,
+            env=env, bootstraps=list(proxied.bootstraps),
+        )  # fmt: skip
+    result.traces["cuts the other worker took over"] = sum(owned_all)
+    result.traces["sessions expired"] = Group(settings, root).logs().count(SESSION_EXPIRED)
+    return result
+
+
+def slow_and_reset(root: Path, *, faults: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """One worker reaching its broker through a Toxiproxy proxy while checkpoints commit: in
+    turn 400 ms of latency each way for a few seconds, then every connection reset as it
+    carries data for a moment (commits, offsets and records in flight lost mid-way). Traces:
+    checkpoints that took longer than the latency (`slow checkpoints`), and the connections
+    the worker saw closed (`connections reset`)."""
+    rng = random.Random(seed)
+    with Toxiproxy(root) as toxiproxy, proxied_broker(root / "broker", toxiproxy, clients=1) as proxied:
+        (proxy,) = proxied.proxies
+        settings = _prepared(proxied.config.bootstrap, partitions=2)
+        log = chaos_log("slow", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def hit(index: int) -> Callable[[Group], None]:
+            def fault(group: Group) -> None:
+                if index % 2 == 0:
+                    toxiproxy.add(proxy, "slow", "latency", "downstream", latency=400, jitter=100)
+                    toxiproxy.add(proxy, "slow-up", "latency", "upstream", latency=400, jitter=100)
+                    time.sleep(rng.uniform(3.0, 5.0))
+                    toxiproxy.remove(proxy, "slow")
+                    toxiproxy.remove(proxy, "slow-up")
+                else:
+                    toxiproxy.add(proxy, "reset", "reset_peer", "upstream", timeout=0)
+                    time.sleep(rng.uniform(0.5, 1.5))
+                    toxiproxy.remove(proxy, "reset")
+
+            return fault
+
+        group_slow: list[float] = []
+
+        def slow_checkpoints(group: Group) -> None:
+            for worker in group.workers:
+                samples = worker.scrape()
+                total = samples.get("evalstream_checkpoint_duration_seconds_count", 0.0)
+                quick = samples.get('evalstream_checkpoint_duration_seconds_bucket{le="0.25"}', 0.0)
+                group_slow.append(total - quick)
+
+        def with_count(fault: Callable[[Group], None]) -> Callable[[Group], None]:
+            def counted(group: Group) -> None:
+                fault(group)
+                slow_checkpoints(group)
+
+            return counted
+
+        result = _run_with_faults(
+            settings, root, log, name="latency and resets", workers=1, seconds=seconds,
+            faults=[with_count(hit(index)) for index in range(faults)], seed=seed,
+            bootstraps=list(proxied.bootstraps),
+        )  # fmt: skip
+    result.traces["slow checkpoints"] = max(group_slow, default=0.0)
+    # aiokafka rides out most resets by itself (a request sent again on a new connection), so
+    # the reset's trace is the connections the worker saw closed, not a partition redone.
+    result.traces["connections reset"] = Group(settings, root).logs().count("KafkaConnectionError")
+    return result
+
+
+def coordinator_loss(root: Path, *, bounces: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """Two workers over four partitions on a three-node cluster (every topic 3 replicas, 2 in
+    sync for a write), as Kafka's transactions system test bounces brokers during a
+    transactional copy: in turn the transaction coordinator's node (the transaction log's
+    leader) and the node leading an events partition are killed hard while the workers
+    commit, then started again. Traces: each node killed led what it was killed for, and
+    another node took that lead while it was down (`leads moved`)."""
+    rng = random.Random(seed)
+    moved = []
+    with three_nodes(root / "cluster") as nodes:
+        settings = _prepared(nodes.bootstrap, partitions=4)
+        log = chaos_log("lost", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def bounce(index: int) -> Callable[[Group], None]:
+            def fault(group: Group) -> None:
+                topic, partition = (TRANSACTION_LOG, 0) if index % 2 == 0 else (settings.events_topic, rng.randrange(4))
+                node = nodes.leader(topic, partition)
+                nodes.kill(node)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    try:
+                        if nodes.leader(topic, partition) not in (node, -1):
+                            moved.append(f"{topic}[{partition}]")
+                            break
+                    except Exception:  # the cluster is electing: ask again
+                        pass
+                    time.sleep(0.5)
+                time.sleep(rng.uniform(1.0, 3.0))
+                nodes.restart(node)
+
+            return fault
+
+        faults = [bounce(index) for index in range(bounces)]
+        result = _run_with_faults(
+            settings, root, log, name="coordinator and leaders killed", workers=2, seconds=seconds,
+            faults=faults, seed=seed,
+        )  # fmt: skip
+    result.traces["leads moved"] = len(moved)
+    return result
+
+
+IDLE_EXPIRY = {
+    "transactional.id.expiration.ms": "5000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "1000",
+}
+"""A coordinator that forgets a transactional id idle for 5 s, checking every second (Kafka's
+defaults: 7 days, every hour)."""
+
+
+def idle_expiry(root: Path, *, bursts: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """One worker over four partitions on a broker whose coordinator forgets an idle
+    transactional id after 5 s (`IDLE_EXPIRY`); runs are published in `bursts`, `seconds`
+    each, separated by 12 s of silence, so that every partition's transactional id is
+    forgotten before the next burst writes through it. Traces: the coordinator's tombstones
+    for the worker's transactional ids in its log (`transactional ids expired`)."""
+    with local_broker(root / "broker", overrides=IDLE_EXPIRY) as config:
+        settings = _prepared(config.bootstrap, partitions=4)
+        log: list[Message] = []
+        pauses = {}
+        for burst in range(bursts):
+            if burst:
+                pauses[len(log)] = 12.0
+            log += chaos_log(f"burst{burst}", runs=runs, tasks=tasks, attempts=5, seed=seed + burst)
+        result = _run_with_faults(
+            settings, root, log, name="idle past the coordinator's expiry", workers=1, seconds=seconds * bursts,
+            faults=[], seed=seed, pauses=pauses,
+        )  # fmt: skip
+        # The coordinator logs nothing when it forgets an id: it writes the id's tombstone.
+        expired = [
+            record
+            for record in read_whole(settings, TRANSACTION_LOG)
+            if record.value is None and record.key is not None and settings.app_id.encode() in record.key
+        ]
+    result.faults = bursts - 1
+    result.traces["transactional ids expired"] = len(expired)
+    return result
+
+
+REVOKING = "Revoking previously assigned partitions"
+"""What aiokafka logs as a revocation begins."""
+
+EXIT_MARGIN = 3.0
+"""Seconds past the worker's stated stop bound (`worker.runtime.app.stop_bound`) for the
+process itself to end (the interpreter's exit, a loaded machine)."""
+
+
+def outage_during_revocation(root: Path, *, outages: int, runs: int, tasks: int, seconds: float, seed: int) -> Result:
+    """Two workers over four partitions on a broker of their own; in turn a third worker
+    joins and the broker is killed as soon as the group revokes partitions from the two, or
+    nothing changes and it is killed mid-checkpoint; then every worker is sent SIGTERM: each
+    must end within its stated stop bound (and `EXIT_MARGIN`) though the broker is away. Then
+    the broker comes back and the workers restart on their data dirs. Traces: the revocations
+    the broker died in, the broker down when each SIGTERM was sent (`workers ended during an
+    outage`), the longest exit (`slowest exit (s)`) and the stops that were not clean (`stops
+    forced at the bound`: the worker's own timer ended it, its services still stopping)."""
+    rng = random.Random(seed)
+    exits: list[float] = []
+    stuck: list[str] = []
+    revocations: list[int] = []
+    with local_broker(root / "broker") as config:
+        settings = _prepared(config.bootstrap, partitions=4)
+        bound = stop_bound(settings) + EXIT_MARGIN
+        log = chaos_log("away", runs=runs, tasks=tasks, attempts=5, seed=seed)
+
+        def outage(index: int) -> Callable[[Group], None]:
+            def fault(group: Group) -> None:
+                if index % 2 == 0:
+                    revoking = [worker.log().count(REVOKING) for worker in group.workers]
+                    old = list(group.workers)
+                    group.add()
+                    deadline = time.monotonic() + 60
+                    while time.monotonic() < deadline:
+                        if [worker.log().count(REVOKING) for worker in old] != revoking:
+                            revocations.append(index)
+                            break
+                        time.sleep(0.05)
+                    time.sleep(rng.uniform(0.0, 0.3))
+                pid = broker.status(config).pid
+                assert pid is not None, "the broker is not running"
+                os.kill(pid, signal.SIGKILL)
+                while broker.status(config).pid is not None:
+                    time.sleep(0.05)
+                ended = list(group.workers)
+                took = group.end(ended, bound)
+                exits.extend(took)
+                for worker, exit_after in zip(ended, took, strict=True):
+                    if exit_after == float("inf"):
+                        stuck.append(f"outage {index}: {worker.log_path.parent.name} (pid {worker.process.pid})")
+                broker.start(config, timeout=120)
+                for worker in ended[:2]:
+                    group.add(in_place_of=worker)
+
+            return fault
+
+        faults = [outage(index) for index in range(outages)]
+        result = _run_with_faults(
+            settings, root, log, name="outage during revocation", workers=2, seconds=seconds, faults=faults,
+            seed=seed,
+        )  # fmt: skip
+    result.traces["workers ended during an outage"] = len(exits)
+    result.traces["revocations under way when the broker died"] = len(revocations)
+    result.traces["slowest exit (s)"] = max(exits, default=0.0)
+    result.traces["exit bound (s)"] = bound
+    result.traces["stops forced at the bound"] = Group(settings, root).logs().count("the worker did not stop within")
+    result.traces.update(dict.fromkeys((f"still running {bound:g} s after SIGTERM: {name}" for name in stuck), 1))
     return result

@@ -273,7 +273,9 @@ def _configure(config: BrokerConfig, java: str, lib: Path) -> Path:
     return props
 
 
-def _wait_ready(config: BrokerConfig, pid: int, timeout: float) -> None:
+def wait_ready(config: BrokerConfig, pid: int, timeout: float) -> None:
+    """Until the broker of `pid` answers on its port (stopped if it does not in `timeout`
+    and this process started it)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not _alive(config, pid):
@@ -307,8 +309,18 @@ def start(config: BrokerConfig, timeout: float = 60.0) -> int:
         if f"{config.protocol}://{config.bootstrap}," not in rendered:
             msg = f"broker pid {pid} of {config.state_dir} uses other ports; stop it"
             raise BrokerError(msg)
-        _wait_ready(config, pid, timeout)
+        wait_ready(config, pid, timeout)
         return pid
+    pid = launch(config)
+    wait_ready(config, pid, timeout)
+    if config.secure:
+        _secure(config)
+    return pid
+
+
+def launch(config: BrokerConfig) -> int:
+    """Configure and spawn the broker without waiting for it (`start` waits; the nodes of a
+    cluster are launched together, since none answers before a quorum of them runs); its pid."""
     for port in (config.port, config.controller_port):
         with socket.socket() as sock:
             if sock.connect_ex((HOST, port)) == 0:
@@ -338,9 +350,6 @@ def start(config: BrokerConfig, timeout: float = 60.0) -> int:
     finally:
         os.close(log)
     config.pid_path.write_text(f"{pid}\n")
-    _wait_ready(config, pid, timeout)
-    if config.secure:
-        _secure(config)
     return pid
 
 

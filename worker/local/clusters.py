@@ -1,4 +1,5 @@
-"""The Kafka broker a test session or benchmark uses (`cluster`).
+"""The Kafka broker a test session or benchmark uses (`cluster`), and local brokers of a
+scenario's own (`local_broker`; `proxied_broker`, its clients behind Toxiproxy).
 
 The bootstrap servers given (EVALSTREAM_TEST_BOOTSTRAP in tests, EVALSTREAM_BOOTSTRAP in
 benchmarks); else, where a Docker engine answers, testcontainers' Kafka (`CONTAINER_IMAGE`,
@@ -17,18 +18,24 @@ from typing import Literal
 
 from worker.local import broker
 from worker.local.processes import free_port
+from worker.local.toxiproxy import Toxiproxy
 
 
 @contextmanager
 def local_broker(
-    state_dir: Path, *, secure: bool = False, overrides: dict[str, str] | None = None
+    state_dir: Path,
+    *,
+    secure: bool = False,
+    overrides: dict[str, str] | None = None,
+    ports: tuple[int, int] | None = None,
 ) -> Iterator[broker.BrokerConfig]:
-    """A broker of its own on free ports, with its state in `state_dir`, stopped on exit;
-    `secure`: the secured one (`worker.local.secured`); `overrides`: broker settings that
-    replace the template's."""
+    """A broker of its own on free ports (`ports`: its client and controller ports, chosen by
+    the caller), with its state in `state_dir`, stopped on exit; `secure`: the secured one
+    (`worker.local.secured`); `overrides`: broker settings that replace the template's."""
+    port, controller = ports or (free_port(), free_port())
     config = broker.BrokerConfig(
-        port=free_port(),
-        controller_port=free_port(),
+        port=port,
+        controller_port=controller,
         state_dir=state_dir,
         secure=secure,
         overrides=tuple((overrides or {}).items()),
@@ -127,3 +134,45 @@ def cluster(
         with local_broker(state_dir) as config:
             say(f"kafka: local broker up at {config.bootstrap}")
             yield config.bootstrap
+
+
+@dataclass(frozen=True)
+class ProxiedBroker:
+    """A local broker whose clients each reach it through a proxy of their own."""
+
+    config: broker.BrokerConfig
+    proxies: tuple[str, ...]
+    """The toxiproxy proxies' names, one per client."""
+    bootstraps: tuple[str, ...]
+    """Each client's bootstrap servers: its proxy's address, which the broker advertises on
+    that client's listener."""
+
+
+@contextmanager
+def proxied_broker(
+    state_dir: Path, toxiproxy: Toxiproxy, clients: int, overrides: dict[str, str] | None = None
+) -> Iterator[ProxiedBroker]:
+    """A local broker (as `local_broker`) with a listener per client behind a toxiproxy proxy,
+    so that a toxic on one client's proxy leaves the others alone. A broker answers metadata
+    with the addresses of the listener asked, so each listener advertises its proxy and a
+    client, once bootstrapped through its proxy, never goes around it. The first listener
+    (`config.bootstrap`) is direct, for the clients that judge the outcome."""
+    port, controller = free_port(), free_port()
+    names = [f"CLIENT{index}" for index in range(clients)]
+    inner = {name: free_port() for name in names}
+    outer = {name: toxiproxy.proxy(name.lower(), f"{broker.HOST}:{inner[name]}") for name in names}
+    listeners = [f"PLAINTEXT://{broker.HOST}:{port}", f"CONTROLLER://{broker.HOST}:{controller}"]
+    listeners += [f"{name}://{broker.HOST}:{inner[name]}" for name in names]
+    advertised = [f"PLAINTEXT://{broker.HOST}:{port}"] + [f"{name}://{broker.HOST}:{outer[name]}" for name in names]
+    protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"] + [f"{name}:PLAINTEXT" for name in names]
+    wiring = {
+        "listeners": ",".join(listeners),
+        "advertised.listeners": ",".join(advertised),
+        "listener.security.protocol.map": ",".join(protocols),
+    }
+    with local_broker(state_dir, overrides={**(overrides or {}), **wiring}, ports=(port, controller)) as config:
+        yield ProxiedBroker(
+            config,
+            tuple(name.lower() for name in names),
+            tuple(f"{broker.HOST}:{outer[name]}" for name in names),
+        )

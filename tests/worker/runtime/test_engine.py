@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+from collections import Counter
 from collections.abc import Callable
 
 import orjson
@@ -20,7 +21,7 @@ from aiokafka.errors import (
     KafkaTimeoutError,
     ProducerFenced,
 )
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from events.codec import encode
@@ -236,11 +237,26 @@ FAILURES: list[Callable[[], BaseException]] = [
 """Errors the real client raises that say nothing about any record sent."""
 
 
-@settings(max_examples=100, deadline=None)
-@given(topic_logs(), st.data())
-def test_a_failure_at_any_step_of_a_transaction_is_redone_exactly_once(
-    messages: list[Message], data: st.DataObject
-) -> None:
+def test_a_failure_at_any_step_of_a_transaction_is_redone_exactly_once() -> None:
+    """The law below, and proof that its fault happened: some of its examples (a step fails
+    with probability 0.3) must have failed a step with a fence, or the law held only for
+    transactions that never failed."""
+    injected: Counter[str] = Counter()
+    _failure_at_any_step_is_redone_exactly_once(injected)
+    assert injected["fenced"] > 0, f"no example fenced a producer: {dict(injected)}"
+    assert injected["examples"] - injected["nothing"] > 0, f"no example injected a failure: {dict(injected)}"
+
+
+def _failure_at_any_step_is_redone_exactly_once(injected_in: Counter[str]) -> None:
+    @settings(max_examples=100, deadline=None)
+    @given(topic_logs(), st.data())
+    def law(messages: list[Message], data: st.DataObject) -> None:
+        _failure_at_any_step(messages, data, injected_in)
+
+    law()
+
+
+def _failure_at_any_step(messages: list[Message], data: st.DataObject, injected_in: Counter[str]) -> None:
     """Any step of a checkpoint's transaction fails with an error of the real client that
     says nothing about a record (a timeout, a lost broker, the producer fenced as aiokafka
     answers a record in flight when another producer takes the partition's transactional id,
@@ -272,6 +288,11 @@ def test_a_failure_at_any_step_of_a_transaction_is_redone_exactly_once(
     assert counts.redone + counts.failures >= (1 if injected else 0)
     assert [write for write in broker.committed if write.stream == "deadletter" and is_refusal_letter(write)] == []
     assert flaky.engine.counts.parked == {}
+    name = getattr(kind, "__name__", "?") if injected else "nothing"
+    event(f"injected: {name}")
+    injected_in.update(
+        {"examples": 1, name: 1, "fenced": bool(injected) and kind in (ProducerFenced, InvalidProducerEpoch)}
+    )
 
 
 def test_a_run_whose_state_the_broker_refuses_is_parked_and_the_others_go_on() -> None:
