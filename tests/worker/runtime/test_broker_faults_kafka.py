@@ -25,6 +25,7 @@ from worker.local.processes import WorkerProcess, isolated_settings
 from worker.local.records import read_topic, read_whole
 from worker.runtime.app import stop_bound
 from worker.runtime.topics import ensure_topics
+from worker.settings import Settings
 
 pytestmark = pytest.mark.kafka
 
@@ -45,6 +46,13 @@ def forgetful(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker.Broke
 
 def run_lines(run_id: str, tasks: int = 3) -> list[bytes]:
     return [orjson.dumps(event) for event in synthetic_run(run_id, tasks=tasks, attempts=3)]
+
+
+def assert_exact(settings: Settings, published: list[bytes]) -> None:
+    """Every run's summaries are what replay gives for `published`, and nothing was dead-lettered."""
+    landed = read_whole(settings, settings.summaries_topic)
+    assert by_run([record.value for record in landed]) == by_run(replayed(published))
+    assert read_whole(settings, settings.deadletter_topic) == []
 
 
 def test_partitions_idle_past_the_coordinators_expiry_lose_nothing(
@@ -68,9 +76,7 @@ def test_partitions_idle_past_the_coordinators_expiry_lose_nothing(
                 published += lines
             asyncio.run(publish(settings, [line for lines in burst for line in lines]))
             read_topic(settings, settings.summaries_topic, until=3 * (number + 1), timeout=90)
-        landed = read_whole(settings, settings.summaries_topic)
-        assert by_run([record.value for record in landed]) == by_run(replayed(published))
-        assert read_whole(settings, settings.deadletter_topic) == []
+        assert_exact(settings, published)
         samples = worker.scrape()
         assert samples.get("evalstream_partition_failures_total", 0) >= 1, "the coordinator never forgot an id"
         assert samples.get('evalstream_outputs_refused_total{stream="summary"}', 0) == 0
@@ -146,9 +152,7 @@ def test_a_worker_stops_within_its_bound_while_the_broker_is_away_and_its_succes
         successor.wait_serving()
         asyncio.run(publish(settings, lines[len(lines) // 2 :]))
         read_topic(settings, settings.summaries_topic, until=6, timeout=120)
-        landed = read_whole(settings, settings.summaries_topic)
-        assert by_run([record.value for record in landed]) == by_run(replayed(lines))
-        assert read_whole(settings, settings.deadletter_topic) == []
+        assert_exact(settings, lines)
     finally:
         successor.stop()
         print(successor.log()[-3000:], file=sys.stderr)
@@ -173,9 +177,7 @@ def test_a_broker_stopped_during_a_checkpoint_costs_nothing_once_it_is_back(
         broker.start(own_broker, timeout=180)
         asyncio.run(publish(settings, lines[len(lines) // 2 :]))
         read_topic(settings, settings.summaries_topic, until=6, timeout=180)
-        landed = read_whole(settings, settings.summaries_topic)
-        assert by_run([record.value for record in landed]) == by_run(replayed(lines))
-        assert read_whole(settings, settings.deadletter_topic) == []
+        assert_exact(settings, lines)
         samples = worker.scrape()
         assert (
             samples.get("evalstream_partition_failures_total", 0) + samples.get("evalstream_partitions_redone_total", 0)
