@@ -144,17 +144,7 @@ class GateStopping:
             "samples_completed": self.samples,
             "samples_skipped": self.skipped,
             "samples_skipped_unpaired": self.unpaired,
-            "keys": [
-                {
-                    "key": look.key,
-                    "paired": look.paired,
-                    "pairs": look.pairs,
-                    "mean": look.mean,
-                    "interval": list(look.interval),
-                    "decision": look.decision,
-                }
-                for look in looks
-            ],
+            "keys": [look.record() for look in looks],
         }
 
     def _paired(self, task_id: str, epoch: int) -> bool:

@@ -192,7 +192,7 @@ def _interval(look: Look) -> str:
 
 def _print_look(look: Look, trials: Trials, options: Options, out: TextIO) -> None:
     if options.as_json:
-        record = {"type": "look", **_look_record(look), "trials": trials.total}
+        record = {"type": "look", **look.record(), "trials": trials.total}
         out.write(orjson.dumps(record).decode() + "\n")
     else:
         mean = "" if look.mean is None else f"mean diff {look.mean:+.4f}, "
@@ -202,17 +202,6 @@ def _print_look(look: Look, trials: Trials, options: Options, out: TextIO) -> No
             f"{trials.describe()}\n"
         )
     out.flush()
-
-
-def _look_record(look: Look) -> dict[str, object]:
-    return {
-        "key": look.key,
-        "paired": look.paired,
-        "pairs": look.pairs,
-        "mean": look.mean,
-        "interval": list(look.interval),
-        "decision": look.decision,
-    }
 
 
 def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, out: TextIO, *, baseline: str) -> Decided:
@@ -245,7 +234,7 @@ def _decided(decision: str, gate: LiveGate, trials: Trials, options: Options, ou
         "trials": trials.total,
         "closed": run.closed,
         "threshold": options.threshold,
-        "keys": [_look_record(look) for look in looks],
+        "keys": [look.record() for look in looks],
         "notes": notes,
         "baseline": baseline,
         "candidate": run.run_id,

@@ -40,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pydantic import JsonValue
+
 from events.outputs import RunSummary
 from projections.analysis.compare import NotComparable, key_attempts, passed, passk_keys
 from projections.analysis.gate.decision import BLOCK, INCONCLUSIVE, PASS, WARN, decide, worst
@@ -63,6 +65,17 @@ class Look:
     interval: tuple[float, float]
     decision: str
     """`projections.analysis.gate.decision`'s on the CS: INCONCLUSIVE before any observation."""
+
+    def record(self) -> dict[str, JsonValue]:
+        """The look as JSON-ready data (the live gate's records, Inspect's summary)."""
+        return {
+            "key": self.key,
+            "paired": self.paired,
+            "pairs": self.pairs,
+            "mean": self.mean,
+            "interval": list(self.interval),
+            "decision": self.decision,
+        }
 
 
 @dataclass(slots=True)
