@@ -45,18 +45,19 @@ together. Retiring a run touches only what the local copy holds of it, i.e. comm
 output topic) is known at step 5, or at once if the producer's own size check refuses it.
 Every answer of what was sent is waited for before anything is decided: when one record is
 refused, the others of its transaction fail with it (out of sequence, or the transaction's
-own failure), and only the refusal says which record is at fault. The transaction is then
+own failure), and only the refusal says which record is at fault. The broker refuses a
+batch whole, and the producer batches a partition's records together, so a refusal in an
+answer may be a batch-mate's fault: the checkpoint is then written again with each record in
+a batch of its own, answered before the next is sent (`singly`), and only what is refused
+then (or at once, by the producer's own check) is the record's own. The transaction is
 aborted before any commit, and written again with a new producer (aiokafka's idempotent
 producer cannot write to that partition after a refusal): an output is replaced by its dead
 letter (`output-refused`), a dead letter refused in turn is dropped (both counted and
 logged), a retirement whose archive record is refused is left out (the run stays in the
-changelog). The broker refuses a whole batch, and the producer batches a partition's records
-together, so a refused changelog record may be another's fault: the checkpoint is written
-again with each changelog record in a batch of its own, and a record refused then (or by
-the producer's own check, whatever the batching) raises `StateRefused`, so that its run
-alone is parked and the partition read again without it. Every other failure raises as it
-is, the first one met (nothing more is sent after it): nothing of the checkpoint committed,
-or its outcome is not known, and the engine renews the partition's producer.
+changelog), and a changelog record refused raises `StateRefused`, so that its run alone is
+parked and the partition read again without it. Every other failure raises as it is, the
+first one met (nothing more is sent after it): nothing of the checkpoint committed, or its
+outcome is not known, and the engine renews the partition's producer.
 """
 
 from __future__ import annotations
@@ -107,9 +108,13 @@ class Refused(Exception):
     """Run id of a retirement -> the refusal of its archive record."""
     state: dict[str, str] = field(default_factory=dict)
     """Run id ("" for the checkpoint record) -> why a changelog record of it was refused."""
+    unsure: bool = False
+    """A refusal came in the answer to a batch: which of its records the broker refuses is
+    not known (a batch is refused whole), so the checkpoint is written again a record a
+    batch (`Checkpoint.singly`) before anything is dead-lettered or parked."""
 
     def __bool__(self) -> bool:
-        return bool(self.outputs or self.archives or self.state)
+        return bool(self.outputs or self.archives or self.state or self.unsure)
 
 
 Applied = Callable[[Snapshot, list[Change], int, dict[str, ArchiveRef]], None]
@@ -127,8 +132,8 @@ class Checkpoint:
         self.output_bytes = 0
         self.snapshot: Snapshot | None = None
         self.singly = False
-        """Each changelog record in a batch of its own (after a refused batch: to find the
-        record the broker refuses)."""
+        """Each record in a batch of its own, answered before the next is sent (after a
+        refused batch: to find the record the broker refuses)."""
         self.last = Source(topic, partition, -1)
         """The last event its partition had handled when it was sealed: the source named by
         the dead letter of a refused output that came from no one event (progress)."""
@@ -166,10 +171,13 @@ class Checkpoint:
             self.stage = Stage.APPLIED
 
     async def _written(self, producer: Transactions) -> tuple[list[Change], int, dict[str, ArchiveRef]]:
-        answers = _Answers(producer)
+        answers = _Answers(producer, alone=self.singly)
         await producer.begin()
         for index, item in enumerate(self.outputs):
-            await answers.send(item.stream, ("output", index), producer.output(item))
+            slot: Slot = ("output", index)
+            acknowledgement = await answers.send(item.stream, slot, producer.output(item), keep=not self.singly)
+            if acknowledgement is not None and self.singly:
+                await answers.answer(item.stream, slot, acknowledgement)
             if answers.failed is not None:
                 break
         retired: dict[str, ArchiveRef] = {}
@@ -191,8 +199,8 @@ class Checkpoint:
                 if answers.failed is not None:
                     break
         at = max([at, *await answers.answered()])
-        if answers.refused.state:
-            self.singly = True  # a batch refused: written again a record a batch, to find which
+        if answers.refused.unsure:
+            self.singly = True
         if answers.refused:
             # The producer may not write a partition after a refusal of it: a new one writes
             # the checkpoint again, amended. Whatever else failed beside it is tried again so.
@@ -219,36 +227,42 @@ class Checkpoint:
         return -1 if offset is None else offset
 
     async def _archived(self, producer: Transactions, snapshot: Snapshot, answers: _Answers) -> dict[str, ArchiveRef]:
-        """Step 3: the retired runs' archive records, answered: where each one the broker
-        took is."""
+        """Step 3: the retired runs' archive records, answered (each before the next is sent,
+        `singly`): where each one the broker took is."""
+        by_run = {retirement.run_id: retirement for retirement in snapshot.retirements}
         sent: list[tuple[str, Awaitable[int]]] = []
-        for retirement in snapshot.retirements:
-            run = retirement.run_id
+        refs: dict[str, ArchiveRef] = {}
+
+        async def answered(run: str, acknowledgement: Awaitable[int]) -> None:
+            offset = await answers.answer("archive", ("archive", run), acknowledgement)
+            if offset is not None:
+                refs[run] = by_run[run].ref(self.partition, offset)
+
+        for run, retirement in by_run.items():
             send = producer.send("archive", run.encode(), retirement.archive, partition=self.partition)
             acknowledgement = await answers.send("archive", ("archive", run), send, keep=False)
             if answers.failed is not None:
                 break
-            if acknowledgement is not None:
+            if acknowledgement is None:
+                continue
+            if self.singly:
+                await answered(run, acknowledgement)
+            else:
                 sent.append((run, acknowledgement))
-        refs: dict[str, ArchiveRef] = {}
-        by_run = {retirement.run_id: retirement for retirement in snapshot.retirements}
         for run, acknowledgement in sent:
-            offset = await answers.answer("archive", ("archive", run), acknowledgement)
-            if offset is not None:
-                refs[run] = by_run[run].ref(self.partition, offset)
+            await answered(run, acknowledgement)
         return refs
 
     def amend(self, refused: Refused, counts: Counts) -> None:
         """After `Refused`: each refused output replaced by its dead letter (a refused dead
-        letter dropped), each refused retirement left out; all counted and logged once. Refused
-        changelog records are sought one by one at the next write (`singly`)."""
+        letter dropped), each refused retirement left out; all counted and logged once. What a
+        refused batch held is sought a record at a time at the next write (`singly`)."""
         assert self.stage is Stage.ABORTED
-        if refused.state:
+        if refused.unsure:
             log.warning(
-                "the broker refused a batch of changelog records of partition %d (runs %s): writing them a record "
-                "a batch, to find the one it refuses",
+                "the broker refused a batch of partition %d's checkpoint: writing it again a record a batch, to find "
+                "the record it refuses",
                 self.partition,
-                sorted(run for run in refused.state if run),
             )
         outputs = []
         for index, item in enumerate(self.outputs):
@@ -294,8 +308,11 @@ class _Answers:
     first other error is `failed`, after which nothing more is sent. What was sent is
     answered either way (`answered`): a refusal may be what made the rest fail."""
 
-    def __init__(self, producer: Transactions) -> None:
+    def __init__(self, producer: Transactions, *, alone: bool) -> None:
+        """`alone`: each record is answered before the next is sent, so an answer's refusal
+        is its record's; else it may be a batch-mate's (`Refused.unsure`)."""
         self.producer = producer
+        self.alone = alone
         self.refused = Refused()
         self.failed: Exception | None = None
         self._kept: list[tuple[Stream, Slot, Awaitable[int]]] = []
@@ -308,7 +325,7 @@ class _Answers:
         try:
             acknowledgement = await send
         except Exception as error:
-            self._sort(stream, slot, error)
+            self._sort(stream, slot, error, answered=False)
             return None
         if keep:
             self._kept.append((stream, slot, acknowledgement))
@@ -319,7 +336,7 @@ class _Answers:
         try:
             return await acknowledgement
         except Exception as error:
-            self._sort(stream, slot, error)
+            self._sort(stream, slot, error, answered=True)
             return None
 
     async def answered(self) -> list[int]:
@@ -327,11 +344,14 @@ class _Answers:
         offsets = [await self.answer(stream, slot, acknowledgement) for stream, slot, acknowledgement in self._kept]
         return [offset for offset in offsets if offset is not None]
 
-    def _sort(self, stream: Stream, slot: Slot, error: Exception) -> None:
+    def _sort(self, stream: Stream, slot: Slot, error: Exception, *, answered: bool) -> None:
         # The changelog's and the archive's authorisation is the worker's, never a record's.
         why = refusal(error, None if stream in ("changelog", "archive") else self.producer.topic(stream))
         if why is None:
             self.failed = self.failed or error
+            return
+        if answered and not self.alone:
+            self.refused.unsure = True  # the broker refuses a batch whole: whose fault is not known
             return
         kind, where = slot
         if kind == "output":

@@ -115,9 +115,9 @@ class Broker:
     """A refusal takes every write to its place that is still waiting, as a refused batch does."""
     refusal: Callable[[Write], BaseException] = field(default_factory=lambda: too_large)
     """What a refused write's answer raises."""
-    collateral: Callable[[Write], BaseException] | None = None
-    """What every other write still waiting then fails with (None: nothing), as aiokafka's
-    records fail once a refusal failed their transaction."""
+    collateral: Callable[[Write], BaseException | None] | None = None
+    """What each other write still waiting then fails with (None: nothing), as aiokafka's
+    records fail once a refusal failed their transaction, or a refused batch's other records."""
     _pending: list[tuple[Write, asyncio.Future[int]]] = field(default_factory=list)
 
     def acknowledge(self, count: int) -> None:
@@ -142,7 +142,9 @@ class Broker:
                     if self.batched and other.place == write.place and not waiting.done():
                         waiting.set_exception(too_large(other))
                     elif self.collateral is not None and not waiting.done():
-                        waiting.set_exception(self.collateral(other))
+                        failure = self.collateral(other)
+                        if failure is not None:
+                            waiting.set_exception(failure)
             else:
                 answered.set_result(write.offset)
 

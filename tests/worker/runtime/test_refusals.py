@@ -43,7 +43,7 @@ from faust.exceptions import ProducerSendError
 from events.codec import encode
 from events.models import InputEvent
 from tests import builders
-from tests.worker.runtime.engine_harness import Broker, Message, run, worker
+from tests.worker.runtime.engine_harness import Broker, Message, run, too_large, worker
 from worker.runtime.engine import FAILING_AFTER
 from worker.runtime.ownership import Fatal
 from worker.runtime.refusals import InvalidRecordError, fatal, refusal, why_fatal
@@ -303,4 +303,30 @@ def test_a_changelog_record_the_producer_itself_finds_too_large_parks_its_run_on
     assert solo.engine.counts.parked == {"state-refused": 1}
     reasons = {dict(write.headers)["evalstream.reason"] for write in broker.committed if write.stream == "deadletter"}
     assert reasons == {b"state-refused"}
+    assert solo.gave_up == []
+
+
+def test_a_refused_batch_is_sought_a_record_at_a_time_and_only_the_refused_output_is_dead_lettered() -> None:
+    """Two runs' summaries in one batch of the summaries topic, one too large for it: the
+    broker refuses the batch whole, so both answers are the refusal. The checkpoint is
+    written again a record a batch; the small run's summary is committed, the big one's
+    alone dead-lettered."""
+    broker = Broker(
+        refuse=lambda write: "answered" if write.stream == "summary" and write.key == b"big" else None,
+        collateral=lambda write: too_large(write) if write.stream == "summary" else None,
+    )
+    messages: list[Message] = [
+        (0, run.encode(), encode(event)) for run in ("big", "small") for event in _one_task_run(run)
+    ]
+    solo = worker(broker, messages)
+
+    async def go() -> None:
+        solo.engine.assigned([0])
+        await run(solo)
+
+    asyncio.run(go())
+    assert [write.key for write in broker.outputs() if write.stream == "summary"] == [b"small"]
+    [letter] = [write for write in broker.committed if write.stream == "deadletter"]
+    assert letter.key == b"big"
+    assert solo.processor.counts.refused == {"summary": 1}
     assert solo.gave_up == []
