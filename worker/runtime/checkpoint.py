@@ -340,9 +340,12 @@ class _Answers:
             return None
 
     async def answered(self) -> list[int]:
-        """Every kept acknowledgement answered: the offsets of the records taken."""
-        offsets = [await self.answer(stream, slot, acknowledgement) for stream, slot, acknowledgement in self._kept]
-        return [offset for offset in offsets if offset is not None]
+        """Every kept acknowledgement answered: the offsets of the changelog records taken
+        (an output's offset is in another topic)."""
+        offsets = [
+            (stream, await self.answer(stream, slot, acknowledgement)) for stream, slot, acknowledgement in self._kept
+        ]
+        return [offset for stream, offset in offsets if stream == "changelog" and offset is not None]
 
     def _sort(self, stream: Stream, slot: Slot, error: Exception, *, answered: bool) -> None:
         # The changelog's and the archive's authorisation is the worker's, never a record's.
