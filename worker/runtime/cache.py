@@ -16,7 +16,6 @@ that left is restored from the store on its next event.
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,8 +41,6 @@ class CachedRun:
     progress_tasks: int = 0
     """Its tasks when it joined the runs with unpublished progress, plus the fixed part of a
     progress event (the processor's budget counts both)."""
-    progress_at: float = -math.inf
-    """When its last progress event was published (the worker's monotonic clock)."""
     closed: bool = False
     """Whether the cache files it with the closed runs."""
     retired: ArchiveRef | None = None

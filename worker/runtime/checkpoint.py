@@ -130,6 +130,8 @@ class Checkpoint:
         self.stage = Stage.GATHERING
         self.outputs: list[Publish] = []
         self.output_bytes = 0
+        self.progress = 0
+        """Progress events among its outputs: a checkpoint holding one is due at once."""
         self.snapshot: Snapshot | None = None
         self.singly = False
         """Each record in a batch of its own, answered before the next is sent (after a
@@ -142,6 +144,7 @@ class Checkpoint:
         assert self.stage is Stage.GATHERING
         self.outputs += items
         self.output_bytes += sum(len(item.value) for item in items)
+        self.progress += sum(item.stream == "progress" for item in items)
 
     @property
     def empty(self) -> bool:

@@ -26,8 +26,10 @@ outputs committed with it, none is published twice.
 **Checkpoints** (`worker.runtime.checkpoint`, where the order of writes is). A partition
 gathers one checkpoint while at most one other is written. One is sealed every
 `flush_interval` seconds, or when `flush_every` events or `FLUSH_BYTES` of outputs have
-gathered; when one is due while the one before it is still being written, the fetcher
-waits for it. So a broker slower than the fetcher slows the worker down rather than growing
+gathered, or as soon as it holds progress (readers wait for it: a partition's progress
+comes once a progress window, `worker.runtime.progress`), if the one before it is written by
+then; when one is due by its events or bytes while the one before it is still being
+written, the fetcher waits for it. So a broker slower than the fetcher slows the worker down rather than growing
 it: at most two checkpoints' changes and outputs, each of `flush_every` events plus the rest
 of one fetched batch, are held beyond the cache's bound.
 
@@ -329,7 +331,8 @@ class Engine:
 
     async def tick(self, rebalancing: bool) -> None:
         """Before each fetch: make the pending seeks (once the rebalance is over), gather
-        the progress that is due, and seal the checkpoints that are due by time."""
+        the progress that is due, and seal the checkpoints that are due: those holding
+        progress at once, the others by time."""
         if rebalancing:
             return
         epoch = self.epoch
@@ -348,8 +351,10 @@ class Engine:
                 self.owned[partition].gathering.add([item])
         due = set(self.processor.unsaved())
         for held in list(self.owned.values()):
+            if held.phase is not Phase.READY:
+                continue
             pending = held.partition in due or held.gathering.outputs
-            if held.phase is Phase.READY and pending and now - held.checkpointed_at >= self.flush_interval:
+            if held.gathering.progress or (pending and now - held.checkpointed_at >= self.flush_interval):
                 self._seal(held)
 
     async def handle(self, partition: int, records: Sequence[Record]) -> None:

@@ -1,4 +1,5 @@
-"""Coalesced progress: at most one `run.progress` per run per window, within a budget.
+"""Coalesced progress: at most one `run.progress` per run per window, within a budget, and
+every run of a partition in the same checkpoint.
 
 A progress event costs a fixed part and O(tasks of its run) (its pass@k equals the
 summary's exactly), so the window grows with the work waiting: `interval` while the runs
@@ -7,10 +8,22 @@ counted as `PROGRESS_RUN_TASKS` tasks, proportionally longer above. One big run 
 progress; ten of them share the same budget, so do thousands of small ones, and progress
 takes a bounded share of the worker however many runs are open. At close, and after, a
 run's progress is published with each batch whatever the window.
+
+**One window a partition.** A progress event is readable once the checkpoint that holds it
+commits, and the engine seals a checkpoint as soon as it holds progress
+(`worker.runtime.engine`). So the window is kept per events partition, not per run: when a
+partition's window is over, the progress of every run of it with unpublished changes is
+made at once, with the batch that finds it over (`changed`) or before the next fetch
+(`due`). A partition's open runs then start one checkpoint a window however many they are,
+where windows of their own, each ending at another instant, would start one at every
+instant. A partition idle for a window publishes the progress of its next change at once.
+A partition's windows are at least a window apart, and so are two progress events of one
+of its open runs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from events.codec import encode_payload
@@ -32,52 +45,63 @@ run cost (`python -m bench.progress --costs`)."""
 class Progress:
     def __init__(self, interval: float) -> None:
         self.interval = interval
-        self._pending: dict[str, CachedRun] = {}
+        self._pending: dict[int, dict[str, CachedRun]] = {}
+        """Partition -> its runs with unpublished changes, by run id."""
         self._pending_tasks = 0
         """Tasks of the runs in `_pending`, as counted when each joined."""
+        self._published: dict[int, float] = {}
+        """Partition -> when its last window's progress was made (the worker's monotonic clock)."""
         self.figures = EvalFigures()
         """Each open run's figures as of its last progress event, for /metrics."""
 
     def changed(self, entries: Iterable[CachedRun], now: float) -> list[Publish]:
-        """Make the progress of runs a batch changed pending; the events of those due now."""
+        """Make the progress of runs a batch changed pending; the events of those closed,
+        then, for each of their partitions whose window is over, of every run of it waiting."""
         out = []
+        partitions = set()
         for entry in entries:
             if not entry.progress_pending:
                 entry.progress_pending = True
                 entry.progress_tasks = len(entry.run.tasks) + PROGRESS_RUN_TASKS
                 self._pending_tasks += entry.progress_tasks
-                self._pending[entry.run.run_id] = entry
-            if entry.run.closed or now - entry.progress_at >= self._window():
-                out.append(self._publish(entry, now))
-        return out
+                self._pending.setdefault(entry.partition, {})[entry.run.run_id] = entry
+            if entry.run.closed:
+                out.append(self._publish(entry))
+            partitions.add(entry.partition)
+        return out + [item for _, item in self.due(now, partitions)]
 
-    def due(self, now: float) -> list[tuple[int, Publish]]:
-        """(partition, progress event) of each run with unpublished changes whose window is
-        over: the window as it stands when called (the runs published shorten it for the next call)."""
+    def due(self, now: float, partitions: Iterable[int] | None = None) -> list[tuple[int, Publish]]:
+        """(partition, progress event) of every run with unpublished changes of each partition
+        whose window is over (of `partitions`; None: all): the window as it stands when called
+        (the runs published shorten it for the next call)."""
         since = now - self._window()
-        due = [entry for entry in self._pending.values() if entry.progress_at <= since]
-        return [(entry.partition, self._publish(entry, now)) for entry in due]
+        out = []
+        for partition in self._pending if partitions is None else partitions:
+            runs = self._pending.get(partition)
+            if runs and self._published.get(partition, -math.inf) <= since:
+                self._published[partition] = now
+                out += [(partition, self._publish(entry)) for entry in list(runs.values())]
+        return out
 
     def forget(self, partitions: Iterable[int] | None = None) -> None:
         """Drop the pending progress of these partitions' runs (all: None)."""
-        dropped = set(partitions) if partitions is not None else None
-        for run_id, entry in list(self._pending.items()):
-            if dropped is None or entry.partition in dropped:
+        dropped = {*self._pending, *self._published} if partitions is None else set(partitions)
+        for partition in dropped:
+            for entry in self._pending.pop(partition, {}).values():
                 entry.progress_pending = False
                 self._pending_tasks -= entry.progress_tasks
-                del self._pending[run_id]
+            self._published.pop(partition, None)
         self.figures.forget(partitions)
 
     def _window(self) -> float:
         return self.interval * max(1.0, self._pending_tasks / PROGRESS_TASKS)
 
-    def _publish(self, entry: CachedRun, now: float) -> Publish:
+    def _publish(self, entry: CachedRun) -> Publish:
         """The pending progress of `entry` (every caller has it pending), published."""
         run = entry.run
         entry.progress_pending = False
         self._pending_tasks -= entry.progress_tasks
-        del self._pending[run.run_id]
-        entry.progress_at = now
+        del self._pending[entry.partition][run.run_id]
         # seq = events applied so far: increasing per run, and the same after a restart.
         seq = run.event_count
         payload = progress(run, seq, cache=summaries_of(entry))

@@ -450,6 +450,56 @@ def test_each_committed_checkpoint_reports_how_long_it_took() -> None:
     assert broker.offsets == {0: 1}
 
 
+def test_a_checkpoint_holding_progress_is_started_at_once_and_state_alone_waits_for_the_interval() -> None:
+    """Progress is readable once its checkpoint commits: a checkpoint is sealed as soon as it
+    holds progress, whatever the flush interval (0.25 s in the harness), so that progress
+    waits for its window alone; a change without progress waits for the interval. Progress
+    that falls due while a checkpoint is being written goes in the next one, sealed once
+    that one is committed."""
+    broker = Broker()
+    events = _events(trials=4)[:-1]  # the run stays open
+    solo = worker(broker, _messages(events), progress_interval=0.2)
+    engine = solo.engine
+
+    def committed_progress() -> list[int]:
+        return [orjson.loads(write.value or b"")["event_count"] for write in broker.outputs()]
+
+    async def at(now: float, events_: int = 0) -> None:
+        solo.clock[0] = now
+        if events_:
+            await engine.handle(0, solo.consumer.take(0, events_))
+        await engine.tick(rebalancing=False)
+
+    async def written() -> None:
+        for _ in range(10):
+            broker.acknowledge_all()
+            await settle()
+        assert not engine.checkpointing
+
+    async def go() -> None:
+        await claimed(engine)
+        await at(0.0, 1)  # the run starts: an idle partition's progress at once
+        assert engine.checkpointing
+        await written()
+        assert committed_progress() == [1]
+        await at(0.1, 1)  # within the window: a change, no progress
+        assert not engine.checkpointing, "a checkpoint without progress was sealed before the flush interval"
+        await at(0.2)  # the window is over, the flush interval (0.25 s since 0.0) is not
+        assert engine.checkpointing, "progress waits for the flush interval"
+        await at(0.3, 1)  # still being written
+        await at(0.4, 1)  # the next window's progress, due while the one before is being written
+        assert broker.commits == 1
+        await written()
+        assert committed_progress() == [1, 2]
+        await at(0.41)
+        assert engine.checkpointing  # right after: not at 0.45, the flush interval after 0.2
+        await written()
+
+    asyncio.run(go())
+    assert committed_progress() == [1, 2, 4]
+    assert broker.offsets == {0: 4}
+
+
 def test_a_broker_slower_than_the_fetcher_holds_the_fetcher_back_at_two_checkpoints() -> None:
     """Backpressure: with a checkpoint still being written, the fetcher takes the next due
     one's events and then waits; the changes in memory never pass two checkpoints'."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -23,6 +23,7 @@ from tests.builders import fold
 from tests.worker.runtime.engine_harness import Store
 from worker.commands.replay import replay
 from worker.runtime.keys import checkpoint_key
+from worker.runtime.outputs import Publish
 from worker.runtime.processor import Admission, Processor, Record
 from worker.runtime.progress import PROGRESS_RUN_TASKS, PROGRESS_TASKS
 
@@ -242,6 +243,41 @@ def progress_per_run(runs: int, tasks_each: int) -> int:
             published += sum(item.stream == "progress" for item in processor.handle(0, trial, now))
         published += len(processor.progress_due(now))
     return published // runs
+
+
+def test_a_partition_publishes_the_progress_of_its_runs_together_once_a_window() -> None:
+    """The window is the partition's: a run whose first change comes mid-window waits for the
+    window's end with the others, and a run's progress events are a window apart at least;
+    a partition idle for a window publishes its next change at once, and another partition
+    keeps its own window."""
+    processor = Processor(progress_interval=0.2)
+    started = {run: builders.started(run, [builders.task_spec("a")]) for run in ("a", "b", "c")}
+    offsets = itertools.count()
+    seen: set[str] = set()
+
+    def made(partition: int, run: str, now: float) -> list[tuple[str, int]]:
+        """The progress published with one more event of `run` at `now`."""
+        event = builders.trial("a", f"{run}-{now}", run_id=run) if run in seen else started[run]
+        seen.add(run)
+        return progress_of(processor.handle(partition, records([event], next(offsets)), now))
+
+    assert made(0, "a", 0.0) == [("a", 1)]  # the partition was idle: at once
+    assert made(0, "b", 0.1) == []  # mid-window: it waits, although b never had progress
+    assert made(0, "a", 0.15) == []
+    assert made(1, "c", 0.15) == [("c", 1)]  # another partition, its own window
+    assert progress_of(item for _, item in processor.progress_due(0.19)) == []
+    assert sorted(progress_of(item for _, item in processor.progress_due(0.2))) == [("a", 2), ("b", 1)]
+    assert made(0, "b", 0.3) == []
+    assert progress_of(item for _, item in processor.progress_due(0.39)) == []  # b's last: at 0.2
+    assert progress_of(item for _, item in processor.progress_due(0.4)) == [("b", 2)]
+
+
+def progress_of(published: Iterable[Publish]) -> list[tuple[str, int]]:
+    return [
+        (orjson.loads(item.value)["run_id"], orjson.loads(item.value)["event_count"])
+        for item in published
+        if item.stream == "progress"
+    ]
 
 
 def test_counts_say_what_became_of_every_record() -> None:
