@@ -65,9 +65,12 @@ class Settings:
     dashboard_recent: int = field(default_factory=lambda: _int("DASHBOARD_RECENT_RUNS", "200"))
     """Closed runs the dashboard keeps in memory (the last to move); older ones it reads back."""
     progress_interval: float = field(default_factory=lambda: _float("PROGRESS_INTERVAL", "0.2"))
+    """Seconds between two progress windows of an events partition (longer while many tasks'
+    progress waits: `worker.runtime.progress`)."""
     flush_interval: float = field(default_factory=lambda: _float("FLUSH_INTERVAL", "0.1"))
     """Seconds between two checkpoints (transactions) of a partition with something to write: a
-    progress event or a summary is readable once its checkpoint commits."""
+    summary or a dead letter is readable once its checkpoint commits. One holding progress is
+    sealed at once."""
     session_timeout: float = field(default_factory=lambda: _float("SESSION_TIMEOUT", "10"))
     """Seconds before the group gives a silent worker's partitions to others (faust: 60)."""
     transaction_timeout: float = field(default_factory=lambda: _float("TRANSACTION_TIMEOUT", "10"))

@@ -28,7 +28,9 @@ gathers one checkpoint while at most one other is written. One is sealed every
 `flush_interval` seconds, or when `flush_every` events or `FLUSH_BYTES` of outputs have
 gathered, or as soon as it holds progress (readers wait for it: a partition's progress
 comes once a progress window, `worker.runtime.progress`), if the one before it is written by
-then; when one is due by its events or bytes while the one before it is still being
+then. Changes alone whose progress window ends within a flush interval wait for it and go
+with the progress: at low rates a checkpoint a window, none being written when the progress
+falls due. When one is due by its events or bytes while the one before it is still being
 written, the fetcher waits for it. So a broker slower than the fetcher slows the worker down rather than growing
 it: at most two checkpoints' changes and outputs, each of `flush_every` events plus the rest
 of one fetched batch, are held beyond the cache's bound.
@@ -332,7 +334,8 @@ class Engine:
     async def tick(self, rebalancing: bool) -> None:
         """Before each fetch: make the pending seeks (once the rebalance is over), gather
         the progress that is due, and seal the checkpoints that are due: those holding
-        progress at once, the others by time."""
+        progress at once, the others by time (changes alone, with the progress when that
+        is due within a flush interval)."""
         if rebalancing:
             return
         epoch = self.epoch
@@ -354,8 +357,16 @@ class Engine:
             if held.phase is not Phase.READY:
                 continue
             pending = held.partition in due or held.gathering.outputs
-            if held.gathering.progress or (pending and now - held.checkpointed_at >= self.flush_interval):
+            timely = pending and now - held.checkpointed_at >= self.flush_interval and not self._rides(held, now)
+            if held.gathering.progress or timely:
                 self._seal(held)
+
+    def _rides(self, held: Owned, now: float) -> bool:
+        """Whether the partition's changes, due by time, wait for its progress instead: they
+        hold no output, and its progress window ends within a flush interval. One
+        transaction instead of two, and none being written when the progress falls due."""
+        ends = self.processor.progress_window_end(held.partition)
+        return not held.gathering.outputs and ends is not None and ends - now <= self.flush_interval
 
     async def handle(self, partition: int, records: Sequence[Record]) -> None:
         """A batch of one events partition's records, fetched after the last `tick`."""

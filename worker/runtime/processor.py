@@ -316,6 +316,10 @@ class Processor:
         """(partition, progress event) of each run with unpublished changes whose window is over."""
         return self.progress.due(now)
 
+    def progress_window_end(self, partition: int) -> float | None:
+        """When the partition's progress window ends, if runs of it wait for progress."""
+        return self.progress.window_end(partition)
+
     def checkpoint_due(self, partition: int) -> bool:
         state = self.partitions.get(partition)
         return state is not None and state.changes.handled >= self.flush_every

@@ -83,6 +83,13 @@ class Progress:
                 out += [(partition, self._publish(entry)) for entry in list(runs.values())]
         return out
 
+    def window_end(self, partition: int) -> float | None:
+        """When the partition's window ends, as it stands, if runs of it wait for progress
+        (None: none waits)."""
+        if not self._pending.get(partition):
+            return None
+        return self._published.get(partition, -math.inf) + self._window()
+
     def forget(self, partitions: Iterable[int] | None = None) -> None:
         """Drop the pending progress of these partitions' runs (all: None)."""
         dropped = {*self._pending, *self._published} if partitions is None else set(partitions)

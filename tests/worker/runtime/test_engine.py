@@ -500,6 +500,44 @@ def test_a_checkpoint_holding_progress_is_started_at_once_and_state_alone_waits_
     assert broker.offsets == {0: 4}
 
 
+@pytest.mark.parametrize(
+    ("progress_interval", "sealed_by_time"),
+    [(0.4, False), (0.6, True)],
+    ids=["window-ends-within-the-flush-interval", "window-ends-later"],
+)
+def test_changes_alone_go_with_the_progress_due_within_a_flush_interval(
+    progress_interval: float, sealed_by_time: bool
+) -> None:
+    """Changes without outputs, due by time (the harness's flush interval: 0.25 s), wait for
+    their partition's progress when its window ends within a flush interval, and go in its
+    checkpoint: one transaction instead of two. A window ending later does not hold them."""
+    broker = Broker()
+    solo = worker(broker, _messages(_events(trials=2)[:-1]), progress_interval=progress_interval)
+    engine = solo.engine
+
+    async def at(now: float, events: int = 0) -> None:
+        solo.clock[0] = now
+        if events:
+            await engine.handle(0, solo.consumer.take(0, events))
+        await engine.tick(rebalancing=False)
+        for _ in range(10):
+            broker.acknowledge_all()
+            await settle()
+
+    async def go() -> list[int]:
+        await claimed(engine)
+        await at(0.0, 1)  # the run starts: its progress at once
+        await at(0.1, 1)  # a change
+        await at(0.3)  # due by time; the window ends at 0.4 or at 0.6
+        commits = [broker.commits]
+        await at(progress_interval)
+        return [*commits, broker.commits]
+
+    assert asyncio.run(go()) == ([2, 3] if sealed_by_time else [1, 2])
+    assert [orjson.loads(write.value or b"")["event_count"] for write in broker.outputs()] == [1, 2]
+    assert broker.offsets == {0: 2}
+
+
 def test_a_broker_slower_than_the_fetcher_holds_the_fetcher_back_at_two_checkpoints() -> None:
     """Backpressure: with a checkpoint still being written, the fetcher takes the next due
     one's events and then waits; the changes in memory never pass two checkpoints'."""
