@@ -104,7 +104,7 @@ def parts(
         if written is None or "committed" not in written:
             continue
         times = [sent, fold[0], make[0], written["write"], written["commit"], written["committed"], read[0]]
-        split = {part: end - begin for part, begin, end in zip(PARTS, times, times[1:], strict=True)}
+        split = {part: end - begin for part, begin, end in zip(PARTS, times, times[1:], strict=False)}
         out.append({"total": read[0] - sent, **split})
     return out
 
