@@ -31,9 +31,9 @@ comes once a progress window, `worker.runtime.progress`), if the one before it i
 then. Changes alone whose progress window ends within a flush interval wait for it and go
 with the progress: at low rates a checkpoint a window, none being written when the progress
 falls due. When one is due by its events or bytes while the one before it is still being
-written, the fetcher waits for it. So a broker slower than the fetcher slows the worker down rather than growing
-it: at most two checkpoints' changes and outputs, each of `flush_every` events plus the rest
-of one fetched batch, are held beyond the cache's bound.
+written, the fetcher waits for it. So a broker slower than the fetcher slows the worker
+down rather than growing it: at most two checkpoints' changes and outputs, each of
+`flush_every` events plus the rest of one fetched batch, are held beyond the cache's bound.
 
 **Retired runs.** A batch that names a run retired out of the hot store (a late event after
 its close) waits, before it is handled, for the run's archive record, read back by offset.

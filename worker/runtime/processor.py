@@ -313,7 +313,8 @@ class Processor:
         return out + self.progress.changed(touched.values(), now)
 
     def progress_due(self, now: float) -> list[tuple[int, Publish]]:
-        """(partition, progress event) of each run with unpublished changes whose window is over."""
+        """(partition, progress event) of every run with unpublished changes of each partition
+        whose progress window is over."""
         return self.progress.due(now)
 
     def progress_window_end(self, partition: int) -> float | None:
