@@ -3,7 +3,8 @@
 Run: `make bench` (or `python -m bench.replay --events 1000000`). Prints figures and the
 ratios against baselines measured in the same run:
 1. end-to-end replay (file -> summaries, decoding included) events/s, against the raw
-   `orjson.loads` rate of the same file (the ceiling), on a log of a few big runs and on
+   `orjson.loads` rate of the same file (the ceiling) and the standard library's `json.loads`
+   (the yardstick of a Python tool that only parses), on a log of a few big runs and on
    one of many small runs whose last trial lands after the close (a summary at the close
    and one revision per late event, as a busy topic of short evals has them); beside them
    `decode` alone, and what a replay at 0.2 of the ceiling would leave the fold once decoded;
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import json
 import multiprocessing
 import os
 import sys
@@ -100,6 +102,8 @@ class Rates:
     """`evalstream replay` end to end (with the number of processes asked for)."""
     ceiling: float
     """`orjson.loads` alone: parsing, no checks and no models."""
+    stdlib: float
+    """The standard library's `json.loads` alone."""
     decoding: float
     """`events.codec.decode` alone: the events the fold is given, before any fold."""
 
@@ -128,6 +132,10 @@ def _throughput(path: Path, lines: int, jobs: int) -> Rates:
     ceiling = lines / (time.perf_counter() - began)
     began = time.perf_counter()
     for line in raw:
+        json.loads(line)
+    stdlib = lines / (time.perf_counter() - began)
+    began = time.perf_counter()
+    for line in raw:
         decode(line)
     decoding = lines / (time.perf_counter() - began)
     del raw
@@ -139,14 +147,21 @@ def _throughput(path: Path, lines: int, jobs: int) -> Rates:
     rate = lines / (time.perf_counter() - began)
     assert stats.skipped == 0
     assert stats.summaries > 0
-    return Rates(rate, ceiling, decoding)
+    return Rates(rate, ceiling, stdlib, decoding)
 
 
 def report(rates: Rates) -> None:
     decoding, replaying = rates.decoding / rates.ceiling, rates.replay / rates.ceiling
     print(f"orjson.loads only:          {rates.ceiling:>10,.0f} lines/s  (the ceiling)")
+    print(
+        f"json.loads only:            {rates.stdlib:>10,.0f} lines/s"
+        f"  json.loads/ceiling = {rates.stdlib / rates.ceiling:.2f}"
+    )
     print(f"decode only:                {rates.decoding:>10,.0f} events/s  decode/ceiling = {decoding:.2f}")
-    print(f"replay end to end, 1 job:   {rates.replay:>10,.0f} events/s  replay/ceiling = {replaying:.2f}")
+    print(
+        f"replay end to end, 1 job:   {rates.replay:>10,.0f} events/s  replay/ceiling = {replaying:.2f}"
+        f"  replay/json.loads = {rates.replay / rates.stdlib:.2f}"
+    )
     print(f"  ({rates.budget(0.2)})")
 
 
