@@ -111,7 +111,8 @@ class Broker:
     refused: list[Write] = field(default_factory=list)
     epochs: dict[int, int] = field(default_factory=dict)
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
-    """(changelog or archive, partition) -> its next offset (aborted records take offsets too)."""
+    """(topic, partition) -> its next offset (aborted records take offsets too); an output
+    topic's partition is -1 (one sequence of offsets a topic is enough)."""
     commits: int = 0
     batched: bool = False
     """A refusal takes every write to its place that is still waiting, as a refused batch does."""
@@ -199,9 +200,9 @@ class Producer:
     ) -> Awaitable[int]:
         self._check("send")
         assert self.open is not None, "a send outside a transaction"
+        place: tuple[str, int] = (stream, self.partition)
         if stream in ("changelog", "archive"):
             assert partition == self.partition
-            place = (stream, self.partition)
             offset = self.broker.ends.get(place, 0)
         else:
             # An output topic's offsets run far ahead of the changelog's, as a busy topic's do:
