@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
+.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-soak bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,10 @@ bench-e2e: install
 ## RSS of one worker over 10,000 closed runs, and restart times (~10 minutes).
 bench-state: install
 	$(BIN)/python -m bench.state
+
+## One worker over a 25-minute stream of runs opening and closing: its RSS by quarter and slope, summaries equal replay's.
+bench-soak: install
+	$(BIN)/python -m bench.soak --minutes 25
 
 ## The CPU share of progress with ten 5,000-task runs open at once.
 bench-progress: install
