@@ -12,6 +12,7 @@
 // The recogniser's allocator, compiled into this crate too: one file for both.
 #[path = "../../../events/native/src/allocator.rs"]
 mod allocator;
+mod fold;
 mod keys;
 mod pairs;
 mod sums;
@@ -33,6 +34,7 @@ fn event_fingerprint(event_id: &str) -> (u64, u64) {
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::KeyTable>()?;
+    module.add_class::<fold::door::NativeTask>()?;
     module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
     module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;

@@ -1,0 +1,210 @@
+//! A task's scores of one metric as packed records, byte for byte those of
+//! `projections.packed.records.MetricColumns` (its reference): one record per score, in log
+//! order, `=iBq` (trial index, status, run sequence number) then one `=Bd` slot (kind, semantic
+//! value) per output name up to `DENSE`; the cells of names past them apart, `=iIBd` (row,
+//! name's index, kind, value). Native byte order, no padding: what the store writes on a
+//! little-endian machine, and what the Python fold holds in memory.
+
+pub const OK: u8 = 0;
+pub const TRIAL_FAILED: u8 = 1;
+pub const METRIC_FAILED: u8 = 2;
+
+pub const NON_SEMANTIC: u8 = 0;
+pub const BOOLEAN: u8 = 1;
+pub const NUMERIC: u8 = 2;
+pub const ABSENT: u8 = 255;
+
+pub const DENSE: usize = 8;
+const ROW: usize = 4 + 1 + 8;
+const SLOT: usize = 1 + 8;
+pub const SPILLED: usize = 4 + 4 + 1 + 8;
+
+/// An output value as the fold classifies it (`records.classify`): its kind and semantic value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cell {
+    pub kind: u8,
+    pub value: f64,
+}
+
+impl Cell {
+    pub const LABEL: Cell = Cell { kind: NON_SEMANTIC, value: 0.0 };
+
+    pub fn boolean(value: bool) -> Cell {
+        Cell { kind: BOOLEAN, value: if value { 1.0 } else { 0.0 } }
+    }
+
+    pub fn number(value: f64) -> Cell {
+        Cell { kind: NUMERIC, value }
+    }
+
+    pub fn semantic(self) -> bool {
+        self.kind != NON_SEMANTIC && self.kind != ABSENT
+    }
+}
+
+/// One record's head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub trial: i32,
+    pub status: u8,
+    pub seq: i64,
+}
+
+pub fn record_size(width: usize) -> usize {
+    ROW + SLOT * width
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricColumns {
+    pub packed: Vec<u8>,
+    pub names: Vec<String>,
+    /// None: no name past `DENSE`.
+    pub spilled: Option<Vec<u8>>,
+}
+
+fn slot_bytes(cell: Cell) -> [u8; SLOT] {
+    let mut bytes = [0u8; SLOT];
+    bytes[0] = cell.kind;
+    bytes[1..].copy_from_slice(&cell.value.to_ne_bytes());
+    bytes
+}
+
+const ABSENT_SLOT: Cell = Cell { kind: ABSENT, value: 0.0 };
+
+impl MetricColumns {
+    pub fn width(&self) -> usize {
+        self.names.len().min(DENSE)
+    }
+
+    pub fn len(&self) -> usize {
+        self.packed.len() / record_size(self.width())
+    }
+
+    /// The index of output `name`, a new one if no score brought it yet: every record widened
+    /// by an absent slot while there are fewer than `DENSE` names (`MetricColumns.slot_of`).
+    pub fn slot_of(&mut self, name: &str) -> usize {
+        if let Some(at) = self.names.iter().position(|held| held == name) {
+            return at;
+        }
+        let at = self.names.len();
+        if at >= DENSE {
+            self.names.push(name.to_owned());
+            self.spilled.get_or_insert_with(Vec::new);
+            return at;
+        }
+        let size = record_size(at);
+        let mut widened = Vec::with_capacity(self.packed.len() + self.packed.len() / size.max(1) * SLOT);
+        for record in self.packed.chunks_exact(size) {
+            widened.extend_from_slice(record);
+            widened.extend_from_slice(&slot_bytes(ABSENT_SLOT));
+        }
+        self.packed = widened;
+        self.names.push(name.to_owned());
+        at
+    }
+
+    /// Add a record; `cells`: (index among `names`, cell) of the outputs it carries, in any
+    /// order (none: a failed score). Returns its row.
+    pub fn append(&mut self, trial: i32, status: u8, seq: i64, cells: &[(usize, Cell)]) -> usize {
+        let width = self.width();
+        let row = self.len();
+        let mut slots = [ABSENT_SLOT; DENSE];
+        let mut sorted: Vec<(usize, Cell)> = cells.to_vec();
+        sorted.sort_by_key(|(at, _)| *at);
+        for &(at, cell) in &sorted {
+            if at < DENSE {
+                slots[at] = cell;
+            } else {
+                let spilled = self.spilled.get_or_insert_with(Vec::new);
+                spilled.extend_from_slice(&(row as i32).to_ne_bytes());
+                spilled.extend_from_slice(&(at as u32).to_ne_bytes());
+                spilled.push(cell.kind);
+                spilled.extend_from_slice(&cell.value.to_ne_bytes());
+            }
+        }
+        self.packed.extend_from_slice(&trial.to_ne_bytes());
+        self.packed.push(status);
+        self.packed.extend_from_slice(&seq.to_ne_bytes());
+        for slot in &slots[..width] {
+            self.packed.extend_from_slice(&slot_bytes(*slot));
+        }
+        row
+    }
+
+    pub fn row(&self, index: usize) -> Row {
+        let start = index * record_size(self.width());
+        let record = &self.packed[start..start + ROW];
+        Row {
+            trial: i32::from_ne_bytes(record[0..4].try_into().expect("4 bytes")),
+            status: record[4],
+            seq: i64::from_ne_bytes(record[5..13].try_into().expect("8 bytes")),
+        }
+    }
+
+    pub fn rows(&self) -> impl Iterator<Item = Row> + '_ {
+        (0..self.len()).map(move |index| self.row(index))
+    }
+
+    /// The cell of dense slot `at` of row `index`.
+    fn dense(&self, index: usize, at: usize) -> Cell {
+        let start = index * record_size(self.width()) + ROW + at * SLOT;
+        let slot = &self.packed[start..start + SLOT];
+        Cell { kind: slot[0], value: f64::from_ne_bytes(slot[1..].try_into().expect("8 bytes")) }
+    }
+
+    /// (row, cell) of the spilled cells, rows ascending.
+    fn spilled_cells(&self) -> impl Iterator<Item = (usize, usize, Cell)> + '_ {
+        self.spilled.iter().flat_map(|spilled| {
+            spilled.chunks_exact(SPILLED).map(|cell| {
+                let row = i32::from_ne_bytes(cell[0..4].try_into().expect("4 bytes")) as usize;
+                let name = u32::from_ne_bytes(cell[4..8].try_into().expect("4 bytes")) as usize;
+                let value = f64::from_ne_bytes(cell[9..17].try_into().expect("8 bytes"));
+                (row, name, Cell { kind: cell[8], value })
+            })
+        })
+    }
+
+    /// (row, cell) of the rows that carry output number `at`, rows ascending.
+    pub fn cells(&self, at: usize) -> Vec<(usize, Cell)> {
+        if at < DENSE {
+            return (0..self.len())
+                .map(|index| (index, self.dense(index, at)))
+                .filter(|(_, cell)| cell.kind != ABSENT)
+                .collect();
+        }
+        self.spilled_cells().filter(|&(_, name, _)| name == at).map(|(row, _, cell)| (row, cell)).collect()
+    }
+
+    pub fn slot(&self, output: &str) -> Option<usize> {
+        self.names.iter().position(|held| held == output)
+    }
+
+    /// (trial index, value, sequence number) of key (this metric, `output`)'s attempts in log
+    /// order (SEMANTICS.md section 1): a dead trial adds null, a metric failure nothing, a
+    /// completed or partial score its semantic value if it carries one.
+    pub fn attempts(&self, output: &str) -> Vec<(i32, Option<f64>, i64)> {
+        let carried: Vec<Option<Cell>> = match self.slot(output) {
+            None => vec![None; self.len()],
+            Some(at) => {
+                let mut carried = vec![None; self.len()];
+                for (row, cell) in self.cells(at) {
+                    carried[row] = Some(cell);
+                }
+                carried
+            }
+        };
+        self.rows()
+            .zip(carried)
+            .filter_map(|(row, cell)| match row.status {
+                TRIAL_FAILED => Some((row.trial, None, row.seq)),
+                OK => cell.filter(|cell| cell.semantic()).map(|cell| (row.trial, Some(cell.value), row.seq)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// pass@k's full credit: not null and >= 1.0 (NaN never passes).
+pub fn passes(value: Option<f64>) -> bool {
+    matches!(value, Some(value) if value >= 1.0)
+}

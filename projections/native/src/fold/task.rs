@@ -1,0 +1,243 @@
+//! One task's state within a run, as `projections.fold.task.TaskState` (its reference) holds
+//! it: its trial ids in the order its scores first named them, per metric its packed records
+//! (`records.rs`), its keys with their (n, c), and the run-wide tallies of the eligible keys
+//! kept as its (n, c) move. A score changes only its own task (and those tallies).
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::records::{passes, Cell, MetricColumns, METRIC_FAILED, OK, TRIAL_FAILED};
+
+/// (metric_type, output name).
+pub type Key = (String, String);
+
+/// How a `score.emitted` ends (SEMANTICS.md section 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// `completed` or `partial`: its outputs count.
+    Scored,
+    /// `failed` with `failure: "trial"`: the trial died.
+    TrialFailed,
+    /// `failed` with `failure: "metric"`: unmeasured.
+    MetricFailed,
+}
+
+/// The run-wide verdict counts of one pass@k-eligible key (`projections.fold.key_tallies.KeyTally`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyTally {
+    pub solved: i64,
+    pub flaky: i64,
+    pub failed: i64,
+    pub unmeasured: i64,
+    pub pending: i64,
+    pub moves: i64,
+}
+
+impl KeyTally {
+    fn verdict(&mut self, n: i64, c: i64) -> Option<&mut i64> {
+        if n == 0 {
+            None
+        } else if c == n {
+            Some(&mut self.solved)
+        } else if c == 0 {
+            Some(&mut self.failed)
+        } else {
+            Some(&mut self.flaky)
+        }
+    }
+
+    pub fn add(&mut self, n: i64, c: i64) {
+        self.moves += 1;
+        match self.verdict(n, c) {
+            None => self.unmeasured += 1,
+            Some(count) => *count += 1,
+        }
+    }
+
+    pub fn shift(&mut self, n: i64, c: i64, new_n: i64, new_c: i64) {
+        self.moves += 1;
+        match self.verdict(n, c) {
+            None => self.unmeasured -= 1,
+            Some(count) => *count -= 1,
+        }
+        if let Some(count) = self.verdict(new_n, new_c) {
+            *count += 1;
+        }
+    }
+}
+
+pub type Tallies = HashMap<Key, KeyTally>;
+
+/// What the task declares (`projections.fold.declarations.TaskDeclaration`), as the fold's
+/// key rules read it: its attempt keys in declaration order and its excluded ones.
+#[derive(Clone, Debug, Default)]
+pub struct Declared {
+    pub attempt_keys: Vec<Key>,
+    pub excluded: BTreeSet<Key>,
+    /// Every key it declares, of any kind.
+    pub declared: BTreeSet<Key>,
+}
+
+#[derive(Clone, Debug)]
+pub struct TaskState {
+    pub task_id: String,
+    pub first_score: i64,
+    pub trials: Vec<String>,
+    /// Per metric, in the order the scores first named them.
+    pub metrics: Vec<(String, MetricColumns)>,
+    pub keys: Vec<Key>,
+    /// (n, c) of each of `keys`.
+    pub counts: Vec<(i64, i64)>,
+    pub excluded: BTreeSet<Key>,
+}
+
+impl TaskState {
+    pub fn new(task_id: &str) -> Self {
+        TaskState {
+            task_id: task_id.to_owned(),
+            first_score: -1,
+            trials: Vec::new(),
+            metrics: Vec::new(),
+            keys: Vec::new(),
+            counts: Vec::new(),
+            excluded: BTreeSet::new(),
+        }
+    }
+
+    fn trial_of(&mut self, trial_id: &str) -> i32 {
+        match self.trials.iter().position(|held| held == trial_id) {
+            Some(at) => at as i32,
+            None => {
+                self.trials.push(trial_id.to_owned());
+                (self.trials.len() - 1) as i32
+            }
+        }
+    }
+
+    fn metric_at(&mut self, metric: &str) -> usize {
+        match self.metrics.iter().position(|(name, _)| name == metric) {
+            Some(at) => at,
+            None => {
+                self.metrics.push((metric.to_owned(), MetricColumns::default()));
+                self.metrics.len() - 1
+            }
+        }
+    }
+
+    pub fn metric(&self, metric: &str) -> Option<&MetricColumns> {
+        self.metrics.iter().find(|(name, _)| name == metric).map(|(_, columns)| columns)
+    }
+
+    /// Append one score (`TaskState.record_score`): the task's (n, c) per key move, and the
+    /// run-wide tallies of the eligible ones among them.
+    pub fn record_score(
+        &mut self,
+        trial_id: &str,
+        metric: &str,
+        status: Status,
+        outputs: &[(&str, Cell)],
+        seq: i64,
+        eligible: &mut Tallies,
+    ) {
+        if self.first_score < 0 {
+            self.first_score = seq;
+        }
+        let trial = self.trial_of(trial_id);
+        let at = self.metric_at(metric);
+        match status {
+            Status::TrialFailed | Status::MetricFailed => {
+                let dead = status == Status::TrialFailed;
+                self.metrics[at].1.append(trial, if dead { TRIAL_FAILED } else { METRIC_FAILED }, seq, &[]);
+                if dead {
+                    self.died(metric, eligible);
+                }
+                return;
+            }
+            Status::Scored => {}
+        }
+        // Slots in the outputs' order (a name new to the metric widens the records then); a
+        // score's output names are distinct (EVENTS.md).
+        let columns = &mut self.metrics[at].1;
+        let cells: Vec<(usize, Cell)> = outputs.iter().map(|&(name, cell)| (columns.slot_of(name), cell)).collect();
+        columns.append(trial, OK, seq, &cells);
+        for &(name, cell) in outputs {
+            if !cell.semantic() {
+                continue;
+            }
+            let key: Key = (metric.to_owned(), name.to_owned());
+            if let Some(at) = self.keys.iter().position(|held| *held == key) {
+                let (n, c) = self.counts[at];
+                let passed = c + i64::from(passes(Some(cell.value)));
+                self.counts[at] = (n + 1, passed);
+                if let Some(tally) = eligible.get_mut(&key) {
+                    tally.shift(n, c, n + 1, passed);
+                }
+            } else if !self.excluded.contains(&key) {
+                // Rule 2: an undeclared output with a semantic value gets its key.
+                let (n, c) = self.keep(key.clone());
+                if let Some(tally) = eligible.get_mut(&key) {
+                    tally.add(n, c);
+                }
+            }
+        }
+    }
+
+    /// A dead trial's null attempt on each of the metric's keys (it passes none).
+    fn died(&mut self, metric: &str, eligible: &mut Tallies) {
+        for (at, key) in self.keys.iter().enumerate() {
+            if key.0 == metric {
+                let (n, c) = self.counts[at];
+                self.counts[at] = (n + 1, c);
+                if let Some(tally) = eligible.get_mut(key) {
+                    tally.shift(n, c, n + 1, c);
+                }
+            }
+        }
+    }
+
+    /// Give the task `key`, its (n, c) counted from the columns.
+    pub fn keep(&mut self, key: Key) -> (i64, i64) {
+        let (mut n, mut c) = (0, 0);
+        if let Some(columns) = self.metric(&key.0) {
+            for (_, value, _) in columns.attempts(&key.1) {
+                n += 1;
+                c += i64::from(passes(value));
+            }
+        }
+        self.keys.push(key);
+        self.counts.push((n, c));
+        (n, c)
+    }
+
+    /// Decide the task's keys afresh (SEMANTICS.md section 1's rules) from its columns.
+    pub fn rekey(&mut self, declared: Option<&Declared>) {
+        self.keys.clear();
+        self.counts.clear();
+        match declared {
+            None => self.excluded.clear(),
+            Some(declared) => {
+                self.excluded = declared.excluded.clone();
+                if self.metrics.is_empty() {
+                    self.keys = declared.attempt_keys.clone();
+                    self.counts = vec![(0, 0); self.keys.len()];
+                    return;
+                }
+                for key in &declared.attempt_keys {
+                    self.keep(key.clone());
+                }
+            }
+        }
+        let mut undeclared = Vec::new();
+        for (metric, columns) in &self.metrics {
+            for (at, output) in columns.names.iter().enumerate() {
+                let key = (metric.clone(), output.clone());
+                let known = declared.is_some_and(|declared| declared.declared.contains(&key));
+                if !known && columns.cells(at).iter().any(|(_, cell)| cell.semantic()) {
+                    undeclared.push(key);
+                }
+            }
+        }
+        for key in undeclared {
+            self.keep(key);
+        }
+    }
+}
