@@ -1,22 +1,28 @@
-"""The native fold's task state (`projections/native/src/fold`) against the Python fold's
-(`projections.fold.task.TaskState`), score by score: the same packed records, output names and
-spilled cells, trial ids, keys with their (n, c), run-wide tallies and attempt lists."""
+"""The native fold's state (`projections/native/src/fold`) against the Python fold's, event by
+event: a task's (`projections.fold.task.TaskState`) score by score, with the same packed
+records, output names and spilled cells, trial ids, keys with their (n, c), run-wide tallies
+and attempt lists; a run's (`projections.fold.run.RunState`), with every event's outcome and
+the whole state after it."""
 
 from __future__ import annotations
 
+from random import Random
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from events.models import InputEvent, ScoreEmitted
-from projections.fold.declarations import Key
+from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from projections.fold import run as run_module
+from projections.fold.declarations import Declarations, Key
 from projections.fold.key_tallies import KeyTally
+from projections.fold.run import RunState
 from projections.fold.task import TaskState
 from projections.packed.trial_ids import listed
 from tests.native import kernels
 from tests.projections.test_kernels import same
+from tests.strategies import run_logs
 
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
 METRICS = ("reward", "steps", "judge")
@@ -81,16 +87,18 @@ def python_rekey(task: TaskState, declared: tuple[list[Key], list[Key], list[Key
     task.rekey(Declarations)  # type: ignore[arg-type]
 
 
+def counts(tally: KeyTally) -> tuple[int, ...]:
+    verdicts = tally.verdicts
+    return verdicts["solved"], verdicts["flaky"], verdicts["failed"], tally.unmeasured, tally.pending, tally.moves
+
+
 def assert_same(task: TaskState, native: Any, eligible: dict[Key, KeyTally]) -> None:
     held = [(name, columns.packed, list(columns.names), columns.spilled) for name, columns in task.metrics()]
     assert native.metrics() == held
     assert native.trials() == listed(task.trials)
     assert native.first_score() == task.first_score
     assert native.tallies() == list(task.tallies())
-    assert native.eligible() == [
-        (key, (t.verdicts["solved"], t.verdicts["flaky"], t.verdicts["failed"], t.unmeasured, t.moves))
-        for key, t in sorted(eligible.items())
-    ]
+    assert native.eligible() == [(key, counts(tally)) for key, tally in sorted(eligible.items())]
     for metric, columns in task.metrics():
         for output in (*columns.names, "never"):
             assert same(native.attempts(metric, output), columns.read().attempts(output))
@@ -117,8 +125,96 @@ def test_scores_and_a_rekey_give_the_python_fold_s_task_byte_for_byte(
         seq = 10 * at + 3
         task.record_score(event, seq, eligible)
         outputs = [(output.name, output.value) for output in event.outputs]
-        native.record_score(event.trial_id, event.metric_type, event.status, getattr(event, "failure", None), outputs, seq)
+        native.record_score(
+            event.trial_id, event.metric_type, event.status, getattr(event, "failure", None), outputs, seq
+        )
         assert_same(task, native, eligible)
     python_rekey(task, declared)
     native.rekey(declared)
     assert_same(task, native, eligible)
+
+
+@st.composite
+def logs_with_repeats(draw: st.DrawFn) -> list[InputEvent]:
+    """A run's log (`tests.strategies.run_logs`) with events given again: the same event (a
+    redelivery), or the same with another id (a second run.started, refused; a second
+    run.closed, ignored; a score or trial again, perhaps after the close: a late event)."""
+    events = draw(run_logs())
+    for number in range(draw(st.integers(0, 6))):
+        again = draw(st.sampled_from(events))
+        if draw(st.booleans()):
+            again = again.model_copy(update={"event_id": f"again-{number}"})
+        events.insert(draw(st.integers(0, len(events))), again)
+    return events
+
+
+def native_apply(native: Any, event: InputEvent, position: int | None) -> str:
+    """Apply `event` to the native run; its outcome's name."""
+    moment = run_module._moment(event)
+    if isinstance(event, ScoreEmitted):
+        outputs = [(output.name, output.value) for output in event.outputs]
+        failure = getattr(event, "failure", None)
+        return str(
+            native.apply_score(
+                event.event_id, event.task_id, event.trial_id, event.metric_type, event.status, failure, outputs,
+                moment, position,
+            )
+        )  # fmt: skip
+    if isinstance(event, TrialFinished):
+        error_type = event.error.type if event.error else None
+        completed = event.status == "completed"
+        return str(
+            native.apply_trial(event.event_id, event.task_id, event.trial_id, completed, error_type, moment, position)
+        )
+    if isinstance(event, RunClosed):
+        return str(native.apply_closed(event.event_id, event.reason, moment, position))
+    assert isinstance(event, RunStarted)
+    declarations = Declarations.of(event)
+    tasks = [
+        (task_id, (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)))
+        for task_id, declared in declarations.tasks.items()
+    ]
+    return str(native.apply_started(event.event_id, tasks, sorted(declarations.eligible), moment, position))
+
+
+def assert_same_run(run: RunState, native: Any) -> None:
+    header = native.header()
+    assert {name: getattr(run, name) for name in header} == header
+    assert native.passk() == [(key, counts(tally)) for key, tally in sorted(run.passk.items())]
+    held = [
+        (
+            task.task_id,
+            task.first_score,
+            listed(task.trials),
+            [(name, columns.packed, list(columns.names), columns.spilled) for name, columns in task.metrics()],
+            list(task.tallies()),
+            sorted(task.excluded),
+            task.events,
+            task.trial_positions,
+            task.first_at,
+            task.last_at,
+            task.failed_trials,
+        )
+        for task in run.tasks.values()
+    ]
+    assert native.tasks() == held
+
+
+@settings(max_examples=300)
+@given(logs_with_repeats(), st.sampled_from(["folded", "offsets", "restored"]), st.randoms(use_true_random=False))
+def test_a_run_s_log_gives_the_python_fold_s_state_event_by_event(
+    events: list[InputEvent], positions: str, rng: Random
+) -> None:
+    """Every event's outcome, and after it the whole state: header, counts, tallies and every
+    task, with the fold's own positions (replay), a source's offsets (the worker), or
+    positions out of arrival order (a run restored in parts, some newer than others)."""
+    places: list[int | None] = [None] * len(events)
+    if positions == "offsets":
+        places = [3 * number + 7 for number in range(len(events))]
+    elif positions == "restored":
+        places = rng.sample(range(3 * len(events) + 1), len(events))
+    run = RunState("run")
+    native = kernels().NativeRun("run")
+    for event, position in zip(events, places, strict=True):
+        assert native_apply(native, event, position) == run_module.apply(run, event, position).outcome.value
+        assert_same_run(run, native)

@@ -35,6 +35,7 @@ fn event_fingerprint(event_id: &str) -> (u64, u64) {
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::KeyTable>()?;
     module.add_class::<fold::door::NativeTask>()?;
+    module.add_class::<fold::door::NativeRun>()?;
     module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
     module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;

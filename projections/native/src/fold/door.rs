@@ -1,11 +1,13 @@
-//! `NativeTask`: one native task state driven from Python, so that the tests can hold it to
-//! `projections.fold.task.TaskState` score by score (`tests/projections/test_native_fold.py`).
+//! The native fold driven from Python, so that the tests can hold it to the Python fold event
+//! by event (`tests/projections/test_native_fold.py`): `NativeTask`, one task's state, to
+//! `projections.fold.task.TaskState`; `NativeRun`, a run's, to `projections.fold.run.RunState`.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt};
 
 use super::records::Cell;
+use super::run::{Declarations, Event, Outcome, RunState};
 use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
 
 /// An output value as `projections.packed.records.classify` reads it.
@@ -17,6 +19,53 @@ fn cell_of(value: &Bound<'_, PyAny>) -> PyResult<Cell> {
         return Ok(Cell::number(value.extract::<f64>()?));
     }
     Ok(Cell::LABEL)
+}
+
+fn status_of(status: &str, failure: Option<&str>) -> PyResult<Status> {
+    match (status, failure) {
+        ("completed" | "partial", _) => Ok(Status::Scored),
+        ("failed", Some("trial")) => Ok(Status::TrialFailed),
+        ("failed", Some("metric")) => Ok(Status::MetricFailed),
+        _ => Err(PyValueError::new_err(format!("not a score's status: {status} {failure:?}"))),
+    }
+}
+
+fn cells_of<'a>(outputs: &'a [(String, Bound<'_, PyAny>)]) -> PyResult<Vec<(&'a str, Cell)>> {
+    outputs.iter().map(|(name, value)| Ok((name.as_str(), cell_of(value)?))).collect()
+}
+
+/// (what it declares as attempt keys in order, its excluded keys, every key it declares).
+type DeclaredKeys = (Vec<Key>, Vec<Key>, Vec<Key>);
+
+fn declared_of((attempt_keys, excluded, every): DeclaredKeys) -> Declared {
+    Declared { attempt_keys, excluded: excluded.into_iter().collect(), declared: every.into_iter().collect() }
+}
+
+type Metric<'py> = (String, Bound<'py, PyBytes>, Vec<String>, Option<Bound<'py, PyBytes>>);
+
+fn metrics_of<'py>(py: Python<'py>, task: &TaskState) -> Vec<Metric<'py>> {
+    task.metrics
+        .iter()
+        .map(|(name, columns)| {
+            (
+                name.clone(),
+                PyBytes::new(py, &columns.packed),
+                columns.names.clone(),
+                columns.spilled.as_ref().map(|spilled| PyBytes::new(py, spilled)),
+            )
+        })
+        .collect()
+}
+
+fn tallies_of(task: &TaskState) -> Vec<(Key, i64, i64)> {
+    task.keys.iter().cloned().zip(task.counts.iter()).map(|(key, &(n, c))| (key, n, c)).collect()
+}
+
+/// (solved, flaky, failed, unmeasured, pending, moves).
+type Counts = (i64, i64, i64, i64, i64, i64);
+
+fn counts_of(tally: &KeyTally) -> Counts {
+    (tally.solved, tally.flaky, tally.failed, tally.unmeasured, tally.pending, tally.moves)
 }
 
 #[pyclass(module = "projections._kernels")]
@@ -45,14 +94,8 @@ impl NativeTask {
         outputs: Vec<(String, Bound<'_, PyAny>)>,
         seq: i64,
     ) -> PyResult<()> {
-        let status = match (status, failure) {
-            ("completed" | "partial", _) => Status::Scored,
-            ("failed", Some("trial")) => Status::TrialFailed,
-            ("failed", Some("metric")) => Status::MetricFailed,
-            _ => return Err(PyValueError::new_err(format!("not a score's status: {status} {failure:?}"))),
-        };
-        let cells =
-            outputs.iter().map(|(name, value)| Ok((name.as_str(), cell_of(value)?))).collect::<PyResult<Vec<_>>>()?;
+        let cells = cells_of(&outputs)?;
+        let status = status_of(status, failure)?;
         self.task.record_score(trial_id, metric, status, &cells, seq, &mut self.eligible);
         Ok(())
     }
@@ -60,32 +103,13 @@ impl NativeTask {
     /// Decide the keys afresh: `declared` is None for a task without declarations, else
     /// (its attempt keys in order, its excluded keys, every key it declares).
     #[pyo3(signature = (declared=None))]
-    fn rekey(&mut self, declared: Option<(Vec<Key>, Vec<Key>, Vec<Key>)>) {
-        let declared = declared.map(|(attempt_keys, excluded, every)| Declared {
-            attempt_keys,
-            excluded: excluded.into_iter().collect(),
-            declared: every.into_iter().collect(),
-        });
-        self.task.rekey(declared.as_ref());
+    fn rekey(&mut self, declared: Option<DeclaredKeys>) {
+        self.task.rekey(declared.map(declared_of).as_ref());
     }
 
     /// (metric, packed records, output names, spilled cells) of each metric, in order.
-    fn metrics<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> Vec<(String, Bound<'py, PyBytes>, Vec<String>, Option<Bound<'py, PyBytes>>)> {
-        self.task
-            .metrics
-            .iter()
-            .map(|(name, columns)| {
-                (
-                    name.clone(),
-                    PyBytes::new(py, &columns.packed),
-                    columns.names.clone(),
-                    columns.spilled.as_ref().map(|spilled| PyBytes::new(py, spilled)),
-                )
-            })
-            .collect()
+    fn metrics<'py>(&self, py: Python<'py>) -> Vec<Metric<'py>> {
+        metrics_of(py, &self.task)
     }
 
     fn task_id(&self) -> String {
@@ -102,20 +126,167 @@ impl NativeTask {
 
     /// (key, n, c) of every key, in the order the task got them.
     fn tallies(&self) -> Vec<(Key, i64, i64)> {
-        self.task.keys.iter().cloned().zip(self.task.counts.iter()).map(|(key, &(n, c))| (key, n, c)).collect()
+        tallies_of(&self.task)
     }
 
-    /// Each eligible key's run-wide (solved, flaky, failed, unmeasured, moves).
-    fn eligible(&self) -> Vec<(Key, (i64, i64, i64, i64, i64))> {
-        let mut keys: Vec<_> = self.eligible.iter().collect();
-        keys.sort_by(|a, b| a.0.cmp(b.0));
-        keys.into_iter()
-            .map(|(key, tally)| (key.clone(), (tally.solved, tally.flaky, tally.failed, tally.unmeasured, tally.moves)))
-            .collect()
+    /// Each eligible key's run-wide counts, keys sorted.
+    fn eligible(&self) -> Vec<(Key, Counts)> {
+        self.eligible.iter().map(|(key, tally)| (key.clone(), counts_of(tally))).collect()
     }
 
     /// (trial index, value, sequence number) of the attempts of (metric, output).
     fn attempts(&self, metric: &str, output: &str) -> Vec<(i32, Option<f64>, i64)> {
         self.task.metric(metric).map(|columns| columns.attempts(output)).unwrap_or_default()
+    }
+}
+
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Applied => "applied",
+        Outcome::Redelivery => "redelivery",
+        Outcome::Refused => "refused",
+        Outcome::Ignored => "ignored",
+    }
+}
+
+/// A task as the run holds it: (task_id, first_score, trials, metrics, (key, n, c)s, excluded
+/// keys sorted, fingerprints, trial positions, first_at, last_at, failed trials).
+type TaskView<'py> = (
+    String,
+    i64,
+    Vec<String>,
+    Vec<Metric<'py>>,
+    Vec<(Key, i64, i64)>,
+    Vec<Key>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Option<f64>,
+    Option<f64>,
+    Option<Vec<(i64, String, String)>>,
+);
+
+#[pyclass(module = "projections._kernels")]
+pub struct NativeRun {
+    run: RunState,
+}
+
+#[pymethods]
+impl NativeRun {
+    #[new]
+    fn new(run_id: &str) -> Self {
+        NativeRun { run: RunState::new(run_id) }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (event_id, task_id, trial_id, metric, status, failure, outputs, moment, position))]
+    fn apply_score(
+        &mut self,
+        event_id: &str,
+        task_id: &str,
+        trial_id: &str,
+        metric: &str,
+        status: &str,
+        failure: Option<&str>,
+        outputs: Vec<(String, Bound<'_, PyAny>)>,
+        moment: Option<f64>,
+        position: Option<i64>,
+    ) -> PyResult<&'static str> {
+        let cells = cells_of(&outputs)?;
+        let status = status_of(status, failure)?;
+        let event = Event::Score { task_id, trial_id, metric, status, outputs: &cells };
+        Ok(outcome_name(self.run.apply(event_id, &event, moment, position)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (event_id, task_id, trial_id, completed, error_type, moment, position))]
+    fn apply_trial(
+        &mut self,
+        event_id: &str,
+        task_id: &str,
+        trial_id: &str,
+        completed: bool,
+        error_type: Option<&str>,
+        moment: Option<f64>,
+        position: Option<i64>,
+    ) -> &'static str {
+        let event = Event::Trial { task_id, trial_id, completed, error_type };
+        outcome_name(self.run.apply(event_id, &event, moment, position))
+    }
+
+    #[pyo3(signature = (event_id, reason, moment, position))]
+    fn apply_closed(
+        &mut self,
+        event_id: &str,
+        reason: &str,
+        moment: Option<f64>,
+        position: Option<i64>,
+    ) -> &'static str {
+        outcome_name(self.run.apply(event_id, &Event::Closed { reason }, moment, position))
+    }
+
+    /// `tasks`: each declared task's (task_id, its `DeclaredKeys`), in declaration order.
+    #[pyo3(signature = (event_id, tasks, eligible, moment, position))]
+    fn apply_started(
+        &mut self,
+        event_id: &str,
+        tasks: Vec<(String, DeclaredKeys)>,
+        eligible: Vec<Key>,
+        moment: Option<f64>,
+        position: Option<i64>,
+    ) -> &'static str {
+        let declarations = Declarations {
+            tasks: tasks.into_iter().map(|(task_id, keys)| (task_id, declared_of(keys))).collect(),
+            eligible: eligible.into_iter().collect(),
+        };
+        outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position))
+    }
+
+    /// The header's fields and the run-wide counts, by the names `RunState` gives them.
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let run = &self.run;
+        let header = PyDict::new(py);
+        header.set_item("run_id", &run.run_id)?;
+        header.set_item("started_event_id", &run.started_event_id)?;
+        header.set_item("closed_reason", &run.closed_reason)?;
+        header.set_item("closed_position", run.closed_position)?;
+        header.set_item("after_close", run.after_close)?;
+        header.set_item("event_count", run.event_count)?;
+        header.set_item("last_position", run.last_position)?;
+        header.set_item("first_at", run.first_at)?;
+        header.set_item("last_at", run.last_at)?;
+        header.set_item("run_events", PyBytes::new(py, &run.run_events))?;
+        header.set_item("run_positions", PyBytes::new(py, &run.run_positions))?;
+        header.set_item("trials_completed", run.trials_completed)?;
+        header.set_item("trials_failed", run.trials_failed)?;
+        header.set_item("score_count", run.score_count)?;
+        Ok(header)
+    }
+
+    /// Each eligible key's tally, keys sorted.
+    fn passk(&self) -> Vec<(Key, Counts)> {
+        self.run.passk.iter().map(|(key, tally)| (key.clone(), counts_of(tally))).collect()
+    }
+
+    fn tasks<'py>(&self, py: Python<'py>) -> Vec<TaskView<'py>> {
+        self.run
+            .tasks
+            .iter()
+            .map(|task| {
+                let state = &task.state;
+                (
+                    state.task_id.clone(),
+                    state.first_score,
+                    state.trials.clone(),
+                    metrics_of(py, state),
+                    tallies_of(state),
+                    state.excluded.iter().cloned().collect(),
+                    PyBytes::new(py, &task.events),
+                    PyBytes::new(py, &task.trial_positions),
+                    task.first_at,
+                    task.last_at,
+                    task.failed_trials.clone(),
+                )
+            })
+            .collect()
     }
 }

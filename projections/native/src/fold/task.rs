@@ -3,7 +3,7 @@
 //! (`records.rs`), its keys with their (n, c), and the run-wide tallies of the eligible keys
 //! kept as its (n, c) move. A score changes only its own task (and those tallies).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::records::{passes, Cell, MetricColumns, METRIC_FAILED, OK, TRIAL_FAILED};
 
@@ -65,7 +65,8 @@ impl KeyTally {
     }
 }
 
-pub type Tallies = HashMap<Key, KeyTally>;
+/// The run-wide tallies of the eligible keys, keys sorted.
+pub type Tallies = BTreeMap<Key, KeyTally>;
 
 /// What the task declares (`projections.fold.declarations.TaskDeclaration`), as the fold's
 /// key rules read it: its attempt keys in declaration order and its excluded ones.
