@@ -7,6 +7,7 @@ the whole state after it."""
 from __future__ import annotations
 
 from random import Random
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given, settings
@@ -75,16 +76,11 @@ def python_rekey(task: TaskState, declared: tuple[list[Key], list[Key], list[Key
     if declared is None:
         task.rekey(None)
         return
-
-    class Declared:
-        attempt_keys = tuple(declared[0])
-        excluded = frozenset(declared[1])
-        kinds = dict.fromkeys(declared[2], "continuous")
-
-    class Declarations:
-        tasks = {task.task_id: Declared}
-
-    task.rekey(Declarations)  # type: ignore[arg-type]
+    attempt_keys, excluded, every = declared
+    made = SimpleNamespace(
+        attempt_keys=tuple(attempt_keys), excluded=frozenset(excluded), kinds=dict.fromkeys(every, "continuous")
+    )
+    task.rekey(SimpleNamespace(tasks={task.task_id: made}))  # type: ignore[arg-type]
 
 
 def counts(tally: KeyTally) -> tuple[int, ...]:
