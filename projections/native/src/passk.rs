@@ -85,22 +85,33 @@ fn tally(n: u64, c: u64) -> Option<(u64, u64)> {
     (c <= n && n <= EXACT).then_some((n, c))
 }
 
+/// The `tally` of two Python ints; None for anything else, an int past 64 bits included.
+fn tally_of(n: &Bound<'_, PyAny>, c: &Bound<'_, PyAny>) -> Option<(u64, u64)> {
+    tally(n.extract().ok()?, c.extract().ok()?)
+}
+
 /// `projections.kernels.pass_at_k_estimates_in_python(n, c)`: None outside 0 <= c <= n <= 2^53.
 #[pyfunction]
-pub fn pass_at_k_estimates(py: Python<'_>, n: i64, c: i64) -> PyResult<Option<Bound<'_, PyTuple>>> {
-    let Some((n, c)) = u64::try_from(n).ok().zip(u64::try_from(c).ok()).and_then(|(n, c)| tally(n, c)) else {
+pub fn pass_at_k_estimates<'py>(
+    n_int: &Bound<'py, PyAny>,
+    c_int: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some((n, c)) = tally_of(n_int, c_int) else {
         return Ok(None);
     };
-    PyTuple::new(py, estimates(n, c)).map(Some)
+    PyTuple::new(n_int.py(), estimates(n, c)).map(Some)
 }
 
 /// `projections.kernels.pass_hat_k_estimates_in_python(n, c)`: None outside 0 <= c <= n <= 2^53.
 #[pyfunction]
-pub fn pass_hat_k_estimates(py: Python<'_>, n: i64, c: i64) -> PyResult<Option<Bound<'_, PyTuple>>> {
-    let Some((n, c)) = u64::try_from(n).ok().zip(u64::try_from(c).ok()).and_then(|(n, c)| tally(n, c)) else {
+pub fn pass_hat_k_estimates<'py>(
+    n_int: &Bound<'py, PyAny>,
+    c_int: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some((n, c)) = tally_of(n_int, c_int) else {
         return Ok(None);
     };
-    PyTuple::new(py, hat_estimates(n, c)).map(Some)
+    PyTuple::new(n_int.py(), hat_estimates(n, c)).map(Some)
 }
 
 /// The (n, c) of a list of pairs of ints, each within the kernels' domain; None otherwise.

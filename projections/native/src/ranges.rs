@@ -5,10 +5,11 @@
 //!
 //! `percentiles` is a kernel too (`projections.kernels.percentiles_in_python`, its twin).
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::sums::{each_double, squares_sum, Running};
+use crate::sums::{squares_sum, Running};
 
 /// `projections.figures.aggregates.PERCENTILES`.
 pub const PERCENTILES: [u32; 10] = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
@@ -44,10 +45,7 @@ pub struct Spread {
 pub fn spread(finite: &[f64], mean: f64) -> Spread {
     let squares = squares_sum(finite.iter().copied(), mean).finished();
     let count = finite.len();
-    Spread {
-        variance: squares / count as f64,
-        sample_variance: (count > 1).then(|| squares / (count - 1) as f64),
-    }
+    Spread { variance: squares / count as f64, sample_variance: (count > 1).then(|| squares / (count - 1) as f64) }
 }
 
 /// `aggregates.finite_center_and_spread`: the center of values known to be finite among
@@ -75,25 +73,40 @@ fn position(p: u32, n: usize) -> (usize, Option<f64>) {
     }
 }
 
-/// Each of `PERCENTILES` of the sorted, non-empty `ordered`, by section 4's rule: the value at
-/// its position, interpolated toward the next value even at a whole position (0.0 times an
-/// infinite difference is NaN, and -0.0 + 0.0 is 0.0).
-pub fn percentiles(ordered: &[f64]) -> [f64; 10] {
-    PERCENTILES.map(|p| {
-        let (below, fraction) = position(p, ordered.len());
-        let value = ordered[below];
-        match fraction {
-            Some(fraction) => value + fraction * (ordered[below + 1] - value),
+/// Each of `PERCENTILES` of the `n` (> 0) sorted values read by `at(index)`, by section 4's
+/// rule: the value at its position, interpolated toward the next value even at a whole
+/// position (0.0 times an infinite difference is NaN, and -0.0 + 0.0 is 0.0). None where `at`
+/// has no value for an index it is asked for.
+pub fn percentiles_by(n: usize, at: impl Fn(usize) -> Option<f64>) -> Option<[f64; 10]> {
+    let mut figures = [0.0; 10];
+    for (figure, p) in figures.iter_mut().zip(PERCENTILES) {
+        let (below, fraction) = position(p, n);
+        let value = at(below)?;
+        *figure = match fraction {
+            Some(fraction) => value + fraction * (at(below + 1)? - value),
             None => value,
-        }
-    })
+        };
+    }
+    Some(figures)
 }
 
-/// `projections.kernels.percentiles_in_python(ordered)`: None where `ordered` is empty or holds
-/// anything but floats.
+/// `projections.kernels.percentiles_in_python(ordered)`: None where `ordered` is empty or an
+/// item it reads is not a float. Only the items at the percentiles' positions are read: a
+/// metric output's list may hold a run's every value.
 #[pyfunction]
 #[pyo3(name = "percentiles")]
 pub fn percentiles_of(ordered: &Bound<'_, PyList>) -> Option<[f64; 10]> {
-    let mut values = Vec::with_capacity(ordered.len());
-    (each_double(ordered, |value| values.push(value)) && !values.is_empty()).then(|| percentiles(&values))
+    let list = ordered.as_ptr();
+    let n = ordered.len();
+    if n == 0 {
+        return None;
+    }
+    percentiles_by(n, |index| {
+        // SAFETY: `index` is below `n`, the list's length, which no Python code runs to change
+        // while the GIL is held here; the item is borrowed, not kept.
+        unsafe {
+            let item = ffi::PyList_GET_ITEM(list, index as ffi::Py_ssize_t);
+            (ffi::PyFloat_CheckExact(item) != 0).then(|| ffi::PyFloat_AS_DOUBLE(item))
+        }
+    })
 }

@@ -102,11 +102,7 @@ pub fn figures_of<'py>(py: Python<'py>, made: &Column) -> PyResult<Option<Column
 /// `projections.kernels.column_figures_in_python(values, total, k)`: None where `values` is
 /// empty or holds anything but floats.
 #[pyfunction]
-pub fn column_figures<'py>(
-    values: &Bound<'py, PyList>,
-    total: usize,
-    k: u64,
-) -> PyResult<Option<ColumnFigures<'py>>> {
+pub fn column_figures<'py>(values: &Bound<'py, PyList>, total: usize, k: u64) -> PyResult<Option<ColumnFigures<'py>>> {
     let mut doubles = Vec::with_capacity(values.len());
     if !each_double(values, |value| doubles.push(value)) || doubles.is_empty() {
         return Ok(None);
@@ -119,8 +115,6 @@ pub fn column_figures<'py>(
 #[pyo3(name = "t975")]
 pub fn t975_of(df: u64) -> PyResult<f64> {
     t975(df).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err(format!(
-            "Student's t needs at least one degree of freedom, got {df}"
-        ))
+        pyo3::exceptions::PyValueError::new_err(format!("Student's t needs at least one degree of freedom, got {df}"))
     })
 }
