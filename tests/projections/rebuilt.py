@@ -14,13 +14,13 @@ from events.nonfinite import wire_float
 from projections.assembly.attempts import AttemptList, key_tallies, summary_tasks, task_attempts
 from projections.assembly.view_values import view_values
 from projections.figures.aggregates import Aggregate, center, compensated_sum, range_aggregate, spread
-from projections.figures.harbor import harbor_estimate, harbor_k_values, value_label
+from projections.figures.harbor import value_label
 from projections.figures.passk import by_k, estimates, hat_estimates
-from projections.figures.statistics import _clip
 from projections.figures.t975 import t975
 from projections.figures.verdicts import verdict_of
 from projections.fold.declarations import key_name
 from projections.fold.run import RunState
+from projections.kernels import clip, harbor_estimate, harbor_k_values
 from projections.packed.trial_ids import listed
 
 TaskAttempts = dict[str, dict[str, AttemptList]]
@@ -161,7 +161,7 @@ def _entries(columns: list[list[float]], unmeasured: int) -> list[dict[str, Any]
         if mean is not None and sample_variance is not None:
             stderr = math.sqrt(sample_variance) / math.sqrt(middle.count)
             margin = t975(middle.count - 1) * stderr
-            low, high = _clip(mean - margin), _clip(mean + margin)
+            low, high = clip(mean - margin), clip(mean + margin)
         result.append(
             {
                 "k": k,
