@@ -6,25 +6,31 @@ the whole state after it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from random import Random
 from types import SimpleNamespace
 from typing import Any
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
+from events.codec import decode
 from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from projections.assembly.summary import summary_bytes
 from projections.fold import run as run_module
 from projections.fold.declarations import Declarations, Key
 from projections.fold.key_tallies import KeyTally
 from projections.fold.run import RunState
 from projections.fold.task import TaskState
 from projections.packed.trial_ids import listed
+from tests import builders
 from tests.native import kernels
 from tests.projections.test_kernels import same
 from tests.strategies import run_logs
 
+EXAMPLES = Path(__file__).parents[2] / "docs" / "spec" / "examples"
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
 METRICS = ("reward", "steps", "judge")
 OUTPUTS = tuple(f"o{index}" for index in range(11))  # more than records.DENSE (8): spilled cells too
@@ -167,10 +173,21 @@ def native_apply(native: Any, event: InputEvent, position: int | None) -> str:
     assert isinstance(event, RunStarted)
     declarations = Declarations.of(event)
     tasks = [
-        (task_id, (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)))
+        (
+            task_id,
+            (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)),
+            [
+                (view.name, view.reducer, [(signal.metric, signal.output, signal.weight) for signal in view.signals])
+                for view in declared.views
+            ],
+        )
         for task_id, declared in declarations.tasks.items()
     ]
-    return str(native.apply_started(event.event_id, tasks, sorted(declarations.eligible), moment, position))
+    labels = list(declarations.labels.items())
+    eligible = sorted(declarations.eligible)
+    return str(
+        native.apply_started(event.event_id, tasks, eligible, labels, declarations.harbor_rules, moment, position)
+    )
 
 
 def assert_same_run(run: RunState, native: Any) -> None:
@@ -196,6 +213,16 @@ def assert_same_run(run: RunState, native: Any) -> None:
     assert native.tasks() == held
 
 
+def log_positions(kind: str, count: int, rng: Random) -> list[int | None]:
+    """The positions `count` events are applied at: the fold's own (None: replay), a
+    source's offsets (the worker), or out of arrival order (a run restored in parts)."""
+    if kind == "offsets":
+        return [3 * number + 7 for number in range(count)]
+    if kind == "restored":
+        return rng.sample(range(3 * count + 1), count)
+    return [None] * count
+
+
 @settings(max_examples=300)
 @given(logs_with_repeats(), st.sampled_from(["folded", "offsets", "restored"]), st.randoms(use_true_random=False))
 def test_a_run_s_log_gives_the_python_fold_s_state_event_by_event(
@@ -204,13 +231,108 @@ def test_a_run_s_log_gives_the_python_fold_s_state_event_by_event(
     """Every event's outcome, and after it the whole state: header, counts, tallies and every
     task, with the fold's own positions (replay), a source's offsets (the worker), or
     positions out of arrival order (a run restored in parts, some newer than others)."""
-    places: list[int | None] = [None] * len(events)
-    if positions == "offsets":
-        places = [3 * number + 7 for number in range(len(events))]
-    elif positions == "restored":
-        places = rng.sample(range(3 * len(events) + 1), len(events))
+    places = log_positions(positions, len(events), rng)
     run = RunState("run")
     native = kernels().NativeRun("run")
     for event, position in zip(events, places, strict=True):
         assert native_apply(native, event, position) == run_module.apply(run, event, position).outcome.value
         assert_same_run(run, native)
+
+
+def assert_same_summary(run: RunState, native: Any) -> None:
+    """The native run's summary bytes are the Python fold's (built from its state alone)."""
+    expected = summary_bytes(run)
+    got = native.summary_bytes()
+    if got != expected:  # where they first differ: a summary is kilobytes
+        at = next((at for at, pair in enumerate(zip(got, expected, strict=False)) if pair[0] != pair[1]), len(got))
+        start = max(at - 80, 0)
+        raise AssertionError(f"at byte {at}: native {got[start : at + 80]!r}, python {expected[start : at + 80]!r}")
+
+
+@settings(max_examples=150)
+@given(logs_with_repeats(), st.sampled_from(["folded", "offsets", "restored"]), st.randoms(use_true_random=False))
+def test_every_revision_s_summary_is_the_python_fold_s_byte_for_byte(
+    events: list[InputEvent], positions: str, rng: Random
+) -> None:
+    """After every event, applied or not (open runs too: closed_reason null, revision 1),
+    `NativeRun.summary_bytes` is `summary_bytes` of the Python fold's state: every part of the
+    summary, with redeliveries, late run.started and events after the close, and positions
+    of replay, of a source, or out of arrival order."""
+    run = RunState("run")
+    native = kernels().NativeRun("run")
+    for event, position in zip(events, log_positions(positions, len(events), rng), strict=True):
+        native_apply(native, event, position)
+        run_module.apply(run, event, position)
+        assert_same_summary(run, native)
+
+
+names = st.text(st.characters(codec="utf-8"), min_size=1, max_size=6)
+"""Ids and names of any characters but lone surrogates (which no JSON text holds): quotes,
+backslashes, control characters, DEL, non-ASCII."""
+
+
+@st.composite
+def logs_of_any_names(draw: st.DrawFn) -> list[InputEvent]:
+    """A closed run whose ids, names, labels and error types are any text."""
+    run_id = draw(names)
+    tasks = draw(st.lists(names, min_size=1, max_size=3, unique=True))
+    metric, output = draw(names), draw(names)
+    trials = draw(st.lists(names, min_size=1, max_size=3, unique=True))
+    labels = draw(st.dictionaries(names, names, max_size=3))
+    view = {"name": draw(names), "reducer": "mean", "signals": [{"metric": metric, "output": output}]}
+    specs = [builders.task_spec(task, {f"{metric}.{output}": "continuous"}, [view]) for task in tasks]
+    events: list[InputEvent] = [builders.started(run_id, specs, labels=labels)]
+    for _ in range(draw(st.integers(1, 12))):
+        task, trial = draw(st.sampled_from(tasks)), draw(st.sampled_from(trials))
+        if draw(st.booleans()):
+            value = draw(st.sampled_from([0.0, 1.0, 0.5, 1e-7, 123456789.0, None, draw(names)]))
+            events.append(builders.score(task, trial, metric, {output: value, draw(names): 1}, run_id=run_id))
+        else:
+            events.append(builders.trial(task, trial, "failed", error_type=draw(names), run_id=run_id))
+    return [*events, builders.closed(run_id)]
+
+
+@settings(max_examples=60)
+@given(logs_of_any_names())
+def test_any_text_is_escaped_as_orjson_escapes_it(events: list[InputEvent]) -> None:
+    run = RunState(events[0].run_id)
+    native = kernels().NativeRun(events[0].run_id)
+    for event in events:
+        native_apply(native, event, None)
+        run_module.apply(run, event)
+    assert_same_summary(run, native)
+
+
+def test_the_contract_s_example_log_gives_the_python_fold_s_summaries() -> None:
+    """docs/spec/examples/mixed-runs.jsonl, several runs interleaved: each run's events folded
+    in log order, every revision's bytes compared (and the last one's to the example's)."""
+    runs: dict[str, tuple[RunState, Any]] = {}
+    lines = (EXAMPLES / "mixed-runs.jsonl").read_bytes().splitlines()
+    revisions = 0
+    for line in lines:
+        event = decode(line)
+        run, native = runs.setdefault(event.run_id, (RunState(event.run_id), kernels().NativeRun(event.run_id)))
+        outcome = native_apply(native, event, None)
+        assert outcome == run_module.apply(run, event).outcome.value
+        if run.closed and outcome == "applied":
+            assert_same_summary(run, native)
+            revisions += 1
+    assert len(runs) > 1
+    assert revisions >= len(runs)
+    expected = [orjson.loads(line) for line in (EXAMPLES / "mixed-runs.expected.jsonl").read_bytes().splitlines()]
+    latest = {record["run_id"]: record for record in expected if record.get("type") == "run.summary"}
+    for run_id, (_, native) in runs.items():
+        if run_id in latest:
+            summary = orjson.loads(native.summary_bytes())
+            assert {field: summary[field] for field in latest[run_id]} == latest[run_id]
+
+
+@settings(max_examples=2000)
+@given(st.floats())
+def test_a_float_s_python_repr_is_python_s(value: float) -> None:
+    assert kernels().float_repr(value) == repr(value)
+
+
+def test_a_float_s_python_repr_at_the_layout_s_edges() -> None:
+    for value in (1e-4, 1e-5, 9.999e-5, 1e15, 1e16, 9999999999999998.0, 1.5e16, 5e-324, -0.0, 0.0, 1e155, 1e308):
+        assert kernels().float_repr(value) == repr(value)

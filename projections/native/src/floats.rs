@@ -24,3 +24,67 @@ pub fn encode_float(py: Python<'_>, value: f64) -> PyResult<Bound<'_, PyBytes>> 
     write_float(&mut out, value);
     Ok(PyBytes::new(py, &out))
 }
+
+/// Python's `repr` of a float (Harbor's reward_stats keys, SEMANTICS.md section 6): the same
+/// shortest round-trip digits as orjson's text (read back from it), laid out as CPython's
+/// `float_repr` does: positional from 1e-4 up to 1e16 (excluded), with ".0" on an integer's
+/// digits, else "d.ddde+XX" (two exponent digits at least); "nan", "inf", "-inf".
+pub fn python_repr(value: f64) -> String {
+    if value.is_nan() {
+        return "nan".to_owned();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let mut text = Vec::with_capacity(24);
+    write_float(&mut text, value);
+    let text = std::str::from_utf8(&text).expect("a float's text is ASCII");
+    let body = text.trim_start_matches('-');
+    let (mantissa, exponent) = match body.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().expect("an exponent")),
+        None => (body, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all = format!("{whole}{fraction}");
+    let leading = all.bytes().take_while(|&digit| digit == b'0').count();
+    // The digits d1 d2 ... and the point's place: the value is 0.d1d2... x 10^point.
+    let (digits, point) = if leading == all.len() {
+        ("0", 1)
+    } else {
+        (all[leading..].trim_end_matches('0'), whole.len() as i64 - leading as i64 + exponent)
+    };
+    let count = digits.len() as i64;
+    let mut repr = String::with_capacity(24);
+    if text.starts_with('-') {
+        repr.push('-');
+    }
+    if point <= -4 || point > 16 {
+        repr.push_str(&digits[..1]);
+        if count > 1 {
+            repr.push('.');
+            repr.push_str(&digits[1..]);
+        }
+        let exponent = point - 1;
+        repr.push_str(&format!("e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs()));
+    } else if point <= 0 {
+        repr.push_str("0.");
+        repr.push_str(&"0".repeat((-point) as usize));
+        repr.push_str(digits);
+    } else if point >= count {
+        repr.push_str(digits);
+        repr.push_str(&"0".repeat((point - count) as usize));
+        repr.push_str(".0");
+    } else {
+        repr.push_str(&digits[..point as usize]);
+        repr.push('.');
+        repr.push_str(&digits[point as usize..]);
+    }
+    repr
+}
+
+/// `repr(value)`, for the tests that hold `python_repr` to Python's.
+#[pyfunction]
+#[pyo3(name = "float_repr")]
+pub fn float_repr_of(value: f64) -> String {
+    python_repr(value)
+}

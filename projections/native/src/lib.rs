@@ -60,5 +60,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(statistics::column_figures, module)?)?;
     module.add_function(wrap_pyfunction!(statistics::t975_of, module)?)?;
     module.add_function(wrap_pyfunction!(harbor::harbor_pass_at_k, module)?)?;
+    module.add_function(wrap_pyfunction!(floats::float_repr_of, module)?)?;
     module.add_function(wrap_pyfunction!(floats::encode_float, module)?)
 }

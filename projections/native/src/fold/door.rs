@@ -7,8 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt};
 
 use super::records::Cell;
-use super::run::{Declarations, Event, Outcome, RunState};
-use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
+use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
+use super::summary;
+use super::task::{Declared, Key, KeyTally, Reducer, Status, Tallies, TaskState, View};
 
 /// An output value as `projections.packed.records.classify` reads it.
 fn cell_of(value: &Bound<'_, PyAny>) -> PyResult<Cell> {
@@ -38,7 +39,23 @@ fn cells_of<'a>(outputs: &'a [(String, Bound<'_, PyAny>)]) -> PyResult<Vec<(&'a 
 type DeclaredKeys = (Vec<Key>, Vec<Key>, Vec<Key>);
 
 fn declared_of((attempt_keys, excluded, every): DeclaredKeys) -> Declared {
-    Declared { attempt_keys, excluded: excluded.into_iter().collect(), declared: every.into_iter().collect() }
+    Declared {
+        attempt_keys,
+        excluded: excluded.into_iter().collect(),
+        declared: every.into_iter().collect(),
+        views: Vec::new(),
+    }
+}
+
+/// A view as declared: (name, reducer, its signals' (metric, output, weight) in order).
+type ViewArgs = (String, String, Vec<(String, String, f64)>);
+
+fn view_of((name, reducer, signals): ViewArgs) -> PyResult<View> {
+    let weights = signals.iter().map(|(_, _, weight)| *weight).collect();
+    let reducer = Reducer::of(&reducer, weights)
+        .ok_or_else(|| PyValueError::new_err(format!("view {name:?}: not a reducer: {reducer:?}")))?;
+    let signals = signals.into_iter().map(|(metric, output, _)| (metric, output)).collect();
+    Ok(View { name, signals, reducer })
 }
 
 type Metric<'py> = (String, Bound<'py, PyBytes>, Vec<String>, Option<Bound<'py, PyBytes>>);
@@ -224,21 +241,37 @@ impl NativeRun {
         outcome_name(self.run.apply(event_id, &Event::Closed { reason }, moment, position))
     }
 
-    /// `tasks`: each declared task's (task_id, its `DeclaredKeys`), in declaration order.
-    #[pyo3(signature = (event_id, tasks, eligible, moment, position))]
+    /// `tasks`: each declared task's (task_id, its `DeclaredKeys`, its `ViewArgs`), in
+    /// declaration order; `labels` in the run.started's order; `harbor_rules` as named there.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (event_id, tasks, eligible, labels, harbor_rules, moment, position))]
     fn apply_started(
         &mut self,
         event_id: &str,
-        tasks: Vec<(String, DeclaredKeys)>,
+        tasks: Vec<(String, DeclaredKeys, Vec<ViewArgs>)>,
         eligible: Vec<Key>,
+        labels: Vec<(String, String)>,
+        harbor_rules: Option<&str>,
         moment: Option<f64>,
         position: Option<i64>,
-    ) -> &'static str {
-        let declarations = Declarations {
-            tasks: tasks.into_iter().map(|(task_id, keys)| (task_id, declared_of(keys))).collect(),
-            eligible: eligible.into_iter().collect(),
-        };
-        outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position))
+    ) -> PyResult<&'static str> {
+        let rules = HarborRules::of(harbor_rules)
+            .ok_or_else(|| PyValueError::new_err(format!("not Harbor's rules: {harbor_rules:?}")))?;
+        let tasks = tasks
+            .into_iter()
+            .map(|(task_id, keys, views)| {
+                let mut declared = declared_of(keys);
+                declared.views = views.into_iter().map(view_of).collect::<PyResult<_>>()?;
+                Ok((task_id, declared))
+            })
+            .collect::<PyResult<_>>()?;
+        let declarations = Declarations::new(tasks, eligible.into_iter().collect(), labels, rules);
+        Ok(outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position)))
+    }
+
+    /// The run's `run.summary` as `projections.assembly.summary.summary_bytes` encodes it.
+    fn summary_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &summary::summary_bytes(&self.run))
     }
 
     /// The header's fields and the run-wide counts, by the names `RunState` gives them.

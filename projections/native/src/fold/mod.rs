@@ -3,6 +3,8 @@
 //! state and key rules (`task`); a run's state and `apply` (`run`). `door` reaches them from Python, for the parity tests.
 
 pub mod door;
+pub mod json;
 pub mod records;
 pub mod run;
+pub mod summary;
 pub mod task;

@@ -5,6 +5,8 @@
 //! name's index, kind, value). Native byte order, no padding: what the store writes on a
 //! little-endian machine, and what the Python fold holds in memory.
 
+use std::collections::HashMap;
+
 pub const OK: u8 = 0;
 pub const TRIAL_FAILED: u8 = 1;
 pub const METRIC_FAILED: u8 = 2;
@@ -201,6 +203,40 @@ impl MetricColumns {
                 _ => None,
             })
             .collect()
+    }
+}
+
+impl MetricColumns {
+    /// The rows that are not a completed or partial score (`MetricRecords.failed`).
+    pub fn failed(&self) -> usize {
+        self.rows().filter(|row| row.status != OK).count()
+    }
+
+    /// (run sequence number, value) of output `output`'s numeric values, in log order
+    /// (`MetricRecords.numeric`): booleans and labels are not numeric.
+    pub fn numeric(&self, output: &str) -> Vec<(i64, f64)> {
+        let Some(at) = self.slot(output) else {
+            return Vec::new();
+        };
+        self.cells(at)
+            .into_iter()
+            .filter(|(_, cell)| cell.kind == NUMERIC)
+            .map(|(row, cell)| (self.row(row).seq, cell.value))
+            .collect()
+    }
+
+    /// Row -> output `output`'s semantic value, for the rows where it has one
+    /// (`MetricRecords.semantic_at`).
+    pub fn semantic_at(&self, output: &str) -> HashMap<usize, f64> {
+        let Some(at) = self.slot(output) else {
+            return HashMap::new();
+        };
+        self.cells(at).into_iter().filter(|(_, cell)| cell.semantic()).map(|(row, cell)| (row, cell.value)).collect()
+    }
+
+    /// Trial index -> its last completed or partial row (`MetricRecords.latest_ok_rows`).
+    pub fn latest_ok_rows(&self) -> HashMap<i32, usize> {
+        self.rows().enumerate().filter(|(_, row)| row.status == OK).map(|(index, row)| (row.trial, index)).collect()
     }
 }
 

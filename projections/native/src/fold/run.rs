@@ -4,10 +4,32 @@
 //! and the fingerprints of the applied events, which say whether an event is a redelivery.
 //! What `run.started` declares is read once, by the caller, into `Declarations`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::records::Cell;
 use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
+
+/// Which Harbor version's arithmetic the summary's `harbor` block follows (EVENTS.md,
+/// `run.started`'s `harbor_rules`): they differ in whether a null attempt counts in pass@k.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HarborRules {
+    /// "0.25": a null attempt is a 0.
+    V025,
+    /// "0.26", the default: a null attempt is not counted.
+    #[default]
+    V026,
+}
+
+impl HarborRules {
+    /// The rules named `name`; None (no `harbor_rules`) is the default.
+    pub fn of(name: Option<&str>) -> Option<HarborRules> {
+        match name {
+            None | Some("0.26") => Some(HarborRules::V026),
+            Some("0.25") => Some(HarborRules::V025),
+            Some(_) => None,
+        }
+    }
+}
 
 /// What a run.started declares, as the fold reads it (`projections.fold.declarations.Declarations`).
 #[derive(Clone, Debug, Default)]
@@ -15,10 +37,28 @@ pub struct Declarations {
     /// Each declared task, in declaration order.
     pub tasks: Vec<(String, Declared)>,
     pub eligible: BTreeSet<Key>,
+    /// The run's labels, in the order the run.started gives them.
+    pub labels: Vec<(String, String)>,
+    pub harbor_rules: HarborRules,
+    /// Per metric_type, the output names any task declares, of any kind (made by `new`).
+    pub outputs: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Declarations {
-    fn task(&self, task_id: &str) -> Option<&Declared> {
+    pub fn new(
+        tasks: Vec<(String, Declared)>,
+        eligible: BTreeSet<Key>,
+        labels: Vec<(String, String)>,
+        harbor_rules: HarborRules,
+    ) -> Self {
+        let mut outputs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (metric, output) in tasks.iter().flat_map(|(_, declared)| &declared.declared) {
+            outputs.entry(metric.clone()).or_default().insert(output.clone());
+        }
+        Declarations { tasks, eligible, labels, harbor_rules, outputs }
+    }
+
+    pub fn task(&self, task_id: &str) -> Option<&Declared> {
         self.tasks.iter().find(|(held, _)| held == task_id).map(|(_, declared)| declared)
     }
 }

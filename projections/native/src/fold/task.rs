@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::records::{passes, Cell, MetricColumns, METRIC_FAILED, OK, TRIAL_FAILED};
+use crate::sums::compensated_sum;
 
 /// (metric_type, output name).
 pub type Key = (String, String);
@@ -68,14 +69,75 @@ impl KeyTally {
 /// The run-wide tallies of the eligible keys, keys sorted.
 pub type Tallies = BTreeMap<Key, KeyTally>;
 
+/// How a view reduces one trial's signal values to one (`projections.figures.reducers`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reducer {
+    Single,
+    All,
+    Any,
+    Mean,
+    /// The signals' weights in declaration order, and their compensated sum.
+    Weighted {
+        weights: Vec<f64>,
+        sum: f64,
+    },
+}
+
+impl Reducer {
+    /// The reducer named `name` (EVENTS.md); `weights`: the view's signals' weights, in order.
+    pub fn of(name: &str, weights: Vec<f64>) -> Option<Reducer> {
+        Some(match name {
+            "single" => Reducer::Single,
+            "all" => Reducer::All,
+            "any" => Reducer::Any,
+            "mean" => Reducer::Mean,
+            "weighted" => {
+                let sum = compensated_sum(weights.iter().copied());
+                Reducer::Weighted { weights, sum }
+            }
+            _ => return None,
+        })
+    }
+
+    /// One trial's signal values (one per signal, in declaration order) reduced; None where
+    /// the reducer has nothing to give (`mean` of no finite value, `weighted` of weights
+    /// summing to zero).
+    pub fn reduce(&self, values: &[f64]) -> Option<f64> {
+        match self {
+            Reducer::Single => values.first().copied(),
+            // As Python's min() and max(): the value held is replaced only by one that is
+            // less (greater), so a NaN held first stays, and of 0.0 and -0.0 the first wins.
+            Reducer::All => values.iter().copied().reduce(|held, value| if value < held { value } else { held }),
+            Reducer::Any => values.iter().copied().reduce(|held, value| if value > held { value } else { held }),
+            Reducer::Mean => {
+                let finite: Vec<f64> = values.iter().copied().filter(|value| value.is_finite()).collect();
+                (!finite.is_empty()).then(|| compensated_sum(finite.iter().copied()) / finite.len() as f64)
+            }
+            Reducer::Weighted { weights, sum } => (*sum != 0.0)
+                .then(|| compensated_sum(values.iter().zip(weights).map(|(value, weight)| value * weight)) / sum),
+        }
+    }
+}
+
+/// A view as the summary reads it (`projections.fold.declarations.DeclaredView`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct View {
+    pub name: String,
+    /// Its signals' keys, in declaration order.
+    pub signals: Vec<Key>,
+    pub reducer: Reducer,
+}
+
 /// What the task declares (`projections.fold.declarations.TaskDeclaration`), as the fold's
-/// key rules read it: its attempt keys in declaration order and its excluded ones.
+/// key rules and the summary read it: its attempt keys in declaration order, its excluded
+/// ones, and its views in declaration order.
 #[derive(Clone, Debug, Default)]
 pub struct Declared {
     pub attempt_keys: Vec<Key>,
     pub excluded: BTreeSet<Key>,
     /// Every key it declares, of any kind.
     pub declared: BTreeSet<Key>,
+    pub views: Vec<View>,
 }
 
 #[derive(Clone, Debug)]
