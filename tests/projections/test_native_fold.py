@@ -6,6 +6,7 @@ the whole state after it."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from random import Random
 from types import SimpleNamespace
@@ -28,7 +29,8 @@ from projections.packed.trial_ids import listed
 from tests import builders
 from tests.native import kernels
 from tests.projections.test_kernels import same
-from tests.strategies import run_logs
+from tests.strategies import KINDS, LARGEST, graded_runs, run_logs
+from tests.strategies import values as run_values
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "spec" / "examples"
 EVENT: TypeAdapter[InputEvent] = TypeAdapter(InputEvent)
@@ -137,11 +139,11 @@ def test_scores_and_a_rekey_give_the_python_fold_s_task_byte_for_byte(
 
 
 @st.composite
-def logs_with_repeats(draw: st.DrawFn) -> list[InputEvent]:
+def logs_with_repeats(draw: st.DrawFn, output_values: st.SearchStrategy[Any] = run_values) -> list[InputEvent]:
     """A run's log (`tests.strategies.run_logs`) with events given again: the same event (a
     redelivery), or the same with another id (a second run.started, refused; a second
     run.closed, ignored; a score or trial again, perhaps after the close: a late event)."""
-    events = draw(run_logs())
+    events = draw(run_logs(output_values=output_values))
     for number in range(draw(st.integers(0, 6))):
         again = draw(st.sampled_from(events))
         if draw(st.booleans()):
@@ -249,8 +251,18 @@ def assert_same_summary(run: RunState, native: Any) -> None:
         raise AssertionError(f"at byte {at}: native {got[start : at + 80]!r}, python {expected[start : at + 80]!r}")
 
 
+ORDERED_VALUES = st.sampled_from([LARGEST, -LARGEST, 1e308, -1e308, 1.0, 0.5, 3.0, 1e-16, -1e-16, 0.1, math.nan, True])
+"""Values whose sums differ with the order they are added in (1e308 + 1e308 - 1e308 is
+Infinity, 1e308 - 1e308 + 1e308 is 1e308): a summary that adds in another order than the
+reference's shows it."""
+
+
 @settings(max_examples=150)
-@given(logs_with_repeats(), st.sampled_from(["folded", "offsets", "restored"]), st.randoms(use_true_random=False))
+@given(
+    st.one_of(logs_with_repeats(), logs_with_repeats(ORDERED_VALUES)),
+    st.sampled_from(["folded", "offsets", "restored"]),
+    st.randoms(use_true_random=False),
+)
 def test_every_revision_s_summary_is_the_python_fold_s_byte_for_byte(
     events: list[InputEvent], positions: str, rng: Random
 ) -> None:
@@ -263,6 +275,68 @@ def test_every_revision_s_summary_is_the_python_fold_s_byte_for_byte(
     for event, position in zip(events, log_positions(positions, len(events), rng), strict=True):
         native_apply(native, event, position)
         run_module.apply(run, event, position)
+        assert_same_summary(run, native)
+
+
+@st.composite
+def order_sensitive_logs(draw: st.DrawFn) -> list[InputEvent]:
+    """A closed run of tasks declaring `reward.score` and a view of it, whose scores land
+    interleaved across tasks with values whose sums depend on their order: the metric's in run
+    log order, the view's and pass@k's in summary task order, each differ from the other."""
+    tasks = [f"t{number}" for number in range(draw(st.integers(1, 4)))]
+    view = {"name": "v", "reducer": "single", "signals": [{"metric": "reward", "output": "score"}]}
+    declared = draw(st.permutations(tasks))
+    specs = [builders.task_spec(task, {"reward.score": "continuous"}, [view]) for task in declared]
+    events: list[InputEvent] = [builders.started("run", specs)]
+    for number in range(draw(st.integers(2, 14))):
+        task = draw(st.sampled_from(tasks))
+        events.append(builders.score(task, f"{task}-{number}", "reward", {"score": draw(ORDERED_VALUES)}))
+    events.insert(draw(st.integers(0, len(events))), builders.closed("run"))
+    return events
+
+
+@settings(max_examples=100)
+@given(order_sensitive_logs(), st.sampled_from(["folded", "restored"]), st.randoms(use_true_random=False))
+def test_sums_add_in_the_reference_s_order(events: list[InputEvent], positions: str, rng: Random) -> None:
+    run = RunState("run")
+    native = kernels().NativeRun("run")
+    for event, position in zip(events, log_positions(positions, len(events), rng), strict=True):
+        native_apply(native, event, position)
+        run_module.apply(run, event, position)
+        assert_same_summary(run, native)
+
+
+@st.composite
+def wide_logs(draw: st.DrawFn) -> list[InputEvent]:
+    """A closed run whose metrics carry more output names than a record has slots for
+    (`records.DENSE`): spilled cells in every figure, declared of every kind or not at all,
+    with views over them."""
+    tasks = ["t", "u"]
+    specs = []
+    for task in tasks:
+        kinds = {f"{m}.{o}": draw(st.sampled_from(KINDS)) for m, o in draw(st.lists(st.sampled_from(KEYS), max_size=6))}
+        signals = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3))
+        reducer = draw(st.sampled_from(["single", "all", "any", "mean", "weighted"]))
+        view = {"name": "wide", "reducer": reducer, "signals": [{"metric": m, "output": o} for m, o in signals]}
+        specs.append(builders.task_spec(task, kinds, [view]))
+    events: list[InputEvent] = [builders.started("run", specs, harbor_rules=draw(st.sampled_from(["0.25", "0.26"])))]
+    for number, drawn in enumerate(draw(st.lists(scores(), max_size=30))):
+        body = {**drawn, "run_id": "run", "event_id": f"w-{number}", "task_id": draw(st.sampled_from(tasks))}
+        events.append(EVENT.validate_python(body))
+    events.insert(draw(st.integers(1, len(events))), builders.closed("run"))
+    return events
+
+
+@settings(max_examples=60)
+@given(st.one_of(wide_logs(), graded_runs()))
+def test_wide_metrics_and_many_attempts_give_the_python_fold_s_summary(events: list[InputEvent]) -> None:
+    """Spilled output cells (`wide_logs`), and tasks of up to 8 attempts (`graded_runs`: pass@k
+    and pass^k up to k = 8, Harbor's ks 2, 4, 5 and 8, its 0.25 and 0.26 rules)."""
+    run = RunState("run")
+    native = kernels().NativeRun("run")
+    for event in events:
+        native_apply(native, event, None)
+        run_module.apply(run, event)
         assert_same_summary(run, native)
 
 
