@@ -19,7 +19,7 @@ use crate::floats::python_repr;
 use crate::harbor;
 use crate::passk::{estimates, hat_estimates, key_columns};
 use crate::ranges::{center_and_spread, percentiles_by, Center, Spread, PERCENTILES};
-use crate::statistics::Entry;
+use crate::statistics::{Column, Entry};
 
 fn key_name(key: &Key) -> String {
     format!("{}.{}", key.0, key.1)
@@ -273,54 +273,118 @@ fn merged<T: Ord + Copy>(lists: &[Vec<T>]) -> Vec<T> {
     out
 }
 
-/// The `run.summary` of the run as `projections.assembly.summary.summary_bytes` encodes it.
-pub fn summary_bytes(run: &RunState) -> Vec<u8> {
-    let declarations = run.declarations.as_ref();
-    let order = summary_tasks(run);
-    // Eligible key name -> its key (the reference's dict: a later key of the same name wins).
-    let eligible: BTreeMap<String, &Key> = run.passk.keys().map(|key| (key_name(key), key)).collect();
-    let lists: Vec<Lists<'_>> = run.tasks.iter().map(attempt_lists).collect();
+/// What every task of the run adds up to (`contributions.refreshed`): the tasks named only by
+/// trial.finished events too, which add no score.
+#[derive(Default)]
+struct Gathered<'a> {
+    coverage: BTreeMap<&'a str, Coverage<'a>>,
+    /// (metric, output) -> (seq, value) of its numeric values, in log order once sorted.
+    numeric: BTreeMap<(&'a str, &'a str), Vec<(i64, f64)>>,
+    /// Per metric_type, the output names declared (any kind) or carried by any score:
+    /// the order of the metric aggregates and of `metric_coverage`.
+    outputs: BTreeMap<&'a str, BTreeSet<&'a str>>,
+    trials: HashSet<&'a str>,
+    /// The trial ids with a completed or partial score, of any task and metric.
+    graded: HashSet<&'a str>,
+    rewards: Rewards<'a>,
+}
 
-    // What every task of the run adds up to (`contributions.refreshed`).
-    let mut coverage: BTreeMap<&str, Coverage<'_>> = BTreeMap::new();
-    let mut numeric: BTreeMap<(&str, &str), Vec<(i64, f64)>> = BTreeMap::new();
-    let mut outputs: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    let mut trials: HashSet<&str> = HashSet::new();
-    let mut graded: HashSet<&str> = HashSet::new();
-    // Key name -> value label -> (seq, trial_id) of its non-null attempts.
-    let mut rewards: Rewards<'_> = HashMap::new();
-    for (task, task_lists) in run.tasks.iter().zip(&lists) {
+fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
+    let mut gathered = Gathered::default();
+    for (task, task_lists) in run.tasks.iter().zip(lists) {
         let state = &task.state;
-        trials.extend(state.trials.iter().map(String::as_str));
+        gathered.trials.extend(state.trials.iter().map(String::as_str));
         for (metric, columns) in &state.metrics {
-            let counts = coverage.entry(metric).or_default();
+            let counts = gathered.coverage.entry(metric).or_default();
             counts.scores += columns.len();
             counts.failed += columns.failed();
             // A metric's scores name it among the outputs' metrics, whatever outputs they carry.
-            let names = outputs.entry(metric).or_default();
-            names.extend(columns.names.iter().map(String::as_str));
+            gathered.outputs.entry(metric).or_default().extend(columns.names.iter().map(String::as_str));
             for (at, output) in columns.names.iter().enumerate() {
                 *counts.carried.entry(output).or_default() += columns.cells(at).len();
-                numeric.entry((metric, output)).or_default().extend(columns.numeric(output));
+                gathered.numeric.entry((metric, output)).or_default().extend(columns.numeric(output));
             }
-            graded.extend(
-                columns.rows().filter(|row| row.status == OK).map(|row| state.trials[row.trial as usize].as_str()),
-            );
+            let ok = columns.rows().filter(|row| row.status == OK);
+            gathered.graded.extend(ok.map(|row| state.trials[row.trial as usize].as_str()));
         }
         for (name, attempts) in task_lists {
             for &(trial_id, value, seq) in attempts {
                 if let Some(value) = value {
-                    let labels = rewards.entry(name.as_str()).or_default();
+                    let labels = gathered.rewards.entry(name.as_str()).or_default();
                     labels.entry(python_repr(value)).or_default().push((seq, trial_id));
                 }
             }
         }
     }
-    if let Some(declarations) = declarations {
+    if let Some(declarations) = &run.declarations {
         for (metric, names) in &declarations.outputs {
-            outputs.entry(metric).or_default().extend(names.iter().map(String::as_str));
+            gathered.outputs.entry(metric).or_default().extend(names.iter().map(String::as_str));
         }
     }
+    gathered
+}
+
+/// An eligible key's pass@k and pass^k columns (none where no task is measured).
+struct KeyColumns<'a> {
+    name: &'a str,
+    measured: usize,
+    at_k: Vec<Column>,
+    hat_k: Vec<Column>,
+}
+
+/// Every eligible key's columns, by name, from the (n, c) of its measured tasks in summary
+/// task order and its unmeasured ones (`attempts.task_tallies`, `passk.key_figures_of`).
+fn key_columns_of<'a>(run: &RunState, order: &[usize], eligible: &'a BTreeMap<String, &Key>) -> Vec<KeyColumns<'a>> {
+    let mut measured: BTreeMap<String, (Vec<(u64, u64)>, usize)> = BTreeMap::new();
+    for &at in order {
+        let state = &run.tasks[at].state;
+        for (key, &(n, c)) in state.keys.iter().zip(&state.counts) {
+            if run.passk.contains_key(key) {
+                let tallies = measured.entry(key_name(key)).or_default();
+                if n > 0 {
+                    tallies.0.push((n as u64, c as u64));
+                } else {
+                    tallies.1 += 1;
+                }
+            }
+        }
+    }
+    eligible
+        .keys()
+        .map(|name| {
+            let (tallies, unmeasured) = measured.remove(name).unwrap_or_default();
+            KeyColumns {
+                name,
+                measured: tallies.len(),
+                at_k: key_columns(&tallies, unmeasured, estimates),
+                hat_k: key_columns(&tallies, unmeasured, hat_estimates),
+            }
+        })
+        .collect()
+}
+
+/// A run and what its summary is made of.
+struct Parts<'a> {
+    run: &'a RunState,
+    /// The summary's tasks, as indices into the run's.
+    order: Vec<usize>,
+    /// Eligible key name -> its key (the reference's dict: a later key of the same name wins).
+    eligible: &'a BTreeMap<String, &'a Key>,
+    /// Each of the run's tasks' attempt lists.
+    lists: &'a [Lists<'a>],
+    gathered: Gathered<'a>,
+    keys: Vec<KeyColumns<'a>>,
+}
+
+/// The `run.summary` of the run as `projections.assembly.summary.summary_bytes` encodes it.
+pub fn summary_bytes(run: &RunState) -> Vec<u8> {
+    let order = summary_tasks(run);
+    let eligible: BTreeMap<String, &Key> = run.passk.keys().map(|key| (key_name(key), key)).collect();
+    let lists: Vec<Lists<'_>> = run.tasks.iter().map(attempt_lists).collect();
+    let gathered = gather(run, &lists);
+    let keys = key_columns_of(run, &order, &eligible);
+    let parts = Parts { run, order, eligible: &eligible, lists: &lists, gathered, keys };
+    let declarations = run.declarations.as_ref();
 
     let mut out = Vec::with_capacity(4096);
     let mut payload = Items::object(&mut out);
@@ -338,185 +402,216 @@ pub fn summary_bytes(run: &RunState) -> Vec<u8> {
     }
     labels.end();
     integer(payload.key("event_count"), run.event_count);
-
-    // Each eligible key's (n, c) of the measured tasks in summary task order, and its
-    // unmeasured tasks (`attempts.task_tallies`), by key name.
-    let mut measured: BTreeMap<String, (Vec<(u64, u64)>, usize)> = BTreeMap::new();
-    for &at in &order {
-        let state = &run.tasks[at].state;
-        for (key, &(n, c)) in state.keys.iter().zip(&state.counts) {
-            if run.passk.contains_key(key) {
-                let tallies = measured.entry(key_name(key)).or_default();
-                if n > 0 {
-                    tallies.0.push((n as u64, c as u64));
-                } else {
-                    tallies.1 += 1;
-                }
-            }
-        }
-    }
-
     let mut summary = Items::object(payload.key("summary"));
-    let mut scores = Items::array(summary.key("scores"));
-    for (metric, names) in &outputs {
-        let total = coverage.get(metric).map_or(0, |counts| counts.scores);
-        for output in names {
-            let mut values = numeric.get(&(*metric, *output)).cloned().unwrap_or_default();
-            values.sort_by_key(|&(seq, _)| seq);
-            range_aggregate(
-                scores.item(),
-                &format!("{metric}.{output}"),
-                values.into_iter().map(|(_, value)| value),
-                total,
-            );
-        }
-    }
-    // Views: per name, the trials of the declared tasks that have it and their values, in
-    // declaration order.
-    let mut views: BTreeMap<&str, (usize, Vec<f64>)> = BTreeMap::new();
-    for (task_id, declared) in declarations.map_or(&[][..], |declarations| &declarations.tasks) {
-        let task = run.task(task_id).expect("a declared task is the run's");
-        for (name, trials, values) in task_views(task, declared) {
-            let view = views.entry(name).or_default();
-            view.0 += trials;
-            view.1.extend(values);
-        }
-    }
-    for (name, (total, values)) in &views {
-        range_aggregate(scores.item(), &format!("view.{name}"), values.iter().copied(), *total);
-    }
-    // Every eligible key by name, each with its columns (none where no task is measured).
-    let columns: Vec<(&str, usize, Vec<_>, Vec<_>)> = eligible
-        .keys()
-        .map(|name| {
-            let (tallies, unmeasured) = measured.get(name).cloned().unwrap_or_default();
-            let at_k = key_columns(&tallies, unmeasured, estimates);
-            let hat_k = key_columns(&tallies, unmeasured, hat_estimates);
-            (name.as_str(), tallies.len(), at_k, hat_k)
-        })
-        .collect();
-    for (name, _, at_k, _) in &columns {
-        for column in at_k {
-            let mut ordered = column.values.clone();
-            ordered.sort_by(|left, right| left.partial_cmp(right).expect("finite figures compare"));
-            let title = format!("{name}.pass@{}", column.entry.k);
-            aggregate(scores.item(), &title, &column.middle, column.spreads.as_ref(), &ordered);
-        }
-    }
-    scores.end();
-
-    let mut metric_coverage = Items::object(summary.key("metric_coverage"));
-    for (metric, names) in &outputs {
-        let empty = Coverage::default();
-        let counts = coverage.get(metric).unwrap_or(&empty);
-        let mut by_output = Items::object(metric_coverage.key(metric));
-        for output in names {
-            let scored = counts.carried.get(output).copied().unwrap_or(0);
-            let mut figures = Items::object(by_output.key(output));
-            integer(figures.key("total"), counts.scores);
-            integer(figures.key("scored"), scored);
-            integer(figures.key("failed"), counts.failed);
-            integer(figures.key("missing"), counts.scores as i64 - scored as i64 - counts.failed as i64);
-            figures.end();
-        }
-        by_output.end();
-    }
-    metric_coverage.end();
-
-    let mut task_metric_attempts = Items::object(summary.key("task_metric_attempts"));
-    for &at in &order {
-        let mut by_key = Items::object(task_metric_attempts.key(&run.tasks[at].state.task_id));
-        for (name, attempts) in &lists[at] {
-            let mut list = Items::array(by_key.key(name));
-            for &(trial_id, value, _) in attempts {
-                let mut attempt = Items::object(list.item());
-                string(attempt.key("trial_id"), trial_id);
-                optional_wire(attempt.key("value"), value);
-                attempt.end();
-            }
-            list.end();
-        }
-        by_key.end();
-    }
-    task_metric_attempts.end();
-    integer(summary.key("task_count"), declarations.map_or(order.len(), |declarations| declarations.tasks.len()));
-    integer(summary.key("trial_count"), trials.len());
+    parts.scores(summary.key("scores"));
+    parts.coverage(summary.key("metric_coverage"));
+    parts.attempts(summary.key("task_metric_attempts"));
+    let tasks = declarations.map_or(parts.order.len(), |declarations| declarations.tasks.len());
+    integer(summary.key("task_count"), tasks);
+    integer(summary.key("trial_count"), parts.gathered.trials.len());
     integer(summary.key("score_count"), run.score_count);
     summary.end();
-
-    harbor_block(payload.key("harbor"), run, &order, &lists, &eligible, graded.len(), rewards);
-
-    let mut verdicts = Items::object(payload.key("verdicts"));
-    for &at in &order {
-        let state = &run.tasks[at].state;
-        let mut by_key = Items::object(verdicts.key(&state.task_id));
-        for (name, _) in &lists[at] {
-            let Some(&key) = eligible.get(name) else { continue };
-            if let Some(place) = state.keys.iter().position(|held| held == key) {
-                let (n, c) = state.counts[place];
-                string(by_key.key(name), verdict(n, c));
-            }
-        }
-        by_key.end();
-    }
-    verdicts.end();
-
-    let mut statistics = Items::object(payload.key("statistics"));
-    for (name, tasks, at_k, hat_k) in &columns {
-        if *tasks == 0 {
-            continue;
-        }
-        let mut figures = Items::object(statistics.key(name));
-        integer(figures.key("tasks"), tasks);
-        for (field, columns) in [("pass_at_k", at_k), ("pass_hat_k", hat_k)] {
-            let mut entries = Items::array(figures.key(field));
-            for column in columns {
-                entry(entries.item(), &column.entry);
-            }
-            entries.end();
-        }
-        figures.end();
-    }
-    statistics.end();
+    parts.harbor(payload.key("harbor"));
+    parts.verdicts(payload.key("verdicts"));
+    parts.statistics(payload.key("statistics"));
     payload.end();
     out
 }
 
-/// The `harbor` object (`harbor_stats.harbor_stats`), SEMANTICS.md section 6.
-fn harbor_block(
-    out: &mut Vec<u8>,
-    run: &RunState,
-    order: &[usize],
-    lists: &[Lists<'_>],
-    eligible: &BTreeMap<String, &Key>,
-    graded: usize,
-    rewards: Rewards<'_>,
-) {
-    let null_is_zero =
-        run.declarations.as_ref().is_some_and(|declarations| declarations.harbor_rules == HarborRules::V025);
-    let mut harbor = Items::object(out);
-    integer(harbor.key("n_trials"), graded);
-    integer(harbor.key("n_errors"), run.trials_failed);
+impl Parts<'_> {
+    /// `summary.scores`: the metric outputs' aggregates (values in run log order), the views'
+    /// (values in declared task order), then pass@k's (SEMANTICS.md section 4).
+    fn scores(&self, out: &mut Vec<u8>) {
+        let (run, gathered) = (self.run, &self.gathered);
+        let mut scores = Items::array(out);
+        for (metric, names) in &gathered.outputs {
+            let total = gathered.coverage.get(metric).map_or(0, |counts| counts.scores);
+            for output in names {
+                let mut values = gathered.numeric.get(&(*metric, *output)).cloned().unwrap_or_default();
+                values.sort_by_key(|&(seq, _)| seq);
+                let values = values.into_iter().map(|(_, value)| value);
+                range_aggregate(scores.item(), &format!("{metric}.{output}"), values, total);
+            }
+        }
+        // Per view name, the trials of the declared tasks that have it and their values.
+        let mut views: BTreeMap<&str, (usize, Vec<f64>)> = BTreeMap::new();
+        for (task_id, declared) in run.declarations.as_ref().map_or(&[][..], |declarations| &declarations.tasks) {
+            let task = run.task(task_id).expect("a declared task is the run's");
+            for (name, trials, values) in task_views(task, declared) {
+                let view = views.entry(name).or_default();
+                view.0 += trials;
+                view.1.extend(values);
+            }
+        }
+        for (name, (total, values)) in &views {
+            range_aggregate(scores.item(), &format!("view.{name}"), values.iter().copied(), *total);
+        }
+        for key in &self.keys {
+            for column in &key.at_k {
+                let mut ordered = column.values.clone();
+                ordered.sort_by(|left, right| left.partial_cmp(right).expect("finite figures compare"));
+                let name = format!("{}.pass@{}", key.name, column.entry.k);
+                aggregate(scores.item(), &name, &column.middle, column.spreads.as_ref(), &ordered);
+            }
+        }
+        scores.end();
+    }
 
-    // reward_stats: labels by the first seq of their list (then the label), keys by that of
-    // their first label (then the name), each list in seq order.
-    type Labels<'a> = Vec<(i64, String, Trials<'a>)>;
-    let mut names: Vec<(i64, &str, Labels<'_>)> = rewards
-        .into_iter()
+    /// `summary.metric_coverage` (section 5), over the metric aggregates' output names.
+    fn coverage(&self, out: &mut Vec<u8>) {
+        let mut metric_coverage = Items::object(out);
+        let empty = Coverage::default();
+        for (metric, names) in &self.gathered.outputs {
+            let counts = self.gathered.coverage.get(metric).unwrap_or(&empty);
+            let mut by_output = Items::object(metric_coverage.key(metric));
+            for output in names {
+                let scored = counts.carried.get(output).copied().unwrap_or(0);
+                let mut figures = Items::object(by_output.key(output));
+                integer(figures.key("total"), counts.scores);
+                integer(figures.key("scored"), scored);
+                integer(figures.key("failed"), counts.failed);
+                integer(figures.key("missing"), counts.scores as i64 - scored as i64 - counts.failed as i64);
+                figures.end();
+            }
+            by_output.end();
+        }
+        metric_coverage.end();
+    }
+
+    /// `summary.task_metric_attempts` (section 1).
+    fn attempts(&self, out: &mut Vec<u8>) {
+        let mut task_metric_attempts = Items::object(out);
+        for &at in &self.order {
+            let mut by_key = Items::object(task_metric_attempts.key(&self.run.tasks[at].state.task_id));
+            for (name, attempts) in &self.lists[at] {
+                let mut list = Items::array(by_key.key(name));
+                for &(trial_id, value, _) in attempts {
+                    let mut attempt = Items::object(list.item());
+                    string(attempt.key("trial_id"), trial_id);
+                    optional_wire(attempt.key("value"), value);
+                    attempt.end();
+                }
+                list.end();
+            }
+            by_key.end();
+        }
+        task_metric_attempts.end();
+    }
+
+    /// `verdicts` (section 3): per summary task, each of its eligible keys'.
+    fn verdicts(&self, out: &mut Vec<u8>) {
+        let mut verdicts = Items::object(out);
+        for &at in &self.order {
+            let state = &self.run.tasks[at].state;
+            let mut by_key = Items::object(verdicts.key(&state.task_id));
+            for (name, _) in &self.lists[at] {
+                let Some(&key) = self.eligible.get(name) else { continue };
+                if let Some(place) = state.keys.iter().position(|held| held == key) {
+                    let (n, c) = state.counts[place];
+                    string(by_key.key(name), verdict(n, c));
+                }
+            }
+            by_key.end();
+        }
+        verdicts.end();
+    }
+
+    /// `statistics` (section 8): every eligible key with a measured task.
+    fn statistics(&self, out: &mut Vec<u8>) {
+        let mut statistics = Items::object(out);
+        for key in self.keys.iter().filter(|key| key.measured > 0) {
+            let mut figures = Items::object(statistics.key(key.name));
+            integer(figures.key("tasks"), key.measured);
+            for (field, columns) in [("pass_at_k", &key.at_k), ("pass_hat_k", &key.hat_k)] {
+                let mut entries = Items::array(figures.key(field));
+                for column in columns {
+                    entry(entries.item(), &column.entry);
+                }
+                entries.end();
+            }
+            figures.end();
+        }
+        statistics.end();
+    }
+
+    /// The `harbor` object (`harbor_stats.harbor_stats`), SEMANTICS.md section 6.
+    fn harbor(&self, out: &mut Vec<u8>) {
+        let run = self.run;
+        let mut harbor = Items::object(out);
+        integer(harbor.key("n_trials"), self.gathered.graded.len());
+        integer(harbor.key("n_errors"), run.trials_failed);
+        reward_stats(harbor.key("reward_stats"), &self.gathered.rewards);
+        exception_stats(harbor.key("exception_stats"), run);
+        self.harbor_pass_at_k(harbor.key("pass_at_k"));
+        harbor.end();
+    }
+
+    /// Harbor's pass_at_k: per eligible key, Harbor's (n, c) of each summary task that has
+    /// attempts counting under the run's rules; a key with a value neither null, 0 nor 1 has none.
+    fn harbor_pass_at_k(&self, out: &mut Vec<u8>) {
+        let rules =
+            self.run.declarations.as_ref().map_or(HarborRules::default(), |declarations| declarations.harbor_rules);
+        let null_is_zero = rules == HarborRules::V025;
+        let mut binary: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+        let mut broken: HashSet<&str> = HashSet::new();
+        for &at in &self.order {
+            for (name, attempts) in &self.lists[at] {
+                let (mut n, mut c) = (0, 0);
+                for &(_, value, _) in attempts {
+                    match value {
+                        None => n += u64::from(null_is_zero),
+                        Some(value) => {
+                            n += 1;
+                            if value == 1.0 {
+                                c += 1;
+                            } else if value != 0.0 {
+                                broken.insert(name);
+                            }
+                        }
+                    }
+                }
+                if self.eligible.contains_key(name) && n > 0 {
+                    binary.entry(name).or_default().push((n, c));
+                }
+            }
+        }
+        let mut pass_at_k = Items::object(out);
+        for (name, tallies) in binary.iter().filter(|(name, _)| !broken.contains(*name)) {
+            let figures = harbor::pass_at_k(tallies);
+            if figures.is_empty() {
+                continue;
+            }
+            let mut by_k = Items::object(pass_at_k.key(name));
+            for (k, figure) in figures {
+                float(by_k.key(&k.to_string()), figure);
+            }
+            by_k.end();
+        }
+        pass_at_k.end();
+    }
+}
+
+/// Harbor's reward_stats: labels by the first seq of their list (then the label), keys by
+/// that of their first label (then the name), each list in seq order.
+fn reward_stats(out: &mut Vec<u8>, rewards: &Rewards<'_>) {
+    type Labels<'a, 'b> = Vec<(i64, &'b str, Trials<'a>)>;
+    let mut names: Vec<(i64, &str, Labels<'_, '_>)> = rewards
+        .iter()
         .map(|(name, labels)| {
-            let mut labels: Labels<'_> = labels
-                .into_iter()
-                .map(|(label, mut trials)| {
+            let mut labels: Labels<'_, '_> = labels
+                .iter()
+                .map(|(label, trials)| {
+                    let mut trials = trials.clone();
                     trials.sort_by_key(|&(seq, _)| seq);
-                    (trials[0].0, label, trials)
+                    (trials[0].0, label.as_str(), trials)
                 })
                 .collect();
-            labels.sort_by(|left, right| (left.0, &left.1).cmp(&(right.0, &right.1)));
-            (labels[0].0, name, labels)
+            labels.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
+            (labels[0].0, *name, labels)
         })
         .collect();
     names.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
-    let mut reward_stats = Items::object(harbor.key("reward_stats"));
+    let mut reward_stats = Items::object(out);
     for (_, name, labels) in &names {
         let mut by_label = Items::object(reward_stats.key(name));
         for (_, label, trials) in labels {
@@ -529,9 +624,11 @@ fn harbor_block(
         by_label.end();
     }
     reward_stats.end();
+}
 
-    // exception_stats: error type -> trial ids, in the order of `heapq.merge` of the tasks'
-    // failed trials (run order), as the reference gathers them.
+/// Harbor's exception_stats: error type -> trial ids, in the order of `heapq.merge` of the
+/// tasks' failed trials (run order), as the reference gathers them.
+fn exception_stats(out: &mut Vec<u8>, run: &RunState) {
     let failed: Vec<Vec<&(i64, String, String)>> =
         run.tasks.iter().filter_map(|task| task.failed_trials.as_ref()).map(|failed| failed.iter().collect()).collect();
     let mut exceptions: Vec<(&str, Vec<&str>)> = Vec::new();
@@ -541,7 +638,7 @@ fn harbor_block(
             None => exceptions.push((error_type, vec![trial_id])),
         }
     }
-    let mut exception_stats = Items::object(harbor.key("exception_stats"));
+    let mut exception_stats = Items::object(out);
     for (error_type, trials) in &exceptions {
         let mut ids = Items::array(exception_stats.key(error_type));
         for trial_id in trials {
@@ -550,47 +647,4 @@ fn harbor_block(
         ids.end();
     }
     exception_stats.end();
-
-    // pass_at_k: per eligible key, Harbor's (n, c) of each summary task that has attempts
-    // counting under the run's rules; a key with a value neither null, 0 nor 1 has none.
-    let mut binary: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
-    let mut broken: HashSet<&str> = HashSet::new();
-    for &at in order {
-        for (name, attempts) in &lists[at] {
-            let (mut n, mut c) = (0, 0);
-            for &(_, value, _) in attempts {
-                match value {
-                    None => n += u64::from(null_is_zero),
-                    Some(value) => {
-                        n += 1;
-                        if value == 1.0 {
-                            c += 1;
-                        } else if value != 0.0 {
-                            broken.insert(name);
-                        }
-                    }
-                }
-            }
-            if eligible.contains_key(name) && n > 0 {
-                binary.entry(name).or_default().push((n, c));
-            }
-        }
-    }
-    let mut pass_at_k = Items::object(harbor.key("pass_at_k"));
-    for (name, tallies) in &binary {
-        if broken.contains(name) {
-            continue;
-        }
-        let figures = harbor::pass_at_k(tallies);
-        if figures.is_empty() {
-            continue;
-        }
-        let mut by_k = Items::object(pass_at_k.key(name));
-        for (k, figure) in figures {
-            float(by_k.key(&k.to_string()), figure);
-        }
-        by_k.end();
-    }
-    pass_at_k.end();
-    harbor.end();
 }
