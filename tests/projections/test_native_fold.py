@@ -2,7 +2,8 @@
 event: a task's (`projections.fold.task.TaskState`) score by score, with the same packed
 records, output names and spilled cells, trial ids, keys with their (n, c), run-wide tallies
 and attempt lists; a run's (`projections.fold.run.RunState`), with every event's outcome and
-the whole state after it."""
+the whole state after it; and the run's summary (`NativeRun.summary_bytes`), byte for byte
+`projections.assembly.summary.summary_bytes` of the Python state after every event."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from projections.packed.trial_ids import listed
 from tests import builders
 from tests.native import kernels
 from tests.projections.test_kernels import same
-from tests.strategies import KINDS, LARGEST, graded_runs, run_logs
+from tests.strategies import KINDS, LARGEST, graded_runs, run_logs, weights
 from tests.strategies import values as run_values
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "spec" / "examples"
@@ -278,19 +279,27 @@ def test_every_revision_s_summary_is_the_python_fold_s_byte_for_byte(
         assert_same_summary(run, native)
 
 
+SIGNED_VALUES = st.sampled_from([0.0, -0.0, math.nan, 1.0, -1.0, math.inf, -math.inf, 1e308])
+"""Values a view's `all` and `any` reducers and an aggregate's sort tell apart by order alone
+(min(0.0, -0.0) is 0.0, min(-0.0, 0.0) is -0.0; a NaN first stays)."""
+
+
 @st.composite
 def order_sensitive_logs(draw: st.DrawFn) -> list[InputEvent]:
     """A closed run of tasks declaring `reward.score` and a view of it, whose scores land
     interleaved across tasks with values whose sums depend on their order: the metric's in run
     log order, the view's and pass@k's in summary task order, each differ from the other."""
     tasks = [f"t{number}" for number in range(draw(st.integers(1, 4)))]
-    view = {"name": "v", "reducer": "single", "signals": [{"metric": "reward", "output": "score"}]}
+    reducer = draw(st.sampled_from(["single", "all", "any", "mean", "weighted"]))
+    signals = [{"metric": "reward", "output": output, "weight": draw(weights)} for output in ("score", "extra")]
+    view = {"name": "v", "reducer": reducer, "signals": signals}
     declared = draw(st.permutations(tasks))
     specs = [builders.task_spec(task, {"reward.score": "continuous"}, [view]) for task in declared]
     events: list[InputEvent] = [builders.started("run", specs)]
     for number in range(draw(st.integers(2, 14))):
         task = draw(st.sampled_from(tasks))
-        events.append(builders.score(task, f"{task}-{number}", "reward", {"score": draw(ORDERED_VALUES)}))
+        outputs = {"score": draw(st.one_of(ORDERED_VALUES, SIGNED_VALUES)), "extra": draw(SIGNED_VALUES)}
+        events.append(builders.score(task, f"{task}-{number}", "reward", outputs))
     events.insert(draw(st.integers(0, len(events))), builders.closed("run"))
     return events
 

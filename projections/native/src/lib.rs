@@ -11,7 +11,7 @@
 //! as kernels: `passk.rs` pass@k's and pass^k's per-task figures and a key's columns,
 //! `ranges.rs` a range aggregate's center, spread and percentiles, `statistics.rs` section 8's
 //! entries (with `t975.rs`, Student's t), `harbor.rs` Harbor's pass@k; `floats.rs` a float's
-//! JSON text as orjson writes it.
+//! JSON text as orjson writes it, and its text as Python's `repr` writes it.
 
 // The recogniser's allocator, compiled into this crate too: one file for both.
 #[path = "../../../events/native/src/allocator.rs"]

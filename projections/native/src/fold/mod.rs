@@ -1,6 +1,8 @@
 //! The fold's state in native code, held byte for byte to the Python fold's
 //! (`projections/fold`, `projections/packed`): a task's packed records (`records`) and its
-//! state and key rules (`task`); a run's state and `apply` (`run`). `door` reaches them from Python, for the parity tests.
+//! state and key rules (`task`); a run's state and `apply` (`run`); its `run.summary` encoded
+//! (`summary`, written as orjson writes JSON: `json`). `door` reaches them from Python, for the
+//! parity tests.
 
 pub mod door;
 pub mod json;
