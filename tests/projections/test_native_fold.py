@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from events.models import InputEvent, RunStarted, ScoreEmitted
 from projections.fold import run as run_module
 from projections.fold.declarations import Declarations, Key
 from projections.fold.key_tallies import KeyTally
@@ -147,24 +147,8 @@ def logs_with_repeats(draw: st.DrawFn) -> list[InputEvent]:
 def native_apply(native: Any, event: InputEvent, position: int | None) -> str:
     """Apply `event` to the native run; its outcome's name."""
     moment = run_module._moment(event)
-    if isinstance(event, ScoreEmitted):
-        outputs = [(output.name, output.value) for output in event.outputs]
-        failure = getattr(event, "failure", None)
-        return str(
-            native.apply_score(
-                event.event_id, event.task_id, event.trial_id, event.metric_type, event.status, failure, outputs,
-                moment, position,
-            )
-        )  # fmt: skip
-    if isinstance(event, TrialFinished):
-        error_type = event.error.type if event.error else None
-        completed = event.status == "completed"
-        return str(
-            native.apply_trial(event.event_id, event.task_id, event.trial_id, completed, error_type, moment, position)
-        )
-    if isinstance(event, RunClosed):
-        return str(native.apply_closed(event.event_id, event.reason, moment, position))
-    assert isinstance(event, RunStarted)
+    if not isinstance(event, RunStarted):
+        return str(native.apply(event, moment, position))
     declarations = Declarations.of(event)
     tasks = [
         (task_id, (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)))

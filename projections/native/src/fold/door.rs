@@ -3,8 +3,9 @@
 //! `projections.fold.task.TaskState`; `NativeRun`, a run's, to `projections.fold.run.RunState`.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
 
 use super::records::Cell;
 use super::run::{Declarations, Event, Outcome, RunState};
@@ -177,51 +178,78 @@ impl NativeRun {
         NativeRun { run: RunState::new(run_id) }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (event_id, task_id, trial_id, metric, status, failure, outputs, moment, position))]
-    fn apply_score(
+    /// Apply a decoded event (a model of `events.models`) other than a run.started, whose
+    /// declarations `apply_started` takes as the Python fold reads them: its outcome's name,
+    /// None for a run.started. `moment`: its `occurred_at` in epoch seconds.
+    #[pyo3(signature = (event, moment, position))]
+    fn apply<'py>(
         &mut self,
-        event_id: &str,
-        task_id: &str,
-        trial_id: &str,
-        metric: &str,
-        status: &str,
-        failure: Option<&str>,
-        outputs: Vec<(String, Bound<'_, PyAny>)>,
+        event: &Bound<'py, PyAny>,
         moment: Option<f64>,
         position: Option<i64>,
-    ) -> PyResult<&'static str> {
-        let cells = cells_of(&outputs)?;
-        let status = status_of(status, failure)?;
-        let event = Event::Score { task_id, trial_id, metric, status, outputs: &cells };
-        Ok(outcome_name(self.run.apply(event_id, &event, moment, position)))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (event_id, task_id, trial_id, completed, error_type, moment, position))]
-    fn apply_trial(
-        &mut self,
-        event_id: &str,
-        task_id: &str,
-        trial_id: &str,
-        completed: bool,
-        error_type: Option<&str>,
-        moment: Option<f64>,
-        position: Option<i64>,
-    ) -> &'static str {
-        let event = Event::Trial { task_id, trial_id, completed, error_type };
-        outcome_name(self.run.apply(event_id, &event, moment, position))
-    }
-
-    #[pyo3(signature = (event_id, reason, moment, position))]
-    fn apply_closed(
-        &mut self,
-        event_id: &str,
-        reason: &str,
-        moment: Option<f64>,
-        position: Option<i64>,
-    ) -> &'static str {
-        outcome_name(self.run.apply(event_id, &Event::Closed { reason }, moment, position))
+    ) -> PyResult<Option<&'static str>> {
+        let py = event.py();
+        let values = event.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
+        let field = |name: &Bound<'py, PyString>| -> PyResult<Bound<'py, PyAny>> {
+            values.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("an event without {name}")))
+        };
+        let event_id = field(intern!(py, "event_id"))?;
+        let event_id = event_id.downcast::<PyString>()?.to_str()?;
+        let kind = field(intern!(py, "type"))?;
+        let outcome = match kind.downcast::<PyString>()?.to_str()? {
+            "score.emitted" => {
+                let (task_id, trial_id) = (field(intern!(py, "task_id"))?, field(intern!(py, "trial_id"))?);
+                let metric = field(intern!(py, "metric_type"))?;
+                let status = field(intern!(py, "status"))?;
+                let failure = values.get_item(intern!(py, "failure"))?;
+                let failure = failure.as_ref().filter(|failure| !failure.is_none());
+                let status =
+                    status_of(status.downcast::<PyString>()?.to_str()?, failure.map(|f| f.extract()).transpose()?)?;
+                let mut outputs = Vec::new();
+                for output in field(intern!(py, "outputs"))?.try_iter()? {
+                    let output = output?.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
+                    let name: String = output
+                        .get_item(intern!(py, "name"))?
+                        .map(|name| name.extract())
+                        .transpose()?
+                        .unwrap_or_default();
+                    let value = output.get_item(intern!(py, "value"))?.unwrap_or_else(|| py.None().into_bound(py));
+                    outputs.push((name, cell_of(&value)?));
+                }
+                let cells: Vec<(&str, Cell)> = outputs.iter().map(|(name, cell)| (name.as_str(), *cell)).collect();
+                let event = Event::Score {
+                    task_id: task_id.downcast::<PyString>()?.to_str()?,
+                    trial_id: trial_id.downcast::<PyString>()?.to_str()?,
+                    metric: metric.downcast::<PyString>()?.to_str()?,
+                    status,
+                    outputs: &cells,
+                };
+                self.run.apply(event_id, &event, moment, position)
+            }
+            "trial.finished" => {
+                let (task_id, trial_id) = (field(intern!(py, "task_id"))?, field(intern!(py, "trial_id"))?);
+                let completed = field(intern!(py, "status"))?.downcast::<PyString>()?.to_str()? == "completed";
+                let error = values.get_item(intern!(py, "error"))?.filter(|error| !error.is_none());
+                let error_type: Option<String> = match error {
+                    None => None,
+                    Some(error) => error.getattr(intern!(py, "type"))?.extract()?,
+                };
+                let event = Event::Trial {
+                    task_id: task_id.downcast::<PyString>()?.to_str()?,
+                    trial_id: trial_id.downcast::<PyString>()?.to_str()?,
+                    completed,
+                    error_type: error_type.as_deref(),
+                };
+                self.run.apply(event_id, &event, moment, position)
+            }
+            "run.closed" => {
+                let reason = field(intern!(py, "reason"))?;
+                let event = Event::Closed { reason: reason.downcast::<PyString>()?.to_str()? };
+                self.run.apply(event_id, &event, moment, position)
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(outcome_name(outcome)))
     }
 
     /// `tasks`: each declared task's (task_id, its `DeclaredKeys`), in declaration order.
@@ -234,10 +262,10 @@ impl NativeRun {
         moment: Option<f64>,
         position: Option<i64>,
     ) -> &'static str {
-        let declarations = Declarations {
-            tasks: tasks.into_iter().map(|(task_id, keys)| (task_id, declared_of(keys))).collect(),
-            eligible: eligible.into_iter().collect(),
-        };
+        let declarations = Declarations::new(
+            tasks.into_iter().map(|(task_id, keys)| (task_id, declared_of(keys))).collect(),
+            eligible.into_iter().collect(),
+        );
         outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position))
     }
 

@@ -14,12 +14,19 @@ use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
 pub struct Declarations {
     /// Each declared task, in declaration order.
     pub tasks: Vec<(String, Declared)>,
+    /// A task's place in `tasks`.
+    index: HashMap<String, usize>,
     pub eligible: BTreeSet<Key>,
 }
 
 impl Declarations {
+    pub fn new(tasks: Vec<(String, Declared)>, eligible: BTreeSet<Key>) -> Self {
+        let index = tasks.iter().enumerate().map(|(at, (task_id, _))| (task_id.clone(), at)).collect();
+        Declarations { tasks, index, eligible }
+    }
+
     fn task(&self, task_id: &str) -> Option<&Declared> {
-        self.tasks.iter().find(|(held, _)| held == task_id).map(|(_, declared)| declared)
+        self.index.get(task_id).map(|&at| &self.tasks[at].1)
     }
 }
 
