@@ -13,9 +13,9 @@
 //! entries (with `t975.rs`, Student's t), `harbor.rs` Harbor's pass@k; `floats.rs` a float's
 //! JSON text as orjson writes it.
 
-// The recogniser's allocator, compiled into this crate too: one file for both.
-#[path = "../../../events/native/src/allocator.rs"]
-mod allocator;
+// The recogniser (a dependency: the fold reads events with it) brings its allocator, the
+// one this module's memory comes from too.
+use _native as _;
 mod floats;
 mod fold;
 mod harbor;
