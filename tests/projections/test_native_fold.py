@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from events.models import InputEvent, RunStarted, ScoreEmitted
+from events.codec import MAX_EVENT_BYTES, decode, encode
+from events.models import EVENT_ID_MAX, NAME_MAX, RUN_ID_MAX, InputEvent, RunStarted, ScoreEmitted
+from events.nonfinite import NONFINITE_STRINGS
 from projections.fold import run as run_module
 from projections.fold.declarations import Declarations, Key
 from projections.fold.key_tallies import KeyTally
@@ -198,3 +200,35 @@ def test_a_run_s_log_gives_the_python_fold_s_state_event_by_event(
     for event, position in zip(events, places, strict=True):
         assert native_apply(native, event, position) == run_module.apply(run, event, position).outcome.value
         assert_same_run(run, native)
+
+
+def fold_reader() -> Any:
+    """The fold's reader of messages, with the contract's bounds (as `events.compiled` gives
+    the recogniser them)."""
+    return kernels().FoldReader(EVENT_ID_MAX, RUN_ID_MAX, NAME_MAX, list(NONFINITE_STRINGS.items()), MAX_EVENT_BYTES)
+
+
+@settings(max_examples=200)
+@given(logs_with_repeats(), st.booleans())
+def test_messages_read_from_their_bytes_give_what_their_decoded_events_give(
+    events: list[InputEvent], offsets: bool
+) -> None:
+    """A message the native reader takes is applied as its decoded event is; one it leaves
+    (a run.started, a timestamp of an uncommon form) is decoded and applied through the model."""
+    reader, runs = fold_reader(), {}
+    run = RunState("run")
+    taken = 0
+    for number, event in enumerate(events):
+        position = 3 * number + 7 if offsets else None
+        raw = encode(event)
+        read = reader.apply(runs, raw, position)
+        decoded = decode(raw)
+        want = run_module.apply(run, decoded, position).outcome.value
+        if read is None:
+            native = runs.setdefault("run", kernels().NativeRun("run"))
+            assert native_apply(native, decoded, position) == want
+        else:
+            taken += 1
+            assert read == ("run", want)
+        assert_same_run(run, runs["run"])
+    assert taken >= sum(1 for event in events if not isinstance(event, RunStarted))

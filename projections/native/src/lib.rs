@@ -46,6 +46,7 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::KeyTable>()?;
     module.add_class::<fold::door::NativeTask>()?;
     module.add_class::<fold::door::NativeRun>()?;
+    module.add_class::<fold::door::FoldReader>()?;
     module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
     module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;

@@ -318,3 +318,107 @@ impl NativeRun {
             .collect()
     }
 }
+
+/// The fold's reading of input messages from their bytes (`projections.kernels.FOLD_READER`
+/// makes one, with `events.compiled`'s bounds): a message of a common type that the
+/// recogniser reads for certain is applied to its run with no model built; any other is left
+/// to the caller (None), which decodes it in Python and applies the event it gets.
+#[pyclass(module = "projections._kernels", frozen)]
+pub struct FoldReader {
+    limits: _native::Limits,
+    /// Each non-finite string of EVENTS.md and the float it stands for.
+    nonfinite: Vec<(String, f64)>,
+    /// The most bytes a message may have (`events.codec.MAX_EVENT_BYTES`).
+    most: usize,
+}
+
+impl FoldReader {
+    fn cell(&self, value: &_native::Scalar) -> Cell {
+        match value {
+            _native::Scalar::Bool(flag) => Cell::boolean(*flag),
+            _native::Scalar::Int(number) => Cell::number(*number as f64),
+            _native::Scalar::Float(number) => Cell::number(*number),
+            _native::Scalar::Text(text) => match self.nonfinite.iter().find(|(spelled, _)| spelled == text) {
+                Some(&(_, number)) => Cell::number(number),
+                None => Cell::LABEL,
+            },
+            _native::Scalar::Null => Cell::LABEL,
+        }
+    }
+}
+
+#[pymethods]
+impl FoldReader {
+    #[new]
+    fn new(
+        event_id_max: usize,
+        run_id_max: usize,
+        name_max: usize,
+        nonfinite: Vec<(String, f64)>,
+        most: usize,
+    ) -> Self {
+        FoldReader { limits: _native::Limits { event_id_max, run_id_max, name_max }, nonfinite, most }
+    }
+
+    /// Apply message `raw` to its run in `runs` (made there when new): (its run id, the
+    /// outcome's name); None where the message is left to Python.
+    #[pyo3(signature = (runs, raw, position))]
+    fn apply<'py>(
+        &self,
+        runs: &Bound<'py, PyDict>,
+        raw: &Bound<'py, PyBytes>,
+        position: Option<i64>,
+    ) -> PyResult<Option<(Bound<'py, PyString>, &'static str)>> {
+        let py = runs.py();
+        let bytes = raw.as_bytes();
+        if bytes.len() > self.most {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return Ok(None);
+        };
+        let Some(message) = _native::message(text) else {
+            return Ok(None);
+        };
+        let Some(read) = _native::read(&message, &self.limits) else {
+            return Ok(None);
+        };
+        let moment = match read.occurred_at {
+            None => None,
+            Some(at) => match _native::common_epoch_seconds(at) {
+                Some(seconds) => Some(seconds),
+                None => return Ok(None), // a form only Python's reading decides
+            },
+        };
+        let run_id = PyString::new(py, read.run_id);
+        let run = match runs.get_item(&run_id)? {
+            Some(run) => run.downcast_into::<NativeRun>()?,
+            None => {
+                let run = Bound::new(py, NativeRun::new(read.run_id))?;
+                runs.set_item(&run_id, &run)?;
+                run
+            }
+        };
+        let mut run = run.borrow_mut();
+        let outcome = match &read.kind {
+            _native::ReadKind::Score { task_id, trial_id, metric_type, status, outputs } => {
+                let cells: Vec<(&str, Cell)> = outputs.iter().map(|(name, value)| (*name, self.cell(value))).collect();
+                let status = match status {
+                    _native::ScoreStatus::Completed | _native::ScoreStatus::Partial => Status::Scored,
+                    _native::ScoreStatus::TrialFailed => Status::TrialFailed,
+                    _native::ScoreStatus::MetricFailed => Status::MetricFailed,
+                };
+                let event = Event::Score { task_id, trial_id, metric: metric_type, status, outputs: &cells };
+                run.run.apply(read.event_id, &event, moment, position)
+            }
+            _native::ReadKind::Trial { task_id, trial_id, completed, error_type } => {
+                let event = Event::Trial { task_id, trial_id, completed: *completed, error_type: *error_type };
+                run.run.apply(read.event_id, &event, moment, position)
+            }
+            _native::ReadKind::Closed { reason } => {
+                run.run.apply(read.event_id, &Event::Closed { reason }, moment, position)
+            }
+        };
+        Ok(Some((run_id, outcome_name(outcome))))
+    }
+}
