@@ -215,7 +215,8 @@ def test_messages_read_from_their_bytes_give_what_their_decoded_events_give(
 ) -> None:
     """A message the native reader takes is applied as its decoded event is; one it leaves
     (a run.started, a timestamp of an uncommon form) is decoded and applied through the model."""
-    reader, runs = fold_reader(), {}
+    reader = fold_reader()
+    runs: dict[str, Any] = {}
     run = RunState("run")
     taken = 0
     for number, event in enumerate(events):
