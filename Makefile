@@ -18,13 +18,13 @@ projections/compiled.digest: $(BIN)/.installed $(FOLD_SOURCES) .ci/compile_fold.
 	$(BIN)/python .ci/compile_fold.py
 
 # The recogniser compiled from Rust (events/compiled.py says when it is used).
-NATIVE_SOURCES := events/native/Cargo.toml events/native/Cargo.lock $(wildcard events/native/src/*.rs)
+NATIVE_SOURCES := events/native/Cargo.toml events/native/Cargo.lock $(wildcard events/native/src/*.rs events/native/src/*/*.rs)
 
 events/native.digest: $(BIN)/.installed $(NATIVE_SOURCES) .ci/compile_native.py
 	$(BIN)/python .ci/compile_native.py events
 
 # The fold's kernels compiled from Rust (projections/kernels.py says when they are used).
-KERNEL_SOURCES := projections/native/Cargo.toml projections/native/Cargo.lock $(wildcard projections/native/src/*.rs) events/native/src/allocator.rs
+KERNEL_SOURCES := projections/native/Cargo.toml projections/native/Cargo.lock $(wildcard projections/native/src/*.rs projections/native/src/*/*.rs) $(NATIVE_SOURCES)
 
 projections/native.digest: $(BIN)/.installed $(KERNEL_SOURCES) .ci/compile_native.py
 	$(BIN)/python .ci/compile_native.py projections

@@ -95,10 +95,15 @@ class Crate:
 
     def source_digest(self) -> str:
         """The digest of the crate's sources: its manifest, lock file and Rust files, and the
-        files of another crate it shares."""
+        manifest and Rust files of the crates it depends on (`shared`, their folders)."""
         sources, root = self.sources, self.directory.parent
-        own = sorted([sources / "Cargo.toml", sources / "Cargo.lock", *sources.glob("src/*.rs")])
-        return digest_of([*own, *(root / path for path in self.shared)], root)
+        own = sorted([sources / "Cargo.toml", sources / "Cargo.lock", *sources.rglob("src/**/*.rs")])
+        others = [
+            path
+            for folder in self.shared
+            for path in sorted([root / folder / "Cargo.toml", *(root / folder).rglob("src/**/*.rs")])
+        ]
+        return digest_of([*own, *others], root)
 
     def built_modules(self) -> list[Path]:
         """The extension module `make install` built for this interpreter, if any."""

@@ -63,7 +63,7 @@ them. None of them is on the fold's path."""
 
 
 KERNEL_CRATE: Final = Crate(
-    _HERE, __name__, "_kernels", "the fold's compiled kernels", shared=("events/native/src/allocator.rs",)
+    _HERE, __name__, "_kernels", "the fold's compiled kernels", shared=("events/native",)
 )
 """The fold's kernels compiled from Rust (`projections/native`, `fold-kernels`), which
 `projections.kernels` alone loads: an extension module here that is part of neither build."""

@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from events.codec import decode
-from events.models import InputEvent, RunClosed, RunStarted, ScoreEmitted, TrialFinished
+from events.codec import MAX_EVENT_BYTES, decode, encode
+from events.models import EVENT_ID_MAX, NAME_MAX, RUN_ID_MAX, InputEvent, RunStarted, ScoreEmitted
+from events.nonfinite import NONFINITE_STRINGS
 from projections.assembly.summary import summary_bytes
 from projections.fold import run as run_module
 from projections.fold.declarations import Declarations, Key
@@ -156,24 +157,8 @@ def logs_with_repeats(draw: st.DrawFn, output_values: st.SearchStrategy[Any] = r
 def native_apply(native: Any, event: InputEvent, position: int | None) -> str:
     """Apply `event` to the native run; its outcome's name."""
     moment = run_module._moment(event)
-    if isinstance(event, ScoreEmitted):
-        outputs = [(output.name, output.value) for output in event.outputs]
-        failure = getattr(event, "failure", None)
-        return str(
-            native.apply_score(
-                event.event_id, event.task_id, event.trial_id, event.metric_type, event.status, failure, outputs,
-                moment, position,
-            )
-        )  # fmt: skip
-    if isinstance(event, TrialFinished):
-        error_type = event.error.type if event.error else None
-        completed = event.status == "completed"
-        return str(
-            native.apply_trial(event.event_id, event.task_id, event.trial_id, completed, error_type, moment, position)
-        )
-    if isinstance(event, RunClosed):
-        return str(native.apply_closed(event.event_id, event.reason, moment, position))
-    assert isinstance(event, RunStarted)
+    if not isinstance(event, RunStarted):
+        return str(native.apply(event, moment, position))
     declarations = Declarations.of(event)
     tasks = [
         (
@@ -419,3 +404,36 @@ def test_a_float_s_python_repr_is_python_s(value: float) -> None:
 def test_a_float_s_python_repr_at_the_layout_s_edges() -> None:
     for value in (1e-4, 1e-5, 9.999e-5, 1e15, 1e16, 9999999999999998.0, 1.5e16, 5e-324, -0.0, 0.0, 1e155, 1e308):
         assert kernels().float_repr(value) == repr(value)
+
+
+def fold_reader() -> Any:
+    """The fold's reader of messages, with the contract's bounds (as `events.compiled` gives
+    the recogniser them)."""
+    return kernels().FoldReader(EVENT_ID_MAX, RUN_ID_MAX, NAME_MAX, list(NONFINITE_STRINGS.items()), MAX_EVENT_BYTES)
+
+
+@settings(max_examples=200)
+@given(logs_with_repeats(), st.booleans())
+def test_messages_read_from_their_bytes_give_what_their_decoded_events_give(
+    events: list[InputEvent], offsets: bool
+) -> None:
+    """A message the native reader takes is applied as its decoded event is; one it leaves
+    (a run.started, a timestamp of an uncommon form) is decoded and applied through the model."""
+    reader = fold_reader()
+    runs: dict[str, Any] = {}
+    run = RunState("run")
+    taken = 0
+    for number, event in enumerate(events):
+        position = 3 * number + 7 if offsets else None
+        raw = encode(event)
+        read = reader.apply(runs, raw, position)
+        decoded = decode(raw)
+        want = run_module.apply(run, decoded, position).outcome.value
+        if read is None:
+            native = runs.setdefault("run", kernels().NativeRun("run"))
+            assert native_apply(native, decoded, position) == want
+        else:
+            taken += 1
+            assert read == ("run", want)
+        assert_same_run(run, runs["run"])
+    assert taken >= sum(1 for event in events if not isinstance(event, RunStarted))

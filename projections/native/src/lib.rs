@@ -13,9 +13,9 @@
 //! entries (with `t975.rs`, Student's t), `harbor.rs` Harbor's pass@k; `floats.rs` a float's
 //! JSON text as orjson writes it, and its text as Python's `repr` writes it.
 
-// The recogniser's allocator, compiled into this crate too: one file for both.
-#[path = "../../../events/native/src/allocator.rs"]
-mod allocator;
+// The recogniser (a dependency: the fold reads events with it) brings its allocator, the
+// one this module's memory comes from too.
+use _native as _;
 mod floats;
 mod fold;
 mod harbor;
@@ -46,6 +46,7 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::KeyTable>()?;
     module.add_class::<fold::door::NativeTask>()?;
     module.add_class::<fold::door::NativeRun>()?;
+    module.add_class::<fold::door::FoldReader>()?;
     module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
     module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;

@@ -3,8 +3,9 @@
 //! `projections.fold.task.TaskState`; `NativeRun`, a run's, to `projections.fold.run.RunState`.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
 
 use super::records::Cell;
 use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
@@ -194,51 +195,78 @@ impl NativeRun {
         NativeRun { run: RunState::new(run_id) }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (event_id, task_id, trial_id, metric, status, failure, outputs, moment, position))]
-    fn apply_score(
+    /// Apply a decoded event (a model of `events.models`) other than a run.started, whose
+    /// declarations `apply_started` takes as the Python fold reads them: its outcome's name,
+    /// None for a run.started. `moment`: its `occurred_at` in epoch seconds.
+    #[pyo3(signature = (event, moment, position))]
+    fn apply<'py>(
         &mut self,
-        event_id: &str,
-        task_id: &str,
-        trial_id: &str,
-        metric: &str,
-        status: &str,
-        failure: Option<&str>,
-        outputs: Vec<(String, Bound<'_, PyAny>)>,
+        event: &Bound<'py, PyAny>,
         moment: Option<f64>,
         position: Option<i64>,
-    ) -> PyResult<&'static str> {
-        let cells = cells_of(&outputs)?;
-        let status = status_of(status, failure)?;
-        let event = Event::Score { task_id, trial_id, metric, status, outputs: &cells };
-        Ok(outcome_name(self.run.apply(event_id, &event, moment, position)))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (event_id, task_id, trial_id, completed, error_type, moment, position))]
-    fn apply_trial(
-        &mut self,
-        event_id: &str,
-        task_id: &str,
-        trial_id: &str,
-        completed: bool,
-        error_type: Option<&str>,
-        moment: Option<f64>,
-        position: Option<i64>,
-    ) -> &'static str {
-        let event = Event::Trial { task_id, trial_id, completed, error_type };
-        outcome_name(self.run.apply(event_id, &event, moment, position))
-    }
-
-    #[pyo3(signature = (event_id, reason, moment, position))]
-    fn apply_closed(
-        &mut self,
-        event_id: &str,
-        reason: &str,
-        moment: Option<f64>,
-        position: Option<i64>,
-    ) -> &'static str {
-        outcome_name(self.run.apply(event_id, &Event::Closed { reason }, moment, position))
+    ) -> PyResult<Option<&'static str>> {
+        let py = event.py();
+        let values = event.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
+        let field = |name: &Bound<'py, PyString>| -> PyResult<Bound<'py, PyAny>> {
+            values.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("an event without {name}")))
+        };
+        let event_id = field(intern!(py, "event_id"))?;
+        let event_id = event_id.downcast::<PyString>()?.to_str()?;
+        let kind = field(intern!(py, "type"))?;
+        let outcome = match kind.downcast::<PyString>()?.to_str()? {
+            "score.emitted" => {
+                let (task_id, trial_id) = (field(intern!(py, "task_id"))?, field(intern!(py, "trial_id"))?);
+                let metric = field(intern!(py, "metric_type"))?;
+                let status = field(intern!(py, "status"))?;
+                let failure = values.get_item(intern!(py, "failure"))?;
+                let failure = failure.as_ref().filter(|failure| !failure.is_none());
+                let status =
+                    status_of(status.downcast::<PyString>()?.to_str()?, failure.map(|f| f.extract()).transpose()?)?;
+                let mut outputs = Vec::new();
+                for output in field(intern!(py, "outputs"))?.try_iter()? {
+                    let output = output?.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
+                    let name: String = output
+                        .get_item(intern!(py, "name"))?
+                        .map(|name| name.extract())
+                        .transpose()?
+                        .unwrap_or_default();
+                    let value = output.get_item(intern!(py, "value"))?.unwrap_or_else(|| py.None().into_bound(py));
+                    outputs.push((name, cell_of(&value)?));
+                }
+                let cells: Vec<(&str, Cell)> = outputs.iter().map(|(name, cell)| (name.as_str(), *cell)).collect();
+                let event = Event::Score {
+                    task_id: task_id.downcast::<PyString>()?.to_str()?,
+                    trial_id: trial_id.downcast::<PyString>()?.to_str()?,
+                    metric: metric.downcast::<PyString>()?.to_str()?,
+                    status,
+                    outputs: &cells,
+                };
+                self.run.apply(event_id, &event, moment, position)
+            }
+            "trial.finished" => {
+                let (task_id, trial_id) = (field(intern!(py, "task_id"))?, field(intern!(py, "trial_id"))?);
+                let completed = field(intern!(py, "status"))?.downcast::<PyString>()?.to_str()? == "completed";
+                let error = values.get_item(intern!(py, "error"))?.filter(|error| !error.is_none());
+                let error_type: Option<String> = match error {
+                    None => None,
+                    Some(error) => error.getattr(intern!(py, "type"))?.extract()?,
+                };
+                let event = Event::Trial {
+                    task_id: task_id.downcast::<PyString>()?.to_str()?,
+                    trial_id: trial_id.downcast::<PyString>()?.to_str()?,
+                    completed,
+                    error_type: error_type.as_deref(),
+                };
+                self.run.apply(event_id, &event, moment, position)
+            }
+            "run.closed" => {
+                let reason = field(intern!(py, "reason"))?;
+                let event = Event::Closed { reason: reason.downcast::<PyString>()?.to_str()? };
+                self.run.apply(event_id, &event, moment, position)
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(outcome_name(outcome)))
     }
 
     /// `tasks`: each declared task's (task_id, its `DeclaredKeys`, its `ViewArgs`), in
@@ -321,5 +349,109 @@ impl NativeRun {
                 )
             })
             .collect()
+    }
+}
+
+/// The fold's reading of input messages from their bytes (`projections.kernels.FOLD_READER`
+/// makes one, with `events.compiled`'s bounds): a message of a common type that the
+/// recogniser reads for certain is applied to its run with no model built; any other is left
+/// to the caller (None), which decodes it in Python and applies the event it gets.
+#[pyclass(module = "projections._kernels", frozen)]
+pub struct FoldReader {
+    limits: _native::Limits,
+    /// Each non-finite string of EVENTS.md and the float it stands for.
+    nonfinite: Vec<(String, f64)>,
+    /// The most bytes a message may have (`events.codec.MAX_EVENT_BYTES`).
+    most: usize,
+}
+
+impl FoldReader {
+    fn cell(&self, value: &_native::Scalar) -> Cell {
+        match value {
+            _native::Scalar::Bool(flag) => Cell::boolean(*flag),
+            _native::Scalar::Int(number) => Cell::number(*number as f64),
+            _native::Scalar::Float(number) => Cell::number(*number),
+            _native::Scalar::Text(text) => match self.nonfinite.iter().find(|(spelled, _)| spelled == text) {
+                Some(&(_, number)) => Cell::number(number),
+                None => Cell::LABEL,
+            },
+            _native::Scalar::Null => Cell::LABEL,
+        }
+    }
+}
+
+#[pymethods]
+impl FoldReader {
+    #[new]
+    fn new(
+        event_id_max: usize,
+        run_id_max: usize,
+        name_max: usize,
+        nonfinite: Vec<(String, f64)>,
+        most: usize,
+    ) -> Self {
+        FoldReader { limits: _native::Limits { event_id_max, run_id_max, name_max }, nonfinite, most }
+    }
+
+    /// Apply message `raw` to its run in `runs` (made there when new): (its run id, the
+    /// outcome's name); None where the message is left to Python.
+    #[pyo3(signature = (runs, raw, position))]
+    fn apply<'py>(
+        &self,
+        runs: &Bound<'py, PyDict>,
+        raw: &Bound<'py, PyBytes>,
+        position: Option<i64>,
+    ) -> PyResult<Option<(Bound<'py, PyString>, &'static str)>> {
+        let py = runs.py();
+        let bytes = raw.as_bytes();
+        if bytes.len() > self.most {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return Ok(None);
+        };
+        let Some(message) = _native::message(text) else {
+            return Ok(None);
+        };
+        let Some(read) = _native::read(&message, &self.limits) else {
+            return Ok(None);
+        };
+        let moment = match read.occurred_at {
+            None => None,
+            Some(at) => match _native::common_epoch_seconds(at) {
+                Some(seconds) => Some(seconds),
+                None => return Ok(None), // a form only Python's reading decides
+            },
+        };
+        let run_id = PyString::new(py, read.run_id);
+        let run = match runs.get_item(&run_id)? {
+            Some(run) => run.downcast_into::<NativeRun>()?,
+            None => {
+                let run = Bound::new(py, NativeRun::new(read.run_id))?;
+                runs.set_item(&run_id, &run)?;
+                run
+            }
+        };
+        let mut run = run.borrow_mut();
+        let outcome = match &read.kind {
+            _native::ReadKind::Score { task_id, trial_id, metric_type, status, outputs } => {
+                let cells: Vec<(&str, Cell)> = outputs.iter().map(|(name, value)| (*name, self.cell(value))).collect();
+                let status = match status {
+                    _native::ScoreStatus::Completed | _native::ScoreStatus::Partial => Status::Scored,
+                    _native::ScoreStatus::TrialFailed => Status::TrialFailed,
+                    _native::ScoreStatus::MetricFailed => Status::MetricFailed,
+                };
+                let event = Event::Score { task_id, trial_id, metric: metric_type, status, outputs: &cells };
+                run.run.apply(read.event_id, &event, moment, position)
+            }
+            _native::ReadKind::Trial { task_id, trial_id, completed, error_type } => {
+                let event = Event::Trial { task_id, trial_id, completed: *completed, error_type: *error_type };
+                run.run.apply(read.event_id, &event, moment, position)
+            }
+            _native::ReadKind::Closed { reason } => {
+                run.run.apply(read.event_id, &Event::Closed { reason }, moment, position)
+            }
+        };
+        Ok(Some((run_id, outcome_name(outcome))))
     }
 }

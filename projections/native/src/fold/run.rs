@@ -36,6 +36,8 @@ impl HarborRules {
 pub struct Declarations {
     /// Each declared task, in declaration order.
     pub tasks: Vec<(String, Declared)>,
+    /// A task's place in `tasks`.
+    index: HashMap<String, usize>,
     pub eligible: BTreeSet<Key>,
     /// The run's labels, in the order the run.started gives them.
     pub labels: Vec<(String, String)>,
@@ -51,15 +53,16 @@ impl Declarations {
         labels: Vec<(String, String)>,
         harbor_rules: HarborRules,
     ) -> Self {
+        let index = tasks.iter().enumerate().map(|(at, (task_id, _))| (task_id.clone(), at)).collect();
         let mut outputs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (metric, output) in tasks.iter().flat_map(|(_, declared)| &declared.declared) {
             outputs.entry(metric.clone()).or_default().insert(output.clone());
         }
-        Declarations { tasks, eligible, labels, harbor_rules, outputs }
+        Declarations { tasks, index, eligible, labels, harbor_rules, outputs }
     }
 
     pub fn task(&self, task_id: &str) -> Option<&Declared> {
-        self.tasks.iter().find(|(held, _)| held == task_id).map(|(_, declared)| declared)
+        self.index.get(task_id).map(|&at| &self.tasks[at].1)
     }
 }
 

@@ -226,18 +226,20 @@ impl TaskState {
             if !cell.semantic() {
                 continue;
             }
-            let key: Key = (metric.to_owned(), name.to_owned());
-            if let Some(at) = self.keys.iter().position(|held| *held == key) {
+            if let Some(at) = self.keys.iter().position(|(held, output)| held == metric && output == name) {
                 let (n, c) = self.counts[at];
                 let passed = c + i64::from(passes(Some(cell.value)));
                 self.counts[at] = (n + 1, passed);
-                if let Some(tally) = eligible.get_mut(&key) {
+                if let Some(tally) = eligible.get_mut(&self.keys[at]) {
                     tally.shift(n, c, n + 1, passed);
                 }
-            } else if !self.excluded.contains(&key) {
+                continue;
+            }
+            let key: Key = (metric.to_owned(), name.to_owned());
+            if !self.excluded.contains(&key) {
                 // Rule 2: an undeclared output with a semantic value gets its key.
-                let (n, c) = self.keep(key.clone());
-                if let Some(tally) = eligible.get_mut(&key) {
+                let (n, c) = self.keep(key);
+                if let Some(tally) = eligible.get_mut(self.keys.last().expect("the key just kept")) {
                     tally.add(n, c);
                 }
             }
