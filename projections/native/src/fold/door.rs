@@ -269,6 +269,14 @@ impl NativeRun {
         outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position))
     }
 
+    fn closed(&self) -> bool {
+        self.run.closed()
+    }
+
+    fn event_count(&self) -> i64 {
+        self.run.event_count
+    }
+
     /// The header's fields and the run-wide counts, by the names `RunState` gives them.
     fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let run = &self.run;
