@@ -62,9 +62,7 @@ compiled class keeps its float, int and bool fields unboxed: orjson would crash 
 them. None of them is on the fold's path."""
 
 
-KERNEL_CRATE: Final = Crate(
-    _HERE, __name__, "_kernels", "the fold's compiled kernels", shared=("events/native",)
-)
+KERNEL_CRATE: Final = Crate(_HERE, __name__, "_kernels", "the fold's compiled kernels", shared=("events/native",))
 """The fold's kernels compiled from Rust (`projections/native`, `fold-kernels`), which
 `projections.kernels` alone loads: an extension module here that is part of neither build."""
 

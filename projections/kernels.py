@@ -569,3 +569,14 @@ def encode_float_in_python(value: float) -> bytes:
 encode_float: Final[Callable[[float], bytes]] = encode_float_in_python if KERNELS is None else KERNELS.encode_float
 """The JSON text of a finite float, byte for byte orjson's (for an encoder of summaries
 written natively; orjson formats with the `zmij` crate, and so does the kernel)."""
+
+
+# The native fold: a run's state, its events applied from their bytes or their models, and
+# its summary, in Rust (`projections/native/src/fold`), held to the Python fold by
+# tests/projections/test_native_fold.py. None where the kernels are not built: the Python
+# fold is then the only one.
+
+
+def native_fold() -> Any | None:
+    """The kernels' module when it holds the native fold (its `NativeRun` and `FoldReader`)."""
+    return KERNELS if KERNELS is not None and hasattr(KERNELS, "NativeRun") else None

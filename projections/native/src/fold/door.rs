@@ -302,6 +302,14 @@ impl NativeRun {
         PyBytes::new(py, &summary::summary_bytes(&self.run))
     }
 
+    fn closed(&self) -> bool {
+        self.run.closed()
+    }
+
+    fn event_count(&self) -> i64 {
+        self.run.event_count
+    }
+
     /// The header's fields and the run-wide counts, by the names `RunState` gives them.
     fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let run = &self.run;

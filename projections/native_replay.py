@@ -1,0 +1,97 @@
+"""What each line of an event log makes `evalstream replay` write, through the native fold
+(`projections.kernels.native_fold`): `Replayer`'s outputs, byte for byte, for a file replayed
+without progress (tests/projections/test_native_fold.py holds the two to each other).
+
+A line of a common type that the native reader is certain of is applied to its run from its
+bytes; any other line is decoded in Python (`projections.step.checked`, the same rejections as
+`Replayer`'s) and its event applied to the native run: a run.started with the declarations the
+Python fold reads (`Declarations.of`), any other through its model.
+
+The native apply checks everything before it changes a run, so a step has nothing to roll back;
+a failure inside it is a bug (a panic), and replay stops on it rather than go on with a run no
+log gives (as it stops when `Replayer` cannot put a run back: `projections.step.RollbackFailed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from events.codec import MAX_EVENT_BYTES
+from events.models import EVENT_ID_MAX, NAME_MAX, RUN_ID_MAX, InputEvent, RunStarted
+from events.nonfinite import NONFINITE_STRINGS
+from projections.fold.declarations import Declarations
+from projections.fold.run import _moment, started_twice
+from projections.kernels import native_fold
+from projections.replayer import STDERR, STDOUT, Output, ReplayStats
+from projections.step import Stepped, checked
+
+NATIVE: Final = native_fold()
+"""The native fold's module (None: not built; `Replayer` alone replays)."""
+
+
+class NativeReplayer:
+    """Every run seen so far, held by the native fold, and what each line makes replay write."""
+
+    def __init__(self) -> None:
+        assert NATIVE is not None, "the native fold is not built"
+        self._native = NATIVE
+        self.runs: dict[str, Any] = {}
+        """Run id -> its `NativeRun`."""
+        self.stats = ReplayStats()
+        self._reader = self._native.FoldReader(
+            EVENT_ID_MAX, RUN_ID_MAX, NAME_MAX, list(NONFINITE_STRINGS.items()), MAX_EVENT_BYTES
+        )
+
+    def feed(self, number: int, line: bytes) -> Sequence[Output]:
+        """What line `number` of a file makes replay write."""
+        if not line or line.isspace():
+            return ()
+        value = line.rstrip(b"\r\n")
+        read = self._reader.apply(self.runs, value, None)
+        if read is None:
+            event = checked(value)
+            if isinstance(event, Stepped):
+                assert event.rejected is not None
+                return self._rejected(number, event.rejected.code, event.rejected.detail)
+            run_id, outcome = event.run_id, self._apply(event)
+        else:
+            run_id, outcome = read
+        if outcome == "refused":
+            started = self.runs[run_id].header()["started_event_id"]
+            return self._rejected(number, "refused", started_twice(run_id, started))
+        if outcome != "applied":
+            self.stats.redeliveries += outcome == "redelivery"
+            self.stats.ignored += outcome == "ignored"
+            return ()
+        self.stats.applied += 1
+        run = self.runs[run_id]
+        if not run.closed():
+            return ()
+        self.stats.summaries += 1
+        return [(number, STDOUT, run.summary_bytes() + b"\n")]
+
+    def _apply(self, event: InputEvent) -> str:
+        run = self.runs.get(event.run_id)
+        if run is None:
+            run = self.runs[event.run_id] = self._native.NativeRun(event.run_id)
+        moment = _moment(event)
+        if not isinstance(event, RunStarted):
+            outcome: str = run.apply(event, moment, None)
+            return outcome
+        declarations = Declarations.of(event)
+        tasks = [
+            (task_id, (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)))
+            for task_id, declared in declarations.tasks.items()
+        ]
+        started: str = run.apply_started(event.event_id, tasks, sorted(declarations.eligible), moment, None)
+        return started
+
+    def _rejected(self, number: int, code: str, detail: str) -> Sequence[Output]:
+        self.stats.skipped += 1
+        return [(number, STDERR, f"line {number}: {code}: {detail}\n".encode())]
+
+    def finish(self) -> ReplayStats:
+        # A run whose only events were refused has nothing applied: not a run.
+        self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed() and run.event_count())
+        return self.stats
