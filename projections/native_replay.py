@@ -30,6 +30,34 @@ NATIVE: Final = native_fold()
 """The native fold's module (None: not built; `Replayer` alone replays)."""
 
 
+def native_apply(run: Any, event: InputEvent, position: int | None) -> str:
+    """Apply a decoded `event` to the `NativeRun` `run`: its outcome's name. A run.started
+    goes with its declarations as the Python fold reads them (`Declarations.of`): per task its
+    keys and views, the labels in order, the Harbor rules; any other event through its model."""
+    moment = _moment(event)
+    if not isinstance(event, RunStarted):
+        outcome: str = run.apply(event, moment, position)
+        return outcome
+    declarations = Declarations.of(event)
+    tasks = [
+        (
+            task_id,
+            (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)),
+            [
+                (view.name, view.reducer, [(signal.metric, signal.output, signal.weight) for signal in view.signals])
+                for view in declared.views
+            ],
+        )
+        for task_id, declared in declarations.tasks.items()
+    ]
+    labels = list(declarations.labels.items())
+    eligible = sorted(declarations.eligible)
+    started: str = run.apply_started(
+        event.event_id, tasks, eligible, labels, declarations.harbor_rules, moment, position
+    )
+    return started
+
+
 class NativeReplayer:
     """Every run seen so far, held by the native fold, and what each line makes replay write."""
 
@@ -75,17 +103,7 @@ class NativeReplayer:
         run = self.runs.get(event.run_id)
         if run is None:
             run = self.runs[event.run_id] = self._native.NativeRun(event.run_id)
-        moment = _moment(event)
-        if not isinstance(event, RunStarted):
-            outcome: str = run.apply(event, moment, None)
-            return outcome
-        declarations = Declarations.of(event)
-        tasks = [
-            (task_id, (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)))
-            for task_id, declared in declarations.tasks.items()
-        ]
-        started: str = run.apply_started(event.event_id, tasks, sorted(declarations.eligible), moment, None)
-        return started
+        return native_apply(run, event, None)
 
     def _rejected(self, number: int, code: str, detail: str) -> Sequence[Output]:
         self.stats.skipped += 1

@@ -23,11 +23,13 @@ from events.models import EVENT_ID_MAX, NAME_MAX, RUN_ID_MAX, InputEvent, RunSta
 from events.nonfinite import NONFINITE_STRINGS
 from projections.assembly.summary import summary_bytes
 from projections.fold import run as run_module
-from projections.fold.declarations import Declarations, Key
+from projections.fold.declarations import Key
 from projections.fold.key_tallies import KeyTally
 from projections.fold.run import RunState
 from projections.fold.task import TaskState
+from projections.native_replay import NativeReplayer, native_apply
 from projections.packed.trial_ids import listed
+from projections.replayer import Replayer
 from tests import builders
 from tests.native import kernels
 from tests.projections.test_kernels import same
@@ -152,30 +154,6 @@ def logs_with_repeats(draw: st.DrawFn, output_values: st.SearchStrategy[Any] = r
             again = again.model_copy(update={"event_id": f"again-{number}"})
         events.insert(draw(st.integers(0, len(events))), again)
     return events
-
-
-def native_apply(native: Any, event: InputEvent, position: int | None) -> str:
-    """Apply `event` to the native run; its outcome's name."""
-    moment = run_module._moment(event)
-    if not isinstance(event, RunStarted):
-        return str(native.apply(event, moment, position))
-    declarations = Declarations.of(event)
-    tasks = [
-        (
-            task_id,
-            (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)),
-            [
-                (view.name, view.reducer, [(signal.metric, signal.output, signal.weight) for signal in view.signals])
-                for view in declared.views
-            ],
-        )
-        for task_id, declared in declarations.tasks.items()
-    ]
-    labels = list(declarations.labels.items())
-    eligible = sorted(declarations.eligible)
-    return str(
-        native.apply_started(event.event_id, tasks, eligible, labels, declarations.harbor_rules, moment, position)
-    )
 
 
 def assert_same_run(run: RunState, native: Any) -> None:
@@ -437,3 +415,17 @@ def test_messages_read_from_their_bytes_give_what_their_decoded_events_give(
             assert read == ("run", want)
         assert_same_run(run, runs["run"])
     assert taken >= sum(1 for event in events if not isinstance(event, RunStarted))
+
+
+def test_the_native_replayer_writes_what_replay_writes() -> None:
+    """The contract's example log, line by line: `NativeReplayer` writes the summaries (and
+    rejections) `Replayer` writes without progress, byte for byte."""
+    native, python = NativeReplayer(), Replayer()
+    lines = (EXAMPLES / "mixed-runs.jsonl").read_bytes().splitlines(keepends=True)
+    written = 0
+    for number, line in enumerate(lines, start=1):
+        outputs = native.feed(number, line)
+        assert outputs == python.feed(number, line)
+        written += len(outputs)
+    assert written >= 12
+    assert native.finish() == python.stats
