@@ -631,12 +631,15 @@ fn reward_stats(out: &mut Vec<u8>, rewards: &Rewards<'_>) {
 fn exception_stats(out: &mut Vec<u8>, run: &RunState) {
     let failed: Vec<Vec<&(i64, String, String)>> =
         run.tasks.iter().filter_map(|task| task.failed_trials.as_ref()).map(|failed| failed.iter().collect()).collect();
+    // Error types in the order they first occur, each with its place there.
     let mut exceptions: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut places: HashMap<&str, usize> = HashMap::new();
     for (_, error_type, trial_id) in merged(&failed) {
-        match exceptions.iter_mut().find(|(held, _)| held == error_type) {
-            Some((_, trials)) => trials.push(trial_id),
-            None => exceptions.push((error_type, vec![trial_id])),
-        }
+        let at = *places.entry(error_type).or_insert_with(|| {
+            exceptions.push((error_type, Vec::new()));
+            exceptions.len() - 1
+        });
+        exceptions[at].1.push(trial_id);
     }
     let mut exception_stats = Items::object(out);
     for (error_type, trials) in &exceptions {
