@@ -1,0 +1,242 @@
+"""The fold held to the spec's oracle (`tests/projections/oracle.py`: SEMANTICS.md and
+EVENTS.md transcribed, sharing nothing with the fold): every `run.summary` replay writes for
+a log, every revision of every run, field by field, in order, floats to the bit.
+
+The fold is reached through its public entry: `projections.replayer.Replayer` in this
+process (the Python source, EVALSTREAM_PURE=1, tests/conftest.py), and `evalstream replay` in a
+process of its own for the compiled build, the one the worker and the commands run.
+
+The oracle is checked first against the spec's own worked examples and its example log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events.codec import encode
+from events.models import InputEvent
+from projections.replayer import STDOUT, Replayer
+from tests import builders
+from tests.projections import oracle
+from tests.projections.examples import EXAMPLE_LOG, EXPECTED, section_2_example
+from tests.projections.test_compiled import NOT_BUILT, compiled_environment
+from tests.strategies import cancelling_values, graded_runs, mixed_logs, viewed_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def exact(node: Any) -> Any:
+    """A JSON value with its order and its number types kept: objects as lists of pairs (key
+    order is part of the bytes, and the spec orders tasks, keys and aggregates), floats by
+    their repr (-0.0 is not 0.0; 1.0 is not 1)."""
+    if isinstance(node, dict):
+        return [[key, exact(value)] for key, value in node.items()]
+    if isinstance(node, list):
+        return [exact(value) for value in node]
+    if isinstance(node, float):
+        return ("float", repr(node))
+    return node
+
+
+def difference(got: Any, expected: Any, path: str = "") -> str | None:
+    """Where two JSON values first differ, for a failure message."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        if list(got) != list(expected):
+            return f"{path}: keys {list(got)} != {list(expected)}"
+        for key in got:
+            if (found := difference(got[key], expected[key], f"{path}.{key}")) is not None:
+                return found
+        return None
+    if isinstance(got, list) and isinstance(expected, list):
+        if len(got) != len(expected):
+            return f"{path}: {len(got)} items != {len(expected)}: {got!r} != {expected!r}"
+        for number, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
+            if (found := difference(mine, theirs, f"{path}[{number}]")) is not None:
+                return found
+        return None
+    return None if exact(got) == exact(expected) else f"{path}: got {got!r}, the spec says {expected!r}"
+
+
+def assert_agree(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    assert [(s["run_id"], s["revision"]) for s in got] == [(s["run_id"], s["revision"]) for s in expected]
+    for mine, theirs in zip(got, expected, strict=True):
+        where = f"{mine['run_id']} revision {mine['revision']}"
+        assert exact(mine) == exact(theirs), f"{where}: {difference(mine, theirs)}"
+
+
+def lines_of(log: bytes) -> list[bytes]:
+    return log.splitlines()
+
+
+def folded(lines: list[bytes]) -> list[dict[str, Any]]:
+    """Every summary the fold writes for the log, in order (this process: the Python source)."""
+    replayer = Replayer()
+    written = [output for number, line in enumerate(lines, 1) for output in replayer.feed(number, line)]
+    return [orjson.loads(data) for _, stream, data in written if stream == STDOUT]
+
+
+def log_of(events: Iterable[InputEvent]) -> list[bytes]:
+    return [encode(event) for event in events]
+
+
+# --- the oracle against the spec's own examples -------------------------------------------
+
+
+def test_the_oracle_gives_section_1s_example() -> None:
+    kinds = {"reward.score": "continuous", "steps.count": "discrete", "usage.tokens": "model"}
+    events = [
+        builders.started(tasks=[builders.task_spec("t", kinds)]),
+        builders.score("t", "a", "reward", {"score": 0.0}), builders.score("t", "a", "steps", {"count": 4}),
+        builders.score("t", "a", "usage", {"tokens": 900}),
+        builders.broken("t", "b", "reward"), builders.score("t", "b", "steps", {"count": 6}),
+        builders.score("t", "b", "usage", {"tokens": 950}),
+        builders.dead("t", "c", "reward"), builders.dead("t", "c", "steps"), builders.dead("t", "c", "usage"),
+        builders.score("t", "d", "reward", {"score": 1.0}), builders.score("t", "d", "steps", {"count": 5}),
+        builders.score("t", "d", "usage", {"tokens": 870}),
+        builders.closed(),
+    ]  # fmt: skip
+    [record] = oracle.replayed(log_of(events))
+
+    def attempts(*pairs: tuple[str, float | None]) -> list[dict[str, Any]]:
+        return [{"trial_id": trial, "value": value} for trial, value in pairs]
+
+    assert record["summary"]["task_metric_attempts"] == {
+        "t": {
+            "reward.score": attempts(("a", 0.0), ("c", None), ("d", 1.0)),
+            "steps.count": attempts(("a", 4.0), ("b", 6.0), ("c", None), ("d", 5.0)),
+        }
+    }
+
+
+def test_the_oracle_gives_section_2s_and_section_8s_examples() -> None:
+    [record] = oracle.replayed(log_of([*section_2_example(), builders.closed()]))
+    scores = {aggregate["name"]: aggregate for aggregate in record["summary"]["scores"]}
+    figures = [
+        (scores[f"reward.score.pass@{k}"]["count"], scores[f"reward.score.pass@{k}"]["nan_count"]) for k in (1, 2, 3)
+    ]
+    assert figures == [(3, 2), (2, 2), (2, 2)]
+    assert round(scores["reward.score.pass@1"]["mean"], 4) == 0.7778
+    assert round(scores["reward.score.pass@2"]["mean"], 4) == 0.8333
+    assert scores["reward.score.pass@3"]["mean"] == 1.0
+    [pass_at_1, *_] = record["statistics"]["reward.score"]["pass_at_k"]
+    # Section 8's figures, which docs/choices.md reads with section 2's estimator.
+    assert pass_at_1 == {
+        "k": 1, "count": 3, "nan_count": 2, "mean": 0.7777777777777777, "stderr": 0.22222222222222227,
+        "ci95_low": 0.0, "ci95_high": 1.0,
+    }  # fmt: skip
+    hats = record["statistics"]["reward.score"]["pass_hat_k"]
+    assert hats[0]["mean"] == 0.7777777777777778
+    assert [(h["count"], h["nan_count"], h["mean"], h["stderr"]) for h in hats[1:]] == [(2, 2, 0.5, 0.5)] * 2
+    assert [(h["ci95_low"], h["ci95_high"]) for h in hats[1:]] == [(0.0, 1.0)] * 2
+    assert record["verdicts"] == {
+        "t1": {"reward.score": "solved"},
+        "t2": {"reward.score": "flaky"},
+        "t3": {"reward.score": "solved"},
+        "t4": {"reward.score": "unmeasured"},
+        "t5": {"reward.score": "unmeasured"},
+    }
+
+
+def test_the_oracle_gives_section_4s_overflow_example() -> None:
+    events = [builders.score("t", "a", "m", {"x": 0}), builders.score("t", "b", "m", {"x": 1e155}), builders.closed()]
+    [record] = oracle.replayed(log_of(events))
+    [aggregate] = record["summary"]["scores"]
+    assert (aggregate["sum"], aggregate["mean"]) == (1e155, 5e154)
+    stats = ("variance", "std_dev", "sample_variance", "sample_std_dev")
+    assert [aggregate[stat] for stat in stats] == ["Infinity"] * 4
+
+
+def test_the_oracle_gives_the_example_logs_expected_summaries() -> None:
+    latest = {record["run_id"]: record for record in oracle.replayed(lines_of(EXAMPLE_LOG.read_bytes()))}
+    expected = [orjson.loads(line) for line in EXPECTED.read_bytes().splitlines()]
+    assert sorted(latest) == sorted(record["run_id"] for record in expected)
+    for record in expected:
+        mine = {field: latest[record["run_id"]][field] for field in record}
+        assert exact(mine) == exact(record), f"{record['run_id']}: {difference(mine, record)}"
+
+
+# --- the fold against the oracle ----------------------------------------------------------
+
+
+def test_every_revision_of_the_example_log_is_the_oracles() -> None:
+    lines = lines_of(EXAMPLE_LOG.read_bytes())
+    assert_agree(folded(lines), list(oracle.replayed(lines)))
+
+
+@given(mixed_logs(late=True, shared_trials=True))
+def test_every_summary_of_a_random_log_is_the_oracles(log: bytes) -> None:
+    """Interleaved runs, redeliveries, lines that are no event, run.started anywhere (events
+    before it, tasks it does not declare), late events after the close (revisions), dead
+    trials, failed metrics, every `harbor_rules`, values over the whole double range."""
+    lines = lines_of(log)
+    assert_agree(folded(lines), list(oracle.replayed(lines)))
+
+
+@given(st.one_of(graded_runs(), graded_runs(binary=True)))
+def test_every_summary_of_a_run_of_many_attempts_is_the_oracles(events: list[InputEvent]) -> None:
+    """Up to 12 tasks of up to 8 attempts: pass@k, pass^k and Harbor's pass@k at large k."""
+    lines = log_of(events)
+    assert_agree(folded(lines), list(oracle.replayed(lines)))
+
+
+@given(st.one_of(viewed_runs(), viewed_runs(output_values=cancelling_values)))
+def test_every_summary_of_a_run_of_views_is_the_oracles(events: list[InputEvent]) -> None:
+    """Views whose signals are all there, over the whole double range, scores in any order."""
+    lines = log_of(events)
+    assert_agree(folded(lines), list(oracle.replayed(lines)))
+
+
+def test_view_values_add_up_in_the_order_of_their_trials_first_scores() -> None:
+    """Section 4 adds view values "in summary task order"; within a task, trials come as
+    their first scores did: c, b, a here, whose sum overflows where a, b, c's would not."""
+    view = {"name": "v", "reducer": "single", "signals": [{"metric": "reward", "output": "score"}]}
+    events = [
+        builders.started(tasks=[builders.task_spec("t", {"reward.score": "continuous"}, [view])]),
+        *(
+            builders.score("t", trial, "reward", {"score": value})
+            for trial, value in [("c", 1e308), ("b", 1e308), ("a", -1e308)]
+        ),
+        builders.score("t", "a", "reward", {"score": -1e308}),
+        builders.closed(),
+    ]
+    lines = log_of(events)
+    expected = list(oracle.replayed(lines))
+    assert [a["sum"] for a in expected[0]["summary"]["scores"] if a["name"] == "view.v"] == ["Infinity"]
+    assert_agree(folded(lines), expected)
+
+
+# --- the compiled build against the oracle -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compiled_build() -> None:
+    probe = subprocess.run(
+        [sys.executable, "-c", "import projections; print(projections.BUILD)"],
+        cwd=ROOT, env=compiled_environment(), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert probe.stdout.strip() == "compiled", NOT_BUILT
+
+
+@settings(max_examples=10)
+@given(mixed_logs(runs=8, late=True, shared_trials=True))
+def test_evalstream_replay_writes_the_oracles_summaries(
+    compiled_build: None, tmp_path_factory: pytest.TempPathFactory, log: bytes
+) -> None:
+    """`evalstream replay` as a user runs it: the compiled build, a file of up to 8 runs."""
+    path = tmp_path_factory.mktemp("oracle") / "log.jsonl"
+    path.write_bytes(log)
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "replay", str(path)],
+        cwd=ROOT, env=compiled_environment(), capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert b"older than its sources" not in done.stderr
+    assert_agree([orjson.loads(line) for line in done.stdout.splitlines()], list(oracle.replayed(lines_of(log))))
