@@ -124,41 +124,44 @@ class Run:
 
 @dataclass
 class Oracle:
-    """What replay writes: a `run.summary` for each event applied to a closed run."""
+    """What replay writes: a `run.summary` for each event applied to a closed run and, with
+    `progress`, before it a `run.progress` for each applied event (`replay --progress`)."""
 
+    progress: bool = False
     runs: dict[str, Run] = field(default_factory=dict)
 
-    def feed(self, line: bytes) -> dict[str, Any] | None:
+    def feed(self, line: bytes) -> list[dict[str, Any]]:
         event = read(line)
         if event is None:
-            return None
+            return []
         run = self.runs.setdefault(event["run_id"], Run(event["run_id"]))
         if event["event_id"] in run.event_ids:
-            return None  # a redelivery changes nothing
+            return []  # a redelivery changes nothing
         if event["type"] == "run.started":
             if run.started is not None:
-                return None  # "Another one with a different event_id is refused"
+                return []  # "Another one with a different event_id is refused"
             run.started = event
         if event["type"] == "run.closed":
             if run.closed_reason is not None:
-                return None  # docs/choices.md: a second run.closed is ignored
+                return []  # docs/choices.md: a second run.closed is ignored
             run.closed_reason = event.get("reason") or "completed"
         run.event_ids.add(event["event_id"])
         run.events.append(event)
-        if run.closed_reason is None:
-            return None
-        # "Emitted when a run closes, and again, with revision one higher, whenever later
-        # events change it": every applied event changes event_count at least.
-        run.revision += 1
-        return summary(run)
+        written = [progress(run)] if self.progress else []
+        if run.closed_reason is not None:
+            # "Emitted when a run closes, and again, with revision one higher, whenever later
+            # events change it": every applied event changes event_count at least.
+            run.revision += 1
+            written.append(summary(run))
+        return written
 
 
-def replayed(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
-    """Every summary of a log, in the order replay writes them."""
-    oracle = Oracle()
+def replayed(lines: Iterable[bytes], *, with_progress: bool = False) -> Iterator[dict[str, Any]]:
+    """Every output of a log, in the order replay writes them."""
+    oracle = Oracle(with_progress)
     for line in lines:
-        if line.strip() and (record := oracle.feed(line)) is not None:
-            yield record
+        if line.strip():
+            yield from oracle.feed(line)
 
 
 # --- declarations and attempts (section 1) -----------------------------------------------
@@ -233,15 +236,36 @@ def attempts_of(tasks: Tasks, scores: list[dict[str, Any]]) -> dict[str, dict[Ke
 # --- the summary -------------------------------------------------------------------------
 
 
-def summary(run: Run) -> dict[str, Any]:
+@dataclass
+class Folded:
+    """What every figure of a run is computed from."""
+
+    scores: list[dict[str, Any]]
+    trials: list[dict[str, Any]]
+    tasks: Tasks
+    attempts: dict[str, dict[Key, list[Attempt]]]
+    eligible: list[Key]
+    """The pass@k-eligible keys, sorted by name."""
+    tallies: dict[Key, Tallies]
+
+
+def folded(run: Run) -> Folded:
     scores = [event for event in run.events if event["type"] == "score.emitted"]
-    trials = [event for event in run.events if event["type"] == "trial.finished"]
     tasks = tasks_of(run, scores)
     attempts = attempts_of(tasks, scores)
     eligible = sorted(
         {key for kinds in tasks.kinds.values() for key, kind in kinds.items() if kind in PASS_AT_K_KINDS}, key=name
     )
     tallies = {key: key_tallies(tasks, attempts, key) for key in eligible}
+    trials = [event for event in run.events if event["type"] == "trial.finished"]
+    return Folded(scores, trials, tasks, attempts, eligible, tallies)
+
+
+def summary(run: Run) -> dict[str, Any]:
+    fold = folded(run)
+    scores, trials, tasks, attempts, eligible, tallies = (
+        fold.scores, fold.trials, fold.tasks, fold.attempts, fold.eligible, fold.tallies
+    )  # fmt: skip
     outputs = metric_outputs(tasks, scores)
     return {
         "schema_version": 1,
@@ -273,6 +297,57 @@ def summary(run: Run) -> dict[str, Any]:
             for task_id, lists in attempts.items()
         },
         "statistics": statistics(tallies),
+    }
+
+
+def progress(run: Run) -> dict[str, Any]:
+    """The figures of a `run.progress` that the contract fixes (EVENTS.md, SEMANTICS.md 3 and
+    7), for the events applied so far. Not `seq` (the contract says only "increasing"), nor
+    `percent_done` and `eta_seconds`, whose arithmetic it leaves open."""
+    fold = folded(run)
+    whole = summary(run)
+    open_ = run.closed_reason is None
+    declared = [task["task_id"] for task in run.started["tasks"]] if run.started is not None else []
+    # Section 3: "a declared task nothing has arrived for while the run is open".
+    arrived = {event.get("task_id") for event in run.events}
+    pending = {task_id for task_id in declared if task_id not in arrived} if open_ else set()
+    aggregates = {aggregate["name"]: aggregate for aggregate in whole["summary"]["scores"]}
+    pass_at_k = {}
+    for key in fold.eligible:
+        by_k = {}
+        for k in range(1, max((n for n, _ in fold.tallies[key].measured), default=0) + 1):
+            aggregate = aggregates[f"{name(key)}.pass@{k}"]  # section 7: exactly the summary's
+            by_k[str(k)] = {field: aggregate[field] for field in ("mean", "count", "nan_count")}
+        if by_k:
+            pass_at_k[name(key)] = by_k
+    verdicts = {}
+    for key in fold.eligible:
+        counts = dict.fromkeys(("solved", "flaky", "failed", "unmeasured", "pending"), 0)
+        for task_id, lists in fold.attempts.items():
+            if key in lists:
+                said = verdict(lists[key])
+                counts["pending" if said == "unmeasured" and task_id in pending else said] += 1
+        verdicts[name(key)] = counts
+    attempts_per_task = run.started.get("attempts_per_task") if run.started is not None else None
+    return {
+        "type": "run.progress",
+        "run_id": run.run_id,
+        "status": "open" if open_ else "closed",
+        "event_count": len(run.events),
+        "tasks": {
+            "declared": len(declared),
+            "with_attempts": sum(1 for lists in fold.attempts.values() if any(lists.values())),
+            "pending": len(pending),
+        },
+        "trials": {
+            "finished": len(fold.trials),
+            "failed": sum(1 for trial in fold.trials if trial["status"] == "failed"),
+            "expected": attempts_per_task * len(declared) if attempts_per_task else None,
+        },
+        "scores_applied": len(fold.scores),
+        "pass_at_k": pass_at_k,
+        "statistics": whole["statistics"],
+        "verdicts": verdicts,
     }
 
 

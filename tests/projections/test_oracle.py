@@ -33,14 +33,16 @@ from tests.strategies import cancelling_values, graded_runs, mixed_logs, viewed_
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def exact(node: Any) -> Any:
+def exact(node: Any, *, ordered: bool = True) -> Any:
     """A JSON value with its order and its number types kept: objects as lists of pairs (key
-    order is part of the bytes, and the spec orders tasks, keys and aggregates), floats by
+    order is part of the bytes, and the spec orders tasks, keys and aggregates; not
+    `ordered`: in key order, for a record whose order the contract leaves open), floats by
     their repr (-0.0 is not 0.0; 1.0 is not 1)."""
     if isinstance(node, dict):
-        return [[key, exact(value)] for key, value in node.items()]
+        pairs = [[key, exact(value, ordered=ordered)] for key, value in node.items()]
+        return pairs if ordered else sorted(pairs)
     if isinstance(node, list):
-        return [exact(value) for value in node]
+        return [exact(value, ordered=ordered) for value in node]
     if isinstance(node, float):
         return ("float", repr(node))
     return node
@@ -66,19 +68,42 @@ def difference(got: Any, expected: Any, path: str = "") -> str | None:
 
 
 def assert_agree(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
-    assert [(s["run_id"], s["revision"]) for s in got] == [(s["run_id"], s["revision"]) for s in expected]
+    """Every output alike, in order: summaries whole; of a progress event, the figures the
+    contract fixes (`oracle.progress`), each `seq` above the run's one before."""
+
+    def outputs(records: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+        return [(r["type"], r["run_id"], r.get("revision", r["event_count"])) for r in records]
+
+    assert outputs(got) == outputs(expected)
+    seqs: dict[str, int] = {}
     for mine, theirs in zip(got, expected, strict=True):
-        where = f"{mine['run_id']} revision {mine['revision']}"
-        assert exact(mine) == exact(theirs), f"{where}: {difference(mine, theirs)}"
+        where = f"{mine['run_id']} {mine['type']} after {mine['event_count']} events"
+        if mine["type"] == "run.progress":
+            assert mine["seq"] > seqs.get(mine["run_id"], 0), where
+            seqs[mine["run_id"]] = mine["seq"]
+            fixed = shown(mine, theirs)
+            # EVENTS.md lists what progress carries, in no order.
+            assert exact(fixed, ordered=False) == exact(theirs, ordered=False), f"{where}: {difference(fixed, theirs)}"
+        else:
+            assert exact(mine) == exact(theirs), f"{where}: {difference(mine, theirs)}"
+
+
+def shown(record: Any, fields: Any) -> Any:
+    """The part of `record` that has the fields of `fields`, nested objects alike."""
+    if not isinstance(fields, dict) or not isinstance(record, dict) or set(fields) > set(record):
+        return record
+    nested = {"tasks", "trials"}
+    return {key: shown(record[key], fields[key]) if key in nested else record[key] for key in fields}
 
 
 def lines_of(log: bytes) -> list[bytes]:
     return log.splitlines()
 
 
-def folded(lines: list[bytes]) -> list[dict[str, Any]]:
-    """Every summary the fold writes for the log, in order (this process: the Python source)."""
-    replayer = Replayer()
+def folded(lines: list[bytes], *, with_progress: bool = False) -> list[dict[str, Any]]:
+    """Every output the fold writes for the log, in order (this process: the Python source),
+    with `with_progress` a progress event for each applied event, as `replay --progress`."""
+    replayer = Replayer(progress_every=1 if with_progress else None)
     written = [output for number, line in enumerate(lines, 1) for output in replayer.feed(number, line)]
     return [orjson.loads(data) for _, stream, data in written if stream == STDOUT]
 
@@ -172,12 +197,14 @@ def test_every_revision_of_the_example_log_is_the_oracles() -> None:
 
 
 @given(mixed_logs(late=True, shared_trials=True))
-def test_every_summary_of_a_random_log_is_the_oracles(log: bytes) -> None:
+def test_every_output_of_a_random_log_is_the_oracles(log: bytes) -> None:
     """Interleaved runs, redeliveries, lines that are no event, run.started anywhere (events
     before it, tasks it does not declare), late events after the close (revisions), dead
-    trials, failed metrics, every `harbor_rules`, values over the whole double range."""
+    trials, failed metrics, every `harbor_rules`, values over the whole double range. With a
+    progress event after each applied event (section 7: live pass@k and statistics are the
+    summary's for the events so far; verdict counts with `pending` while the run is open)."""
     lines = lines_of(log)
-    assert_agree(folded(lines), list(oracle.replayed(lines)))
+    assert_agree(folded(lines, with_progress=True), list(oracle.replayed(lines, with_progress=True)))
 
 
 @given(st.one_of(graded_runs(), graded_runs(binary=True)))
@@ -227,16 +254,18 @@ def compiled_build() -> None:
 
 @settings(max_examples=10)
 @given(mixed_logs(runs=8, late=True, shared_trials=True))
-def test_evalstream_replay_writes_the_oracles_summaries(
+def test_evalstream_replay_writes_the_oracles_outputs(
     compiled_build: None, tmp_path_factory: pytest.TempPathFactory, log: bytes
 ) -> None:
-    """`evalstream replay` as a user runs it: the compiled build, a file of up to 8 runs."""
+    """`evalstream replay --progress` as a user runs it: the compiled build, a file of up to
+    8 runs."""
     path = tmp_path_factory.mktemp("oracle") / "log.jsonl"
     path.write_bytes(log)
     done = subprocess.run(
-        [sys.executable, "-m", "worker.commands.cli", "replay", str(path)],
+        [sys.executable, "-m", "worker.commands.cli", "replay", "--progress", str(path)],
         cwd=ROOT, env=compiled_environment(), capture_output=True, check=False, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert b"older than its sources" not in done.stderr
-    assert_agree([orjson.loads(line) for line in done.stdout.splitlines()], list(oracle.replayed(lines_of(log))))
+    expected = list(oracle.replayed(lines_of(log), with_progress=True))
+    assert_agree([orjson.loads(line) for line in done.stdout.splitlines()], expected)
