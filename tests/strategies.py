@@ -71,8 +71,9 @@ def run_logs(
     """A run's log in order, ending with run.closed. With `unique_scores`, no two scores
     share (task, trial, metric), so that no figure depends on which of them is later. With
     `late`, the run.closed comes anywhere (the events after it are late: each makes a new
-    revision), now and then a second one follows (ignored), and now and then none does. With
-    `shared_trials`, some trial ids are used by several tasks."""
+    revision), now and then a second one follows (ignored), and now and then none does; now
+    and then a second run.started comes anywhere, and an event reuses an earlier one's
+    event_id with another body. With `shared_trials`, some trial ids are used by several tasks."""
     tasks = [f"t{i}" for i in range(draw(st.integers(1, 4)))]
     events: list[InputEvent] = []
     seen: set[tuple[str, str, str]] = set()
@@ -121,6 +122,14 @@ def run_logs(
         events.insert(draw(st.integers(0, len(events))), builders.closed(run_id, reason))
     if draw(st.integers(0, 5)) == 0:
         events.append(builders.closed(run_id, "failed"))
+    if draw(st.integers(0, 7)) == 0:  # refused, unless it comes first and the other one is
+        events.insert(draw(st.integers(0, len(events))), builders.started(run_id, labels={"start": "second"}))
+    if events and draw(st.integers(0, 5)) == 0:  # a redelivery by its event_id, whatever its body
+        earlier = draw(st.integers(0, len(events) - 1))
+        again = builders.score(
+            tasks[0], "again", "reward", {"score": 1.0}, run_id=run_id, event_id=events[earlier].event_id
+        )
+        events.insert(draw(st.integers(earlier + 1, len(events))), again)
     return events
 
 
