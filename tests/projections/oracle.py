@@ -130,28 +130,37 @@ class Oracle:
     progress: bool = False
     runs: dict[str, Run] = field(default_factory=dict)
 
-    def feed(self, line: bytes) -> list[dict[str, Any]]:
+    def apply(self, line: bytes) -> Run | None:
+        """The run the line's event was applied to, or None when it was not."""
         event = read(line)
         if event is None:
-            return []
+            return None
         run = self.runs.setdefault(event["run_id"], Run(event["run_id"]))
         if event["event_id"] in run.event_ids:
-            return []  # a redelivery changes nothing
+            return None  # a redelivery changes nothing
         if event["type"] == "run.started":
             if run.started is not None:
-                return []  # "Another one with a different event_id is refused"
+                return None  # "Another one with a different event_id is refused"
             run.started = event
         if event["type"] == "run.closed":
             if run.closed_reason is not None:
-                return []  # docs/choices.md: a second run.closed is ignored
+                return None  # docs/choices.md: a second run.closed is ignored
             run.closed_reason = event.get("reason") or "completed"
         run.event_ids.add(event["event_id"])
         run.events.append(event)
-        written = [progress(run)] if self.progress else []
         if run.closed_reason is not None:
             # "Emitted when a run closes, and again, with revision one higher, whenever later
             # events change it": every applied event changes event_count at least.
             run.revision += 1
+        return run
+
+    def feed(self, line: bytes) -> list[dict[str, Any]]:
+        """What replay writes for the line."""
+        run = self.apply(line)
+        if run is None:
+            return []
+        written = [progress(run)] if self.progress else []
+        if run.closed_reason is not None:
             written.append(summary(run))
         return written
 
@@ -162,6 +171,58 @@ def replayed(lines: Iterable[bytes], *, with_progress: bool = False) -> Iterator
     for line in lines:
         if line.strip():
             yield from oracle.feed(line)
+
+
+def summary_after(lines: Iterable[bytes], run_id: str = "run") -> dict[str, Any]:
+    """The summary of a run after a log, closed or not. An open run has no summary in the
+    contract, so it has no revision here (None); its figures are those of its events so far."""
+    oracle = Oracle()
+    for line in lines:
+        oracle.apply(line)
+    run = oracle.runs.get(run_id) or Run(run_id)
+    return summary(run) | ({"revision": None} if run.closed_reason is None else {})
+
+
+# --- comparing with the oracle -----------------------------------------------------------
+
+
+def exact(node: Any, *, ordered: bool = True) -> Any:
+    """A JSON value with its order and its number types kept: objects as lists of pairs (key
+    order is part of the bytes, and the spec orders tasks, keys and aggregates; not
+    `ordered`: in key order, for a record whose order the contract leaves open), floats by
+    their repr (-0.0 is not 0.0; 1.0 is not 1)."""
+    if isinstance(node, dict):
+        pairs = [[key, exact(value, ordered=ordered)] for key, value in node.items()]
+        return pairs if ordered else sorted(pairs)
+    if isinstance(node, list):
+        return [exact(value, ordered=ordered) for value in node]
+    if isinstance(node, float):
+        return ("float", repr(node))
+    return node
+
+
+def difference(got: Any, expected: Any, path: str = "") -> str | None:
+    """Where two JSON values first differ, for a failure message."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        if list(got) != list(expected):
+            return f"{path}: keys {list(got)} != {list(expected)}"
+        for key in got:
+            if (found := difference(got[key], expected[key], f"{path}.{key}")) is not None:
+                return found
+        return None
+    if isinstance(got, list) and isinstance(expected, list):
+        if len(got) != len(expected):
+            return f"{path}: {len(got)} items != {len(expected)}: {got!r} != {expected!r}"
+        for number, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
+            if (found := difference(mine, theirs, f"{path}[{number}]")) is not None:
+                return found
+        return None
+    return None if exact(got) == exact(expected) else f"{path}: got {got!r}, the spec says {expected!r}"
+
+
+def assert_spec(got: Any, expected: Any, where: str = "") -> None:
+    """`got` (parsed JSON) is `expected` exactly: order, number types, float bits."""
+    assert exact(got) == exact(expected), f"{where}{difference(got, expected)}"
 
 
 # --- declarations and attempts (section 1) -----------------------------------------------

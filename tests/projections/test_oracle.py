@@ -27,44 +27,11 @@ from projections.replayer import STDOUT, Replayer
 from tests import builders
 from tests.projections import oracle
 from tests.projections.examples import EXAMPLE_LOG, EXPECTED, section_2_example
+from tests.projections.oracle import assert_spec, difference, exact
 from tests.projections.test_compiled import NOT_BUILT, compiled_environment
 from tests.strategies import cancelling_values, graded_runs, mixed_logs, viewed_runs
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def exact(node: Any, *, ordered: bool = True) -> Any:
-    """A JSON value with its order and its number types kept: objects as lists of pairs (key
-    order is part of the bytes, and the spec orders tasks, keys and aggregates; not
-    `ordered`: in key order, for a record whose order the contract leaves open), floats by
-    their repr (-0.0 is not 0.0; 1.0 is not 1)."""
-    if isinstance(node, dict):
-        pairs = [[key, exact(value, ordered=ordered)] for key, value in node.items()]
-        return pairs if ordered else sorted(pairs)
-    if isinstance(node, list):
-        return [exact(value, ordered=ordered) for value in node]
-    if isinstance(node, float):
-        return ("float", repr(node))
-    return node
-
-
-def difference(got: Any, expected: Any, path: str = "") -> str | None:
-    """Where two JSON values first differ, for a failure message."""
-    if isinstance(got, dict) and isinstance(expected, dict):
-        if list(got) != list(expected):
-            return f"{path}: keys {list(got)} != {list(expected)}"
-        for key in got:
-            if (found := difference(got[key], expected[key], f"{path}.{key}")) is not None:
-                return found
-        return None
-    if isinstance(got, list) and isinstance(expected, list):
-        if len(got) != len(expected):
-            return f"{path}: {len(got)} items != {len(expected)}: {got!r} != {expected!r}"
-        for number, (mine, theirs) in enumerate(zip(got, expected, strict=True)):
-            if (found := difference(mine, theirs, f"{path}[{number}]")) is not None:
-                return found
-        return None
-    return None if exact(got) == exact(expected) else f"{path}: got {got!r}, the spec says {expected!r}"
 
 
 def assert_agree(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
@@ -85,7 +52,7 @@ def assert_agree(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> N
             # EVENTS.md lists what progress carries, in no order.
             assert exact(fixed, ordered=False) == exact(theirs, ordered=False), f"{where}: {difference(fixed, theirs)}"
         else:
-            assert exact(mine) == exact(theirs), f"{where}: {difference(mine, theirs)}"
+            assert_spec(mine, theirs, f"{where}: ")
 
 
 def shown(record: Any, fields: Any) -> Any:
@@ -185,7 +152,7 @@ def test_the_oracle_gives_the_example_logs_expected_summaries() -> None:
     assert sorted(latest) == sorted(record["run_id"] for record in expected)
     for record in expected:
         mine = {field: latest[record["run_id"]][field] for field in record}
-        assert exact(mine) == exact(record), f"{record['run_id']}: {difference(mine, record)}"
+        assert_spec(mine, record, f"{record['run_id']}: ")
 
 
 # --- the fold against the oracle ----------------------------------------------------------
