@@ -128,7 +128,7 @@ def test_a_view_value_that_turns_from_0_to_minus_0_moves_the_view_aggregate() ->
     bit: 0.0 == -0.0, yet the aggregate's min, max and percentiles spell them apart."""
     view = {"name": "v", "reducer": "single", "signals": [{"metric": "reward", "output": "score"}]}
     run, cache = RunState("run"), SummaryCache()
-    log = [started("run", [task_spec("t", {"reward.score": "continuous"}, [view])])]
+    log: list[InputEvent] = [started("run", [task_spec("t", {"reward.score": "continuous"}, [view])])]
     log += [score("t", "a", "reward", {"score": 0.0}), closed()]
     for event in log:
         apply(run, event)
@@ -204,7 +204,7 @@ def test_a_view_aggregate_revised_as_task_values_change_equals_the_one_built_fro
     weighted sum gives 0.0) and non-finite ones."""
     view = {"name": "v", "reducer": "single", "signals": [{"metric": "r", "output": "s"}]}
     run, cache = RunState("run"), SummaryCache()
-    log = [started(tasks=[task_spec(f"t{task}", {"r.s": "continuous"}, [view]) for task in range(3)])]
+    log: list[InputEvent] = [started(tasks=[task_spec(f"t{task}", {"r.s": "continuous"}, [view]) for task in range(3)])]
     apply(run, log[0])
     for task, trial, value in scores:
         log.append(score(f"t{task}", f"t{task}-{trial}", "r", {"s": value}))
