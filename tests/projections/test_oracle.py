@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from events.codec import encode
 from events.models import InputEvent
+from events.synthetic import interleave, synthetic_run
 from projections.replayer import STDOUT, Replayer
 from tests import builders
 from tests.projections import oracle
@@ -207,6 +208,19 @@ def test_view_values_add_up_in_the_order_of_their_trials_first_scores() -> None:
     assert_agree(folded(lines), expected)
 
 
+def test_a_log_of_big_runs_is_the_oracles() -> None:
+    """Three interleaved runs of 60 tasks of 5 trials (`events.synthetic`), and runs of 1,001
+    and 1,002 one-attempt tasks: section 8's last tabled quantile (1,000 degrees of freedom)
+    and the normal one above it."""
+    sources = [synthetic_run(f"run-{i}", tasks=60, attempts=5, seed=i) for i in range(3)]
+    lines = [orjson.dumps(event) for event in interleave(sources, 3)]
+    for tasks in (1001, 1002):
+        lines += log_of(builders.scored_run(f"wide-{tasks}", {f"t{i}": [float(i % 3 > 0)] for i in range(tasks)}))
+    expected = list(oracle.replayed(lines))
+    assert [s["statistics"]["reward.score"]["pass_at_k"][0]["count"] for s in expected[-2:]] == [1001, 1002]
+    assert_agree(folded(lines), expected)
+
+
 # --- the compiled build against the oracle -----------------------------------------------
 
 
@@ -217,6 +231,16 @@ def compiled_build() -> None:
         cwd=ROOT, env=compiled_environment(), capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert probe.stdout.strip() == "compiled", NOT_BUILT
+
+
+def test_evalstream_replay_writes_the_oracles_outputs_for_the_example_log(compiled_build: None) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.commands.cli", "replay", "--progress", str(EXAMPLE_LOG)],
+        cwd=ROOT, env=compiled_environment(), capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    expected = list(oracle.replayed(lines_of(EXAMPLE_LOG.read_bytes()), with_progress=True))
+    assert_agree([orjson.loads(line) for line in done.stdout.splitlines()], expected)
 
 
 @settings(max_examples=10)
