@@ -401,6 +401,8 @@ def progress(run: Run) -> dict[str, Any]:
             "pending": len(pending),
         },
         "trials": {
+            # "trials finished and failed": the applied trial.finished events (the contract
+            # does not say whether one trial id finished twice is one trial or two).
             "finished": len(fold.trials),
             "failed": sum(1 for trial in fold.trials if trial["status"] == "failed"),
             "expected": attempts_per_task * len(declared) if attempts_per_task else None,
@@ -441,6 +443,8 @@ def metric_aggregates(outputs: dict[str, set[str]], scores: list[dict[str, Any]]
 
 def coverage(outputs: dict[str, set[str]], scores: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
     result: dict[str, dict[str, dict[str, int]]] = {}
+    # A metric with no output names (undeclared, only failed scores) is there, empty: the
+    # spec does not say; the example's expected summaries have none such.
     for metric in sorted(outputs):
         of_metric = [score for score in scores if score["metric_type"] == metric]
         failed = sum(1 for score in of_metric if score["status"] == "failed")
@@ -494,6 +498,9 @@ def view_value(view: dict[str, Any], trial_scores: list[dict[str, Any]]) -> floa
     reducer = view["reducer"]
     if reducer == "single":
         return signals[0][0]
+    # `min` and `max` of signals one of which is NaN: the spec and docs/choices.md say
+    # nothing; Python's (the first value holds unless a later one compares below or above
+    # it, so NaN first stays NaN and NaN later is passed over) is what the fold does.
     if reducer == "all":
         return min(value for value, _ in signals)
     if reducer == "any":
@@ -643,6 +650,8 @@ def reward_stats(attempts: dict[str, dict[Key, list[Attempt]]]) -> dict[str, dic
         key=lambda attempt: attempt[:2],  # docs/choices.md: one score's attempts by key name
     )
     stats: dict[str, dict[str, list[str]]] = {}
+    # A trial id twice (two attempts of one trial, section 1) is listed twice, as the
+    # example's expected summaries do (run-11-0's reward.score "0.0").
     for _, key_name, value, trial_id in made:
         stats.setdefault(key_name, {}).setdefault(repr(value), []).append(trial_id)
     return stats
