@@ -324,10 +324,7 @@ def folded(run: Run) -> Folded:
 
 def summary(run: Run) -> dict[str, Any]:
     fold = folded(run)
-    scores, trials, tasks, attempts, eligible, tallies = (
-        fold.scores, fold.trials, fold.tasks, fold.attempts, fold.eligible, fold.tallies
-    )  # fmt: skip
-    outputs = metric_outputs(tasks, scores)
+    outputs = metric_outputs(fold.tasks, fold.scores)
     return {
         "schema_version": 1,
         "type": "run.summary",
@@ -338,26 +335,28 @@ def summary(run: Run) -> dict[str, Any]:
         "event_count": len(run.events),
         "summary": {
             "scores": wired(
-                metric_aggregates(outputs, scores) + view_aggregates(tasks, scores) + pass_at_k_aggregates(tallies)
+                metric_aggregates(outputs, fold.scores)
+                + view_aggregates(fold.tasks, fold.scores)
+                + pass_at_k_aggregates(fold.tallies)
             ),
-            "metric_coverage": coverage(outputs, scores),
+            "metric_coverage": coverage(outputs, fold.scores),
             "task_metric_attempts": {
                 task_id: {
                     name(key): [{"trial_id": a.trial_id, "value": wire(a.value)} for a in attempt_list]
                     for key, attempt_list in lists.items()
                 }
-                for task_id, lists in attempts.items()
+                for task_id, lists in fold.attempts.items()
             },
-            "task_count": len(run.started["tasks"]) if run.started is not None else len(tasks.order),
-            "trial_count": len({score["trial_id"] for score in scores}),
-            "score_count": len(scores),
+            "task_count": len(run.started["tasks"]) if run.started is not None else len(fold.tasks.order),
+            "trial_count": len({score["trial_id"] for score in fold.scores}),
+            "score_count": len(fold.scores),
         },
-        "harbor": harbor(run, scores, trials, attempts, eligible),
+        "harbor": harbor(run, fold),
         "verdicts": {
-            task_id: {name(key): verdict(attempt_list) for key, attempt_list in lists.items() if key in tallies}
-            for task_id, lists in attempts.items()
+            task_id: {name(key): verdict(attempt_list) for key, attempt_list in lists.items() if key in fold.tallies}
+            for task_id, lists in fold.attempts.items()
         },
-        "statistics": statistics(tallies),
+        "statistics": statistics(fold.tallies),
     }
 
 
@@ -617,24 +616,18 @@ def entries(columns: list[list[float]], unmeasured: int) -> list[dict[str, Any]]
 # --- harbor (section 6) ------------------------------------------------------------------
 
 
-def harbor(
-    run: Run,
-    scores: list[dict[str, Any]],
-    trials: list[dict[str, Any]],
-    attempts: dict[str, dict[Key, list[Attempt]]],
-    eligible: list[Key],
-) -> dict[str, Any]:
+def harbor(run: Run, fold: Folded) -> dict[str, Any]:
     exception_stats: dict[str, list[str]] = {}
-    for trial in trials:
+    for trial in fold.trials:
         if trial["status"] == "failed":
             error_type = (trial.get("error") or {}).get("type") or "UnknownError"
             exception_stats.setdefault(error_type, []).append(trial["trial_id"])
     return {
-        "n_trials": len({score["trial_id"] for score in scores if score["status"] in MEASURED}),
-        "n_errors": sum(1 for trial in trials if trial["status"] == "failed"),
-        "reward_stats": reward_stats(attempts),
+        "n_trials": len({score["trial_id"] for score in fold.scores if score["status"] in MEASURED}),
+        "n_errors": sum(1 for trial in fold.trials if trial["status"] == "failed"),
+        "reward_stats": reward_stats(fold.attempts),
         "exception_stats": exception_stats,
-        "pass_at_k": harbor_pass_at_k(run, attempts, eligible),
+        "pass_at_k": harbor_pass_at_k(run, fold.attempts, fold.eligible),
     }
 
 
