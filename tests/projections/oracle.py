@@ -235,7 +235,6 @@ class Tasks:
     order: list[str]
     kinds: dict[str, dict[Key, str]]
     views: dict[str, list[dict[str, Any]]]
-    specs: bool
 
 
 def tasks_of(run: Run, scores: list[dict[str, Any]]) -> Tasks:
@@ -251,7 +250,7 @@ def tasks_of(run: Run, scores: list[dict[str, Any]]) -> Tasks:
         if score["task_id"] not in kinds:
             order.append(score["task_id"])
             kinds[score["task_id"]] = {}
-    return Tasks(order, kinds, views, run.started is not None)
+    return Tasks(order, kinds, views)
 
 
 @dataclass
