@@ -39,7 +39,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Final, Literal
 
-from events.compiled import PURE_SETTING, Crate, digest_of
+from events.builds import PURE_SETTING, crates, digest_of
 
 _HERE = Path(__file__).resolve().parent
 DIGEST = _HERE / "compiled.digest"
@@ -62,9 +62,7 @@ compiled class keeps its float, int and bool fields unboxed: orjson would crash 
 them. None of them is on the fold's path."""
 
 
-KERNEL_CRATE: Final = Crate(
-    _HERE, __name__, "_kernels", "the fold's compiled kernels", shared=("events/native/src/allocator.rs",)
-)
+KERNEL_CRATE: Final = crates(_HERE.parent)[f"{__name__}._kernels"]
 """The fold's kernels compiled from Rust (`projections/native`, `fold-kernels`), which
 `projections.kernels` alone loads: an extension module here that is part of neither build."""
 

@@ -1,34 +1,117 @@
-"""The installed package (the image's, `pip install .`) holds every module of the source tree.
+"""The installed package (the image's, `pip install .`) holds every module of the source tree
+and the modules compiled from its Rust crates; where cargo is missing it installs without
+them, says what to do, and runs the Python twins.
 
-The wheel is built with the venv's own setuptools (`--no-build-isolation`, a dev dependency)
-and no index: the test needs no registry once `make install` has run."""
+The wheels are built with the venv's own setuptools and setuptools-rust (`--no-build-isolation`,
+dev dependencies) and no index: the tests need no registry once `make install` has run. The
+wheel with the crates is built from a copy at a fixed place below build/, with cargo's target
+directory beside it, so that cargo compiles the crates once per machine and then finds them
+current (~90 s the first time, seconds after)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import zipfile
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+
+import pytest
+
+from events.builds import PURE_SETTING, crates
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("events", "projections", "worker")
+CRATES = crates(ROOT)
+BUILT = {f"{crate.package}/{crate.module}{EXTENSION_SUFFIXES[0]}" for crate in CRATES.values()}
+PROBE = (
+    "import warnings; warnings.simplefilter('error');"
+    " import events.compiled as c, projections.kernels as k;"
+    " print(c.NATIVE is not None, k.KERNELS is not None, c.__file__)"
+)
 
 
-def test_the_wheel_holds_every_module(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
+def copy_source(source: Path) -> Path:
+    """The files a build reads, copied to `source` (cleared first): no build, no cache."""
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    skipped = shutil.ignore_patterns("__pycache__", "target", "*.so", "*.digest")
     for package in PACKAGES:
-        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / package, source / package, ignore=skipped)
+    return source
+
+
+def build_wheel(source: Path, out: Path, environment: dict[str, str]) -> tuple[Path, str]:
+    """The wheel `pip wheel` builds from `source`, and what pip said."""
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
     built = subprocess.run(
-        [*command, "-w", str(tmp_path / "out"), str(source)], capture_output=True, check=False, timeout=300
+        [*command, "-w", str(out), str(source)], capture_output=True, env=environment, check=False, timeout=900
     )
-    assert built.returncode == 0, (built.stdout + built.stderr).decode(errors="replace")[-5000:]
-    [wheel] = (tmp_path / "out").glob("evalstream-*.whl")
+    said = (built.stdout + built.stderr).decode(errors="replace")
+    assert built.returncode == 0, said[-5000:]
+    [wheel] = out.glob("evalstream-*.whl")
+    return wheel, said
+
+
+def probe(wheel: Path, into: Path) -> list[str]:
+    """What the package unpacked from `wheel` loads: (recogniser built, kernels built, where from)."""
+    zipfile.ZipFile(wheel).extractall(into)
+    environment = {name: value for name, value in os.environ.items() if name != PURE_SETTING}
+    environment["PYTHONPATH"] = str(into)  # ahead of the editable install's finder
+    ran = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=into, env=environment, capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return ran.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from the tree as it is, with cargo at hand."""
+    if shutil.which("cargo") is None and not (Path.home() / ".cargo" / "bin" / "cargo").is_file():
+        pytest.fail("cargo is not installed: the wheel's compiled modules need it (https://rustup.rs)")
+    scratch = ROOT / "build" / "wheel-test"
+    source = copy_source(scratch / "source")
+    environment = os.environ | {"CARGO_TARGET_DIR": str(scratch / "target")}
+    built, _ = build_wheel(source, tmp_path_factory.mktemp("out"), environment)
+    return built
+
+
+def test_the_wheel_holds_every_module(wheel: Path) -> None:
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    modules = {str(path.relative_to(source)) for package in PACKAGES for path in (source / package).rglob("*.py")}
+    modules = {str(path.relative_to(ROOT)) for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
     assert modules - shipped == set()
     assert "worker/py.typed" in shipped
+
+
+def test_the_wheel_holds_the_modules_compiled_from_rust_and_not_their_crates(wheel: Path) -> None:
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    assert BUILT - shipped == set()
+    assert [name for name in shipped if "/native/" in name or name.endswith((".rs", ".digest"))] == []
+
+
+def test_the_installed_wheel_runs_its_compiled_modules(wheel: Path, tmp_path: Path) -> None:
+    """Installed without its crates, a compiled module is the one built with the package:
+    used, with no warning that it is older than its sources."""
+    assert probe(wheel, tmp_path) == ["True", "True", str(tmp_path / "events" / "compiled.py")]
+
+
+def test_without_cargo_the_package_installs_runs_python_and_says_what_to_do(tmp_path: Path) -> None:
+    """No cargo on PATH and no rustup's in HOME: the wheel is built without the compiled
+    modules, pip shows why and what to do, and the package runs its Python twins."""
+    searched = os.environ.get("PATH", "").split(os.pathsep)
+    path = [str(Path(sys.executable).parent), *(d for d in searched if d and not (Path(d) / "cargo").exists())]
+    environment = os.environ | {"PATH": os.pathsep.join(path), "HOME": str(tmp_path / "home")}
+    environment.pop("CARGO", None)
+    wheel, said = build_wheel(copy_source(tmp_path / "source"), tmp_path / "out", environment)
+    assert BUILT & set(zipfile.ZipFile(wheel).namelist()) == set()
+    said = " ".join(said.split())
+    assert "(events._native, projections._kernels) were not built (`cargo` was not found)" in said
+    assert "runs its Python twins instead" in said
+    assert "https://rustup.rs" in said
+    installed = tmp_path / "installed"
+    assert probe(wheel, installed) == ["False", "False", str(installed / "events" / "compiled.py")]

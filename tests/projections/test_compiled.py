@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import projections
+from events.builds import PURE_SETTING
 from events.codec import encode
-from events.compiled import PURE_SETTING
 from events.synthetic import interleave, synthetic_run
 from tests.projections.examples import EXAMPLE_LOG
 from tests.projections.trace import read_frame, trace, write_frame
