@@ -5,24 +5,18 @@ BIN := $(VENV)/bin
 
 .PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
 
-# The Rust crates (events/native, projections/native), built in place by the editable install
-# (setup.py, setuptools-rust; events/builds.py says when each is used): again when one changed.
+# The compiled parts (docs/build.md), built in place by the editable install (setup.py: mypyc for
+# the fold, setuptools-rust for the crates), and again whenever one of their sources changed.
+FOLD_SOURCES := $(sort $(shell find projections -name '*.py'))
 CRATE_SOURCES := $(wildcard events/native/Cargo.* events/native/src/*.rs projections/native/Cargo.* projections/native/src/*.rs)
 
-$(BIN)/.installed: pyproject.toml setup.py events/builds.py $(CRATE_SOURCES)
+$(BIN)/.installed: pyproject.toml setup.py events/builds.py $(FOLD_SOURCES) $(CRATE_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
-# The fold compiled with mypyc beside its sources (projections/__init__.py says when it is used);
-# not again when only a crate changed.
-FOLD_SOURCES := $(sort $(shell find projections -name '*.py' ! -name __init__.py))
-
-projections/compiled.digest: pyproject.toml $(FOLD_SOURCES) .ci/compile_fold.py | $(BIN)/.installed
-	$(BIN)/python .ci/compile_fold.py
-
-install: $(BIN)/.installed projections/compiled.digest
+install: $(BIN)/.installed
 
 ## The whole suite: lint, format, types, import layers, the docs site, then every test.
 test: check unit

@@ -1,12 +1,14 @@
-"""The installed package (the image's, `pip install .`) holds every module of the source tree
-and the modules compiled from its Rust crates; where cargo is missing it installs without
-them, says what to do, and runs the Python twins.
+"""The installed package (the image's, `pip install .`) holds every module of the source tree,
+the fold compiled by mypyc and the modules compiled from its Rust crates, and runs them;
+where cargo is missing it installs without the crates, says what to do, and runs the Python
+twins.
 
-The wheels are built with the venv's own setuptools and setuptools-rust (`--no-build-isolation`,
-dev dependencies) and no index: the tests need no registry once `make install` has run. The
-wheel with the crates is built from a copy at a fixed place below build/, with cargo's target
+The wheels are built with the venv's own setuptools, setuptools-rust and mypy
+(`--no-build-isolation`, dev dependencies) and no index: the tests need no registry once
+`make install` has run. The full wheel is built once for the module (~2 minutes, mypyc's
+compilation the most of it), from a copy at a fixed place below build/ with cargo's target
 directory beside it, so that cargo compiles the crates once per machine and then finds them
-current (~90 s the first time, seconds after)."""
+current."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import projections
 from events.builds import PURE_SETTING, crates
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +31,8 @@ CRATES = crates(ROOT)
 BUILT = {f"{crate.package}/{crate.module}{EXTENSION_SUFFIXES[0]}" for crate in CRATES.values()}
 PROBE = (
     "import warnings; warnings.simplefilter('error');"
-    " import events.compiled as c, projections.kernels as k;"
-    " print(c.NATIVE is not None, k.KERNELS is not None, c.__file__)"
+    " import events.compiled as c, projections.kernels as k, projections, projections.step as s;"
+    " print(c.NATIVE is not None, k.KERNELS is not None, projections.BUILD, s.__file__.rsplit('.', 1)[-1], c.__file__)"
 )
 
 
@@ -58,7 +61,8 @@ def build_wheel(source: Path, out: Path, environment: dict[str, str]) -> tuple[P
 
 
 def probe(wheel: Path, into: Path) -> list[str]:
-    """What the package unpacked from `wheel` loads: (recogniser built, kernels built, where from)."""
+    """What the package unpacked from `wheel` loads: recogniser built, kernels built, the
+    fold's build, the kind of file `projections.step` is, and where the package is."""
     zipfile.ZipFile(wheel).extractall(into)
     environment = {name: value for name, value in os.environ.items() if name != PURE_SETTING}
     environment["PYTHONPATH"] = str(into)  # ahead of the editable install's finder
@@ -88,30 +92,38 @@ def test_the_wheel_holds_every_module(wheel: Path) -> None:
     assert "worker/py.typed" in shipped
 
 
-def test_the_wheel_holds_the_modules_compiled_from_rust_and_not_their_crates(wheel: Path) -> None:
+def test_the_wheel_holds_the_compiled_modules_and_not_the_crates(wheel: Path) -> None:
     shipped = set(zipfile.ZipFile(wheel).namelist())
     assert BUILT - shipped == set()
-    assert [name for name in shipped if "/native/" in name or name.endswith((".rs", ".digest"))] == []
+    fold = {
+        f"{path.relative_to(ROOT).with_suffix('')}{EXTENSION_SUFFIXES[0]}" for path in projections.compiled_sources()
+    }
+    assert fold - shipped == set()
+    assert f"projections/compiled__mypyc{EXTENSION_SUFFIXES[0]}" in shipped
+    assert "projections/compiled.digest" in shipped  # the fold's sources are in the wheel: judged by it
+    assert [name for name in shipped if "/native/" in name or name.endswith((".rs", "native.digest"))] == []
 
 
-def test_the_installed_wheel_runs_its_compiled_modules(wheel: Path, tmp_path: Path) -> None:
-    """Installed without its crates, a compiled module is the one built with the package:
-    used, with no warning that it is older than its sources."""
-    assert probe(wheel, tmp_path) == ["True", "True", str(tmp_path / "events" / "compiled.py")]
+def test_the_installed_wheel_runs_its_compiled_parts(wheel: Path, tmp_path: Path) -> None:
+    """Installed without its crates, a crate's module is the one built with the package: used,
+    with no warning that it is older than its sources; the fold is its compiled build."""
+    assert probe(wheel, tmp_path) == ["True", "True", "compiled", "so", str(tmp_path / "events" / "compiled.py")]
 
 
-def test_without_cargo_the_package_installs_runs_python_and_says_what_to_do(tmp_path: Path) -> None:
-    """No cargo on PATH and no rustup's in HOME: the wheel is built without the compiled
-    modules, pip shows why and what to do, and the package runs its Python twins."""
+def test_without_cargo_or_a_compiler_the_package_installs_runs_python_and_says_what_to_do(tmp_path: Path) -> None:
+    """No cargo on PATH, no rustup's in HOME and no C compiler: the wheel is built without
+    the compiled parts, pip shows why and what to do, and the package runs as Python."""
     searched = os.environ.get("PATH", "").split(os.pathsep)
     path = [str(Path(sys.executable).parent), *(d for d in searched if d and not (Path(d) / "cargo").exists())]
-    environment = os.environ | {"PATH": os.pathsep.join(path), "HOME": str(tmp_path / "home")}
+    environment = os.environ | {"PATH": os.pathsep.join(path), "HOME": str(tmp_path / "home"), "CC": "no-cc"}
     environment.pop("CARGO", None)
     wheel, said = build_wheel(copy_source(tmp_path / "source"), tmp_path / "out", environment)
-    assert BUILT & set(zipfile.ZipFile(wheel).namelist()) == set()
+    assert [name for name in zipfile.ZipFile(wheel).namelist() if name.endswith((".so", ".digest"))] == []
     said = " ".join(said.split())
     assert "(events._native, projections._kernels) were not built (`cargo` was not found)" in said
-    assert "runs its Python twins instead" in said
+    assert "The package runs its Python twins instead" in said
     assert "https://rustup.rs" in said
+    assert "the compiled fold was not built (no C compiler: `no-cc` was not found)" in said
+    assert "The fold runs from its Python source" in said
     installed = tmp_path / "installed"
-    assert probe(wheel, installed) == ["False", "False", str(installed / "events" / "compiled.py")]
+    assert probe(wheel, installed) == ["False", "False", "pure", "py", str(installed / "events" / "compiled.py")]
