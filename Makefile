@@ -102,4 +102,3 @@ bench-chaos: install
 clean:
 	rm -rf $(VENV) .state .mypy_cache .ruff_cache .pytest_cache .hypothesis build site
 	find projections -name "*.so" -delete; rm -f projections/compiled.digest projections/native.digest events/_native*.so events/native.digest
-	rm -rf events/native/target projections/native/target

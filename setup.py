@@ -75,8 +75,11 @@ class build_ext(setuptools_build_ext):
     failed: str | None = None
 
     def finalize_options(self) -> None:
-        builds = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install"} & set(self.distribution.commands)
-        if builds and not ((self.inplace or self.editable_mode) and fold_current()):
+        asked = set(self.distribution.commands)
+        builds = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install"} & asked
+        # egg_info may finalize this command before editable_wheel says it builds in place
+        inplace = self.inplace or self.editable_mode or "editable_wheel" in asked
+        if builds and not (inplace and fold_current()):
             self.digest = projections.source_digest()  # the sources as mypyc reads them
             self.distribution.ext_modules = [*(self.distribution.ext_modules or []), *fold_extensions()]
         super().finalize_options()
@@ -138,6 +141,8 @@ class build_rust(setuptools_build_rust):
     could not build, and in place keeps each crate's digest beside its module."""
 
     def run(self) -> None:
+        # One target directory for both crates (they share their dependencies), out of the sources.
+        os.environ.setdefault("CARGO_TARGET_DIR", str(ROOT / "build" / "cargo"))
         if shutil.which(self.cargo) is None and self.cargo == "cargo" and RUSTUP_CARGO.is_file():
             os.environ["PATH"] = f"{RUSTUP_CARGO.parent}{os.pathsep}{os.environ.get('PATH', '')}"
         if shutil.which(self.cargo) is None:

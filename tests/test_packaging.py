@@ -42,7 +42,7 @@ def copy_source(source: Path) -> Path:
     source.mkdir(parents=True)
     for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    skipped = shutil.ignore_patterns("__pycache__", "target", "*.so", "*.digest")
+    skipped = shutil.ignore_patterns("__pycache__", "*.so", "*.digest")
     for package in PACKAGES:
         shutil.copytree(ROOT / package, source / package, ignore=skipped)
     return source
