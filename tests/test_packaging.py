@@ -5,10 +5,10 @@ twins.
 
 The wheels are built with the venv's own setuptools, setuptools-rust and mypy
 (`--no-build-isolation`, dev dependencies) and no index: the tests need no registry once
-`make install` has run. The full wheel is built once for the module (~2 minutes, mypyc's
-compilation the most of it), from a copy at a fixed place below build/ with cargo's target
-directory beside it, so that cargo compiles the crates once per machine and then finds them
-current."""
+`make install` has run. The full wheel is built once for the module, from a copy below
+build/, in the cargo target directory `make install` uses, whose build of the crates'
+dependencies it reuses: ~1 to 2 minutes, mypyc's compilation and the crates' link-time
+optimisation the most of it."""
 
 from __future__ import annotations
 
@@ -78,9 +78,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from the tree as it is, with cargo at hand."""
     if shutil.which("cargo") is None and not (Path.home() / ".cargo" / "bin" / "cargo").is_file():
         pytest.fail("cargo is not installed: the wheel's compiled modules need it (https://rustup.rs)")
-    scratch = ROOT / "build" / "wheel-test"
-    source = copy_source(scratch / "source")
-    environment = os.environ | {"CARGO_TARGET_DIR": str(scratch / "target")}
+    source = copy_source(ROOT / "build" / "wheel-test")
+    environment = os.environ | {"CARGO_TARGET_DIR": str(ROOT / "build" / "cargo")}  # the crates' dependencies, built
     built, _ = build_wheel(source, tmp_path_factory.mktemp("out"), environment)
     return built
 
