@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 
 import projections
-from events.compiled import PURE_SETTING
+from events.builds import PURE_SETTING
 from events.synthetic import interleave, synthetic_run
 from tests.projections.examples import EXAMPLE_LOG
 from tests.projections.trace import read_frame, trace, write_frame
