@@ -12,7 +12,9 @@ Once the last run's summary is out, prints:
 2. the RSS: its median over each quarter of the stream, and the least-squares slope over the
    second half, in MB an hour (the first half is the worker warming up: its caches filling to
    their bounds, the allocator's arenas growing to the working set);
-3. the run cache's held bytes and runs over the same quarters.
+3. over the same quarters, the run cache's estimate of what it holds and the runs it holds, the
+   local copy's memory as RocksDB counts it (its block cache and write buffers fill up to
+   their bounds as the stream goes), and the RSS less those two: the rest of the worker.
 The whole stream is many times the run cache's bound (`--cache-mb`, `EVALSTREAM_CACHE_MB`), so
 what holds memory flat is the bound, not the stream's end. Memory is the figure here, not speed:
 the publisher, the broker and the worker share the machine's cores.
@@ -82,6 +84,8 @@ class Sample:
     """MB."""
     cache: float
     """MB, the run cache's estimate."""
+    store: float
+    """MB, the local copy's memory as RocksDB counts it."""
     runs: float
 
 
@@ -130,6 +134,7 @@ async def soak(
                     time.monotonic() - began,
                     process.memory_info().rss / 2**20,
                     metrics.get("evalstream_run_cache_bytes", 0.0) / 2**20,
+                    metrics.get("evalstream_store_memory_bytes", 0.0) / 2**20,
                     metrics.get("evalstream_runs_in_memory", 0.0),
                 )
             )
@@ -177,18 +182,27 @@ def replayed(log: Path) -> Digests:
 
 
 def quarters(samples: list[Sample], field: str) -> list[float]:
+    """The median of `field` over each quarter of the stream ("rest": RSS less the run cache
+    and the local copy)."""
     end = samples[-1].at
     return [
-        statistics.median(getattr(s, field) for s in samples if q * end / 4 <= s.at <= (q + 1) * end / 4)
+        statistics.median(_value(s, field) for s in samples if q * end / 4 <= s.at <= (q + 1) * end / 4)
         for q in range(4)
     ]
 
 
-def slope_per_hour(samples: list[Sample]) -> float:
-    """Least-squares slope of RSS over the second half of the stream, MB an hour."""
+def _value(sample: Sample, field: str) -> float:
+    if field == "rest":
+        return sample.rss - sample.cache - sample.store
+    value: float = getattr(sample, field)
+    return value
+
+
+def slope_per_hour(samples: list[Sample], field: str = "rss") -> float:
+    """Least-squares slope of `field` over the second half of the stream, MB an hour."""
     half = [s for s in samples if s.at >= samples[-1].at / 2]
-    times, rss = [s.at for s in half], [s.rss for s in half]
-    return statistics.linear_regression(times, rss).slope * 3600
+    times, values = [s.at for s in half], [_value(s, field) for s in half]
+    return statistics.linear_regression(times, values).slope * 3600
 
 
 def main() -> None:
@@ -241,10 +255,15 @@ def main() -> None:
     for label, field in (
         ("worker RSS, MB (median)", "rss"),
         ("run cache estimate, MB", "cache"),
+        ("local copy (RocksDB), MB", "store"),
+        ("RSS less those two, MB", "rest"),
         ("runs held", "runs"),
     ):
         print(f"  {label:<28}" + "".join(f"{value:8.1f}" for value in quarters(samples, field)))
-    print(f"RSS slope over the second half: {slope_per_hour(samples):+.1f} MB an hour")
+    print(
+        f"slope over the second half, MB an hour: RSS {slope_per_hour(samples):+.1f}, "
+        f"the local copy {slope_per_hour(samples, 'store'):+.1f}, the rest {slope_per_hour(samples, 'rest'):+.1f}"
+    )
 
 
 if __name__ == "__main__":
