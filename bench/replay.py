@@ -4,7 +4,8 @@ Run: `make bench` (or `python -m bench.replay --events 1000000`). Prints figures
 ratios against baselines measured in the same run:
 1. end-to-end replay (file -> summaries, decoding included) events/s, against the raw
    `orjson.loads` rate of the same file (the ceiling) and the standard library's `json.loads`
-   (the yardstick of a Python tool that only parses), on a log of a few big runs and on
+   (the yardstick of a Python tool that only parses), through the native fold where it is
+   built and through the Python fold (its bytes checked equal), on a log of a few big runs and on
    one of many small runs whose last trial lands after the close (a summary at the close
    and one revision per late event, as a busy topic of short evals has them); beside them
    `decode` alone, and what a replay at 0.2 of the ceiling would leave the fold once decoded;
@@ -49,6 +50,7 @@ from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.run import RunState, apply
 from projections.fold.savepoint import Savepoint
 from projections.held import Held
+from projections.native_replay import NATIVE
 from projections.replayer import Replayer
 from projections.step import step
 from worker.commands.replay import replay
@@ -99,7 +101,10 @@ class Rates:
     """Lines a second over one file, measured in one process."""
 
     replay: float
-    """`evalstream replay` end to end (with the number of processes asked for)."""
+    """`evalstream replay` end to end (with the number of processes asked for): through the
+    native fold where it is built."""
+    python: float
+    """The same, one process, through the Python fold (compiled by mypyc where built)."""
     ceiling: float
     """`orjson.loads` alone: parsing, no checks and no models."""
     stdlib: float
@@ -147,7 +152,16 @@ def _throughput(path: Path, lines: int, jobs: int) -> Rates:
     rate = lines / (time.perf_counter() - began)
     assert stats.skipped == 0
     assert stats.summaries > 0
-    return Rates(rate, ceiling, stdlib, decoding)
+    folded = sink.getvalue()
+    del sink
+    gc.collect()
+    sink = io.BytesIO()
+    began = time.perf_counter()
+    with path.open("rb") as stream:
+        replay(stream, sink, sys.stderr, native=False)
+    python = lines / (time.perf_counter() - began)
+    assert jobs > 1 or sink.getvalue() == folded, "the native fold wrote other bytes than the Python fold"
+    return Rates(rate, python, ceiling, stdlib, decoding)
 
 
 def report(rates: Rates) -> None:
@@ -162,6 +176,12 @@ def report(rates: Rates) -> None:
         f"replay end to end, 1 job:   {rates.replay:>10,.0f} events/s  replay/ceiling = {replaying:.2f}"
         f"  replay/json.loads = {rates.replay / rates.stdlib:.2f}"
     )
+    if NATIVE is not None:
+        print(
+            f"  the Python fold:          {rates.python:>10,.0f} events/s  replay/ceiling = "
+            f"{rates.python / rates.ceiling:.2f}  replay/json.loads = {rates.python / rates.stdlib:.2f}"
+            f"  native/Python = {rates.replay / rates.python:.2f}"
+        )
     print(f"  ({rates.budget(0.2)})")
 
 
@@ -340,7 +360,11 @@ def main() -> None:
     parser.add_argument("--small-events", type=int, default=400_000, help="events in the log of many small runs")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}, the fold {projections.BUILD}")
+    native = "built" if NATIVE is not None else "not built"
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}, "
+        f"the Python fold {projections.BUILD}, the native fold {native}"
+    )
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "log.jsonl"
         lines = write_log(path, args.events, args.runs, args.seed)

@@ -15,15 +15,16 @@ log gives (as it stops when `Replayer` cannot put a run back: `projections.step.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from events.codec import MAX_EVENT_BYTES
 from events.models import EVENT_ID_MAX, NAME_MAX, RUN_ID_MAX, InputEvent, RunStarted
 from events.nonfinite import NONFINITE_STRINGS
+from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.declarations import Declarations
-from projections.fold.run import _moment, started_twice
+from projections.fold.run import moment_of, started_twice
 from projections.kernels import native_fold
-from projections.replayer import STDERR, STDOUT, Output, ReplayStats
+from projections.replayer import STDERR, STDOUT, Output, Replayer, ReplayStats
 from projections.step import Stepped, checked
 
 NATIVE: Final = native_fold()
@@ -34,7 +35,7 @@ def native_apply(run: Any, event: InputEvent, position: int | None) -> str:
     """Apply a decoded `event` to the `NativeRun` `run`: its outcome's name. A run.started
     goes with its declarations as the Python fold reads them (`Declarations.of`): per task its
     keys and views, the labels in order, the Harbor rules; any other event through its model."""
-    moment = _moment(event)
+    moment = moment_of(event)
     if not isinstance(event, RunStarted):
         outcome: str = run.apply(event, moment, position)
         return outcome
@@ -113,3 +114,22 @@ class NativeReplayer:
         # A run whose only events were refused has nothing applied: not a run.
         self.stats.open_runs = sum(1 for run in self.runs.values() if not run.closed() and run.event_count())
         return self.stats
+
+
+class LineReplayer(Protocol):
+    """What a replay of a file asks of the fold: each line's outputs, then the stats."""
+
+    def feed(self, number: int, line: bytes) -> Sequence[Output]: ...
+
+    def finish(self) -> ReplayStats: ...
+
+
+def replayer(
+    progress_every: int | None = None, closed_caches_bytes: int = CLOSED_CACHES_BYTES, *, native: bool = True
+) -> LineReplayer:
+    """The fold a replay of a file goes through: the native one where it is built, unless
+    progress is asked for (the native fold writes no progress yet) or `native` is False (a
+    benchmark's baseline); else the Python fold."""
+    if native and NATIVE is not None and not progress_every:
+        return NativeReplayer()
+    return Replayer(progress_every, closed_caches_bytes)

@@ -172,7 +172,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
         run.last_position = max(run.last_position, at)
     if run.closed and at > run.closed_position:
         run.after_close += 1
-    moment = _moment(event)
+    moment = moment_of(event)
     if kind == "score.emitted":
         return _score(run, _task(run, task_id), cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
     if kind == "trial.finished":
@@ -189,7 +189,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     return _APPLIED
 
 
-def _moment(event: InputEvent) -> float | None:
+def moment_of(event: InputEvent) -> float | None:
     """`event.occurred_at` in epoch seconds (None: not given). Decoding read it and kept it on
     the event (`MOMENT`): an attribute read here, not a second parse of the text (nor a call
     out of the compiled fold into Python). An event built without validation (`model_construct`,

@@ -27,7 +27,8 @@ from typing import BinaryIO, TextIO
 import orjson
 
 from projections.closed_caches import CLOSED_CACHES_BYTES
-from projections.replayer import STDOUT, Output, Replayer, ReplayStats
+from projections.native_replay import replayer
+from projections.replayer import STDOUT, Output, ReplayStats
 
 Chunk = tuple[list[int], list[bytes]]
 """Line numbers and lines sent to one process."""
@@ -43,20 +44,22 @@ def replay(
     progress_every: int | None = None,
     jobs: int = 1,
     closed_caches_bytes: int = CLOSED_CACHES_BYTES,
+    native: bool = True,
 ) -> ReplayStats:
     """Fold `lines` (one event each) and write summaries (and progress, when
     `progress_every` is set: every that many applied events of a run, and at close).
     `closed_caches_bytes`: each process's budget for closed runs' summary caches
-    (`projections.closed_caches`)."""
+    (`projections.closed_caches`); `native`: False for the Python fold even where the native
+    one is built (`projections.native_replay.replayer`)."""
     stats = ReplayStats()
     if jobs > 1:
         write(_sharded(_counted(lines, stats), jobs, progress_every, closed_caches_bytes, stats), out, err)
         return stats
-    replayer = Replayer(progress_every, closed_caches_bytes)
+    folding = replayer(progress_every, closed_caches_bytes, native=native)
     for stats.lines, line in enumerate(lines, 1):
-        if outputs := replayer.feed(stats.lines, line):
+        if outputs := folding.feed(stats.lines, line):
             write(outputs, out, err)
-    stats.add(replayer.finish())
+    stats.add(folding.finish())
     return stats
 
 
@@ -97,13 +100,13 @@ def route_key(line: bytes) -> bytes:
 def _shard_main(
     inbox: Queue[Chunk | None], outbox: Connection, progress_every: int | None, closed_caches_bytes: int
 ) -> None:
-    replayer = Replayer(progress_every, closed_caches_bytes)
+    folding = replayer(progress_every, closed_caches_bytes)
     while (chunk := inbox.get()) is not None:
         numbers, lines = chunk
         outbox.send_bytes(
-            pickle.dumps([output for n, line in zip(numbers, lines, strict=True) for output in replayer.feed(n, line)])
+            pickle.dumps([output for n, line in zip(numbers, lines, strict=True) for output in folding.feed(n, line)])
         )
-    outbox.send_bytes(pickle.dumps(astuple(replayer.finish())))
+    outbox.send_bytes(pickle.dumps(astuple(folding.finish())))
 
 
 def _sharded(
