@@ -102,7 +102,8 @@ def spread(middle: Center, mean: float) -> Spread:
     """The population and sample variance (None below two values) of `middle`'s finite
     values around their `mean`: the compensated sum of the squared deviations over count
     (sample: count - 1)."""
-    return Spread(*variances(squares_sum(middle.finite, mean), middle.count))
+    variance, sample_variance = variances(squares_sum(middle.finite, mean), middle.count)
+    return Spread(variance, sample_variance)
 
 
 def squares_sum(values: list[float], mean: float) -> float:
