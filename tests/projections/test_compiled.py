@@ -108,9 +108,9 @@ def test_a_source_changed_since_its_compilation_runs_every_module_as_python(
     compiled: CompiledPeer, tmp_path: Path
 ) -> None:
     shutil.copytree(ROOT / "projections", tmp_path / "projections", ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in projections.KERNEL_CRATE.shared:  # the kernels' crate is current only beside what it compiles
-        (tmp_path / shared).parent.mkdir(parents=True)
-        shutil.copyfile(ROOT / shared, tmp_path / shared)
+    for shared in projections.KERNEL_CRATE.shared:  # the kernels' crate is current only beside the crates it uses
+        ignored = shutil.ignore_patterns("target", "*.so")
+        shutil.copytree(ROOT / shared, tmp_path / shared, ignore=ignored)
     assert build_in(tmp_path).stdout.split() == ["compiled", "so", "so"]
     assert build_in(tmp_path, pure=True).stdout.split() == ["pure", "py", "py"]
     source = tmp_path / "projections" / "figures" / "t975.py"
