@@ -39,7 +39,7 @@ def native_apply(run: Any, event: InputEvent, position: int | None) -> str:
     if not isinstance(event, RunStarted):
         outcome: str = run.apply(event, moment, position)
         return outcome
-    declarations = Declarations.of(event)
+    declarations = Declarations.of(event, wire=b"")  # the native fold keeps no run.started to store
     tasks = [
         (
             task_id,

@@ -39,6 +39,11 @@ pub fn python_repr(value: f64) -> String {
     let mut text = Vec::with_capacity(24);
     write_float(&mut text, value);
     let text = std::str::from_utf8(&text).expect("a float's text is ASCII");
+    // Positional text in repr's positional range is repr's text already ("1.0", "0.25"):
+    // the usual reward, which the layout below would take apart and put back together.
+    if !text.contains(['e', 'E']) && (value == 0.0 || value.abs() >= 1e-4) {
+        return text.to_owned();
+    }
     let body = text.trim_start_matches('-');
     let (mantissa, exponent) = match body.split_once(['e', 'E']) {
         Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().expect("an exponent")),
