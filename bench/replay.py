@@ -40,8 +40,8 @@ import psutil
 from pydantic import TypeAdapter
 
 import projections
+from events.builds import PURE_SETTING
 from events.codec import decode
-from events.compiled import PURE_SETTING
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
 from projections.assembly.summary import summary

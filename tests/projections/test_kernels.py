@@ -58,8 +58,8 @@ from projections.packed.trial_ids import joined
 from tests.native import kernels as built
 from tests.native import native
 from tests.projections.reference import bits
-from tests.projections.test_compiled import logs
 from tests.projections.trace import trace
+from tests.strategies import mixed_logs
 
 _KERNELS = (
     "_RUNNING_SUM",
@@ -582,7 +582,7 @@ def test_a_float_without_json_text_is_refused(value: float) -> None:
 # The fold's every output, with the kernels and with their twins.
 
 
-@given(logs())
+@given(mixed_logs())
 def test_a_logs_trace_is_the_same_with_the_kernels_or_their_twins(log: bytes) -> None:
     """Every step's outcome and summary revision, every run's stored form, progress and
     summary: the same bytes whichever answers."""
