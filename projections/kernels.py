@@ -27,6 +27,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from events.nonfinite import wire_float
 from projections import KERNEL_CRATE
 from projections.figures.t975 import t975
 from projections.packed.fingerprints import PAIR
@@ -455,30 +456,32 @@ def clip(value: float) -> float:
 # A range aggregate's percentiles (SEMANTICS.md section 4).
 
 PERCENTILES: Final = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
+_LABELS: Final = tuple(f"p{p}" for p in PERCENTILES)
 _PERCENTILES: Final[Any] = None if KERNELS is None else KERNELS.percentiles
 
 
-def percentiles(ordered: list[float]) -> list[float]:
-    """Each of `PERCENTILES` of the sorted, non-empty `ordered` (`percentiles_in_python`)."""
+def percentiles(ordered: list[float]) -> dict[str, float | str]:
+    """A range aggregate's `percentiles` record of the sorted, non-empty `ordered`
+    (`percentiles_in_python`)."""
     if _PERCENTILES is not None:
-        figures: list[float] | None = _PERCENTILES(ordered)
+        figures: dict[str, float | str] | None = _PERCENTILES(ordered)
         if figures is not None:
             return figures
     return percentiles_in_python(ordered)
 
 
-def percentiles_in_python(ordered: list[float]) -> list[float]:
-    """`percentiles`' twin: section 4's rule, the value at position p/100 * (n + 1) - 1 among
-    the n sorted values, the first or last at or past an end, else interpolated toward the
-    next value."""
-    figures = []
-    for below, fraction in _positions(len(ordered)):
+def percentiles_in_python(ordered: list[float]) -> dict[str, float | str]:
+    """`percentiles`' twin: "p10" to "p100" by section 4's rule, the value at position
+    p/100 * (n + 1) - 1 among the n sorted values, the first or last at or past an end, else
+    interpolated toward the next value; a non-finite one as its wire string."""
+    figures: dict[str, float | str] = {}
+    for label, (below, fraction) in zip(_LABELS, _positions(len(ordered)), strict=True):
         value = ordered[below]
         if fraction is not None:
             # Interpolated even at a whole position (fraction 0.0), as section 4's rule
             # reads: 0.0 times an infinite difference is NaN, and -0.0 + 0.0 is 0.0.
             value += fraction * (ordered[below + 1] - value)
-        figures.append(value)
+        figures[label] = value if not (math.isinf(value) or math.isnan(value)) else wire_float(value)
     return figures
 
 

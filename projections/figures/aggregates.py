@@ -23,7 +23,6 @@ from typing import Any, Final, final
 
 from events.nonfinite import wire_float
 from projections.kernels import (
-    PERCENTILES,
     finished_sum,
     finite_running_sum,
     percentiles,
@@ -31,8 +30,6 @@ from projections.kernels import (
     squares_running_sum,
     variances,
 )
-
-_LABELS: Final = tuple(f"p{p}" for p in PERCENTILES)
 
 Aggregate = dict[str, Any]
 """A JSON-ready range aggregate record (see `events.outputs.RangeAggregate`)."""
@@ -146,10 +143,7 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None, ordered: lis
     variance, sample_variance = spreads.variance, spreads.sample_variance
     if ordered is None:
         ordered = sorted(middle.finite)
-    figures = {
-        label: value if finite(value) else wire_float(value)
-        for label, value in zip(_LABELS, percentiles(ordered), strict=True)
-    }
+    figures = percentiles(ordered)
     return {
         "name": name,
         "score_type": "range",

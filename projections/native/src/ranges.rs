@@ -3,11 +3,14 @@
 //! (population and sample variance) and the percentiles by section 4's rule, as plain
 //! functions of doubles, with the same IEEE 754 operations in the same order as the Python.
 //!
-//! `percentiles` is a kernel too (`projections.kernels.percentiles_in_python`, its twin).
+//! The percentiles are a kernel too (`projections.kernels.percentiles_in_python`, its twin):
+//! the record's `percentiles` object, non-finite figures spelled as the wire strings.
 
 use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyDict, PyFloat, PyList, PyString};
 
 use crate::sums::{squares_sum, Running};
 
@@ -90,23 +93,50 @@ pub fn percentiles_by(n: usize, at: impl Fn(usize) -> Option<f64>) -> Option<[f6
     Some(figures)
 }
 
+/// `percentiles`' labels, "p10" to "p100", made once.
+static LABELS: GILOnceCell<[Py<PyString>; 10]> = GILOnceCell::new();
+
+/// A figure as the records spell it (`events.nonfinite.wire_float`): itself when finite, else
+/// "NaN", "Infinity" or "-Infinity".
+fn wire_float(py: Python<'_>, value: f64) -> Bound<'_, PyAny> {
+    if value.is_finite() {
+        PyFloat::new(py, value).into_any()
+    } else if value.is_nan() {
+        intern!(py, "NaN").clone().into_any()
+    } else if value > 0.0 {
+        intern!(py, "Infinity").clone().into_any()
+    } else {
+        intern!(py, "-Infinity").clone().into_any()
+    }
+}
+
 /// `projections.kernels.percentiles_in_python(ordered)`: None where `ordered` is empty or an
 /// item it reads is not a float. Only the items at the percentiles' positions are read: a
 /// metric output's list may hold a run's every value.
 #[pyfunction]
 #[pyo3(name = "percentiles")]
-pub fn percentiles_of(ordered: &Bound<'_, PyList>) -> Option<[f64; 10]> {
+pub fn percentiles_of<'py>(ordered: &Bound<'py, PyList>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let py = ordered.py();
     let list = ordered.as_ptr();
     let n = ordered.len();
     if n == 0 {
-        return None;
+        return Ok(None);
     }
-    percentiles_by(n, |index| {
+    let figures = percentiles_by(n, |index| {
         // SAFETY: `index` is below `n`, the list's length, which no Python code runs to change
         // while the GIL is held here; the item is borrowed, not kept.
         unsafe {
             let item = ffi::PyList_GET_ITEM(list, index as ffi::Py_ssize_t);
             (ffi::PyFloat_CheckExact(item) != 0).then(|| ffi::PyFloat_AS_DOUBLE(item))
         }
-    })
+    });
+    let Some(figures) = figures else {
+        return Ok(None);
+    };
+    let labels = LABELS.get_or_init(py, || PERCENTILES.map(|p| PyString::intern(py, &format!("p{p}")).unbind()));
+    let record = PyDict::new(py);
+    for (label, value) in labels.iter().zip(figures) {
+        record.set_item(label.bind(py), wire_float(py, value))?;
+    }
+    Ok(Some(record))
 }

@@ -3,6 +3,7 @@
 //! of its tasks' figures, and a column of figures made into all of them at once (the kernel
 //! `column_figures`, whose twin is `projections.kernels.column_figures_in_python`).
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -76,14 +77,15 @@ pub fn column(k: u64, values: Vec<f64>, total: usize) -> Column {
 
 /// The entry as the JSON-ready dict `statistics.entry` makes, keys in the contract's order.
 pub fn entry_dict<'py>(py: Python<'py>, figures: &Entry) -> PyResult<Bound<'py, PyDict>> {
+    // The keys made once (`intern!`): a progress event makes an entry per k of every key.
     let dict = PyDict::new(py);
-    dict.set_item("k", figures.k)?;
-    dict.set_item("count", figures.count)?;
-    dict.set_item("nan_count", figures.nan_count)?;
-    dict.set_item("mean", figures.mean)?;
-    dict.set_item("stderr", figures.stderr)?;
-    dict.set_item("ci95_low", figures.low)?;
-    dict.set_item("ci95_high", figures.high)?;
+    dict.set_item(intern!(py, "k"), figures.k)?;
+    dict.set_item(intern!(py, "count"), figures.count)?;
+    dict.set_item(intern!(py, "nan_count"), figures.nan_count)?;
+    dict.set_item(intern!(py, "mean"), figures.mean)?;
+    dict.set_item(intern!(py, "stderr"), figures.stderr)?;
+    dict.set_item(intern!(py, "ci95_low"), figures.low)?;
+    dict.set_item(intern!(py, "ci95_high"), figures.high)?;
     Ok(dict)
 }
 
