@@ -581,5 +581,6 @@ written natively; orjson formats with the `zmij` crate, and so does the kernel).
 
 
 def native_fold() -> Any | None:
-    """The kernels' module when it holds the native fold (its `NativeRun` and `FoldReader`)."""
-    return KERNELS if KERNELS is not None and hasattr(KERNELS, "NativeRun") else None
+    """The kernels' module, which holds the native fold (its `NativeRun` and `FoldReader`);
+    None where the kernels are not built."""
+    return KERNELS

@@ -24,7 +24,7 @@ from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.declarations import Declarations
 from projections.fold.run import moment_of, started_twice
 from projections.kernels import native_fold
-from projections.replayer import STDERR, STDOUT, Output, Replayer, ReplayStats
+from projections.replayer import STDOUT, Output, Replayer, ReplayStats, message_of, rejected
 from projections.step import Stepped, checked
 
 NATIVE: Final = native_fold()
@@ -59,6 +59,13 @@ def native_apply(run: Any, event: InputEvent, position: int | None) -> str:
     return started
 
 
+def fold_reader() -> Any:
+    """The native fold's reader of messages, with the contract's bounds (those the recogniser
+    is given, `events.compiled`)."""
+    assert NATIVE is not None, "the native fold is not built"
+    return NATIVE.FoldReader(EVENT_ID_MAX, RUN_ID_MAX, NAME_MAX, list(NONFINITE_STRINGS.items()), MAX_EVENT_BYTES)
+
+
 class NativeReplayer:
     """Every run seen so far, held by the native fold, and what each line makes replay write."""
 
@@ -68,15 +75,13 @@ class NativeReplayer:
         self.runs: dict[str, Any] = {}
         """Run id -> its `NativeRun`."""
         self.stats = ReplayStats()
-        self._reader = self._native.FoldReader(
-            EVENT_ID_MAX, RUN_ID_MAX, NAME_MAX, list(NONFINITE_STRINGS.items()), MAX_EVENT_BYTES
-        )
+        self._reader = fold_reader()
 
     def feed(self, number: int, line: bytes) -> Sequence[Output]:
         """What line `number` of a file makes replay write."""
-        if not line or line.isspace():
+        value = message_of(line)
+        if value is None:
             return ()
-        value = line.rstrip(b"\r\n")
         read = self._reader.apply(self.runs, value, None)
         if read is None:
             event = checked(value)
@@ -108,7 +113,7 @@ class NativeReplayer:
 
     def _rejected(self, number: int, code: str, detail: str) -> Sequence[Output]:
         self.stats.skipped += 1
-        return [(number, STDERR, f"line {number}: {code}: {detail}\n".encode())]
+        return [rejected(number, code, detail)]
 
     def finish(self) -> ReplayStats:
         # A run whose only events were refused has nothing applied: not a run.

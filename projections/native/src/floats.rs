@@ -28,22 +28,23 @@ pub fn encode_float(py: Python<'_>, value: f64) -> PyResult<Bound<'_, PyBytes>> 
 /// Python's `repr` of a float (Harbor's reward_stats keys, SEMANTICS.md section 6): the same
 /// shortest round-trip digits as orjson's text (read back from it), laid out as CPython's
 /// `float_repr` does: positional from 1e-4 up to 1e16 (excluded), with ".0" on an integer's
-/// digits, else "d.ddde+XX" (two exponent digits at least); "nan", "inf", "-inf".
-pub fn python_repr(value: f64) -> String {
+/// digits, else "d.ddde+XX" (two exponent digits at least); "nan", "inf", "-inf". Appended to
+/// `out`.
+pub fn write_repr(out: &mut Vec<u8>, value: f64) {
     if value.is_nan() {
-        return "nan".to_owned();
+        return out.extend_from_slice(b"nan");
     }
     if value.is_infinite() {
-        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
+        return out.extend_from_slice(if value > 0.0 { b"inf" } else { b"-inf" });
     }
-    let mut text = Vec::with_capacity(24);
-    write_float(&mut text, value);
-    let text = std::str::from_utf8(&text).expect("a float's text is ASCII");
+    let start = out.len();
+    write_float(out, value);
     // Positional text in repr's positional range is repr's text already ("1.0", "0.25"):
     // the usual reward, which the layout below would take apart and put back together.
-    if !text.contains(['e', 'E']) && (value == 0.0 || value.abs() >= 1e-4) {
-        return text.to_owned();
+    if !out[start..].iter().any(|&byte| byte == b'e' || byte == b'E') && (value == 0.0 || value.abs() >= 1e-4) {
+        return;
     }
+    let text = String::from_utf8(out.split_off(start)).expect("a float's text is ASCII");
     let body = text.trim_start_matches('-');
     let (mantissa, exponent) = match body.split_once(['e', 'E']) {
         Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().expect("an exponent")),
@@ -84,7 +85,14 @@ pub fn python_repr(value: f64) -> String {
         repr.push('.');
         repr.push_str(&digits[point as usize..]);
     }
-    repr
+    out.extend_from_slice(repr.as_bytes());
+}
+
+/// `write_repr`'s text as a string.
+pub fn python_repr(value: f64) -> String {
+    let mut text = Vec::with_capacity(24);
+    write_repr(&mut text, value);
+    String::from_utf8(text).expect("a float's repr is ASCII")
 }
 
 /// `repr(value)`, for the tests that hold `python_repr` to Python's.

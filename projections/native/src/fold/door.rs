@@ -12,6 +12,15 @@ use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
 use super::summary;
 use super::task::{Declared, Key, KeyTally, Reducer, Status, Tallies, TaskState, View};
 
+/// The largest summary buffer kept between summaries (a bigger one is dropped once copied out).
+const SUMMARY_KEPT: usize = 1 << 20;
+
+thread_local! {
+    /// Where a summary is written before Python gets its copy: kept between summaries, so a
+    /// revision does not grow a buffer of its size again.
+    static SUMMARY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// An output value as `projections.packed.records.classify` reads it.
 fn cell_of(value: &Bound<'_, PyAny>) -> PyResult<Cell> {
     if value.is_instance_of::<PyBool>() {
@@ -154,7 +163,7 @@ impl NativeTask {
 
     /// (trial index, value, sequence number) of the attempts of (metric, output).
     fn attempts(&self, metric: &str, output: &str) -> Vec<(i32, Option<f64>, i64)> {
-        self.task.metric(metric).map(|columns| columns.attempts(output)).unwrap_or_default()
+        self.task.metric(metric).map(|columns| columns.attempts(output).collect()).unwrap_or_default()
     }
 }
 
@@ -299,7 +308,15 @@ impl NativeRun {
 
     /// The run's `run.summary` as `projections.assembly.summary.summary_bytes` encodes it.
     fn summary_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &summary::summary_bytes(&self.run))
+        SUMMARY.with_borrow_mut(|out| {
+            out.clear();
+            summary::write_summary(out, &self.run);
+            let bytes = PyBytes::new(py, out);
+            if out.capacity() > SUMMARY_KEPT {
+                *out = Vec::new();
+            }
+            bytes
+        })
     }
 
     fn closed(&self) -> bool {

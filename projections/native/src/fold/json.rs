@@ -5,8 +5,6 @@
 //! plain. A float orjson is given raw is written as null when it is not finite; a number the
 //! contract says may be non-finite is written as its EVENTS.md string (`wire`).
 
-use std::io::Write;
-
 use crate::floats::write_float;
 
 /// A JSON object or array being written: the separator before each item but the first.
@@ -51,10 +49,21 @@ impl<'a> Items<'a> {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Whether `byte` is written as an escape in a JSON string.
+fn escaped(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
 /// `value` as a JSON string.
 pub fn string(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
     let bytes = value.as_bytes();
+    // Ids and names seldom hold a character to escape: those go in one copy.
+    if !bytes.iter().any(|&byte| escaped(byte)) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut start = 0;
     for (at, &byte) in bytes.iter().enumerate() {
         let escape: &[u8] = match byte {
@@ -76,8 +85,8 @@ pub fn string(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
 }
 
-pub fn integer(out: &mut Vec<u8>, value: impl std::fmt::Display) {
-    write!(out, "{value}").expect("writing to a Vec never fails");
+pub fn integer(out: &mut Vec<u8>, value: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
 pub fn null(out: &mut Vec<u8>) {

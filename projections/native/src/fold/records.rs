@@ -5,8 +5,6 @@
 //! name's index, kind, value). Native byte order, no padding: what the store writes on a
 //! little-endian machine, and what the Python fold holds in memory.
 
-use std::collections::HashMap;
-
 pub const OK: u8 = 0;
 pub const TRIAL_FAILED: u8 = 1;
 pub const METRIC_FAILED: u8 = 2;
@@ -184,25 +182,39 @@ impl MetricColumns {
     /// (trial index, value, sequence number) of key (this metric, `output`)'s attempts in log
     /// order (SEMANTICS.md section 1): a dead trial adds null, a metric failure nothing, a
     /// completed or partial score its semantic value if it carries one.
-    pub fn attempts(&self, output: &str) -> Vec<(i32, Option<f64>, i64)> {
-        let carried: Vec<Option<Cell>> = match self.slot(output) {
-            None => vec![None; self.len()],
-            Some(at) => {
-                let mut carried = vec![None; self.len()];
-                for (row, cell) in self.cells(at) {
-                    carried[row] = Some(cell);
-                }
-                carried
+    pub fn attempts(&self, output: &str) -> impl Iterator<Item = (i32, Option<f64>, i64)> + '_ {
+        let carried = self.carried(output);
+        self.rows().enumerate().filter_map(move |(index, row)| match row.status {
+            TRIAL_FAILED => Some((row.trial, None, row.seq)),
+            OK => carried(index).filter(|cell| cell.semantic()).map(|cell| (row.trial, Some(cell.value), row.seq)),
+            _ => None,
+        })
+    }
+
+    /// How many rows carry output number `at` (`cells(at)`'s length).
+    pub fn carrying(&self, at: usize) -> usize {
+        if at < DENSE {
+            return (0..self.len()).filter(|&index| self.dense(index, at).kind != ABSENT).count();
+        }
+        self.spilled_cells().filter(|&(_, name, _)| name == at).count()
+    }
+
+    /// Row -> output `output`'s cell in it, if it carries one: read in place from a dense
+    /// slot, gathered once from the spilled cells.
+    fn carried(&self, output: &str) -> impl Fn(usize) -> Option<Cell> + '_ {
+        let at = self.slot(output);
+        let spilled: Option<Vec<Option<Cell>>> = at.filter(|&at| at >= DENSE).map(|at| {
+            let mut spilled = vec![None; self.len()];
+            for (row, cell) in self.cells(at) {
+                spilled[row] = Some(cell);
             }
-        };
-        self.rows()
-            .zip(carried)
-            .filter_map(|(row, cell)| match row.status {
-                TRIAL_FAILED => Some((row.trial, None, row.seq)),
-                OK => cell.filter(|cell| cell.semantic()).map(|cell| (row.trial, Some(cell.value), row.seq)),
-                _ => None,
-            })
-            .collect()
+            spilled
+        });
+        move |index| match (at, &spilled) {
+            (None, _) => None,
+            (Some(_), Some(spilled)) => spilled[index],
+            (Some(at), None) => Some(self.dense(index, at)).filter(|cell| cell.kind != ABSENT),
+        }
     }
 }
 
@@ -225,18 +237,19 @@ impl MetricColumns {
             .collect()
     }
 
-    /// Row -> output `output`'s semantic value, for the rows where it has one
-    /// (`MetricRecords.semantic_at`).
-    pub fn semantic_at(&self, output: &str) -> HashMap<usize, f64> {
-        let Some(at) = self.slot(output) else {
-            return HashMap::new();
-        };
-        self.cells(at).into_iter().filter(|(_, cell)| cell.semantic()).map(|(row, cell)| (row, cell.value)).collect()
-    }
-
-    /// Trial index -> its last completed or partial row (`MetricRecords.latest_ok_rows`).
-    pub fn latest_ok_rows(&self) -> HashMap<i32, usize> {
-        self.rows().enumerate().filter(|(_, row)| row.status == OK).map(|(index, row)| (row.trial, index)).collect()
+    /// Per trial index (of `trials`), output `output`'s semantic value in the trial's last
+    /// completed or partial row, if that row carries one (`MetricRecords.semantic_at` read at
+    /// `MetricRecords.latest_ok_rows`).
+    pub fn latest_semantic(&self, output: &str, trials: usize) -> Vec<Option<f64>> {
+        let mut latest = vec![None; trials];
+        for (index, row) in self.rows().enumerate().filter(|(_, row)| row.status == OK) {
+            latest[row.trial as usize] = Some(index);
+        }
+        let carried = self.carried(output);
+        latest
+            .into_iter()
+            .map(|row| row.and_then(&carried).filter(|cell| cell.semantic()).map(|cell| cell.value))
+            .collect()
     }
 }
 

@@ -9,16 +9,22 @@
 //! pass@k in summary task order, the sums compensated (`sums`), the figures of `ranges`,
 //! `passk`, `statistics` and `harbor`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::json::{float, integer, null, optional_float, optional_wire, string, wire, Items};
-use super::records::{MetricColumns, OK};
+use super::records::OK;
 use super::run::{HarborRules, RunState, Task};
 use super::task::{Declared, Key};
-use crate::floats::python_repr;
+use crate::floats::{python_repr, write_repr};
 use crate::harbor;
 use crate::passk::{estimates, hat_estimates, key_columns};
 use crate::ranges::{center_and_spread, percentiles_by, Center, Spread, PERCENTILES};
+
+/// The names of the percentiles in an aggregate's record ("p10" ...), made once.
+static PERCENTILE_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| PERCENTILES.iter().map(|p| format!("p{p}")).collect());
 use crate::statistics::{Column, Entry};
 
 fn key_name(key: &Key) -> String {
@@ -31,8 +37,18 @@ type Attempt<'a> = (&'a str, Option<f64>, i64);
 /// (run sequence number, trial_id) of the attempts of one reward value, in log order once sorted.
 type Trials<'a> = Vec<(i64, &'a str)>;
 
-/// Key name -> value label -> its trials (Harbor's reward_stats, gathered).
-type Rewards<'a> = HashMap<&'a str, HashMap<String, Trials<'a>>>;
+/// Key name -> value (by `label_of`) -> its trials (Harbor's reward_stats, gathered).
+type Rewards<'a> = HashMap<&'a str, HashMap<u64, Trials<'a>>>;
+
+/// A value's place among reward_stats' labels: its bits, every NaN's the same (each is
+/// labelled "nan"), so two values share a label exactly when their `python_repr` is the same.
+fn label_of(value: f64) -> u64 {
+    if value.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        value.to_bits()
+    }
+}
 
 /// A task's attempt lists by key name, names sorted (`attempts.task_attempts`).
 type Lists<'a> = Vec<(String, Vec<Attempt<'a>>)>;
@@ -45,11 +61,10 @@ fn attempt_lists(task: &Task) -> Lists<'_> {
     for (name, (metric, output)) in keys {
         let attempts = state
             .metric(metric)
-            .map(|columns| columns.attempts(output))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(trial, value, seq)| (state.trials[trial as usize].as_str(), value, seq))
-            .collect();
+            .map(|columns| {
+                columns.attempts(output).map(|(trial, value, seq)| (state.trials[trial as usize].as_str(), value, seq)).collect()
+            })
+            .unwrap_or_default();
         // Two keys of one name ("a.b" "c" and "a" "b.c"): as the reference's dict, the later
         // replaces the earlier's list in its place (sorted, they are neighbours).
         match lists.last_mut() {
@@ -118,8 +133,8 @@ fn aggregate(out: &mut Vec<u8>, name: &str, middle: &Center, spreads: Option<&Sp
     optional_wire(record.key("sample_variance"), spreads.sample_variance);
     optional_wire(record.key("sample_std_dev"), spreads.sample_variance.map(f64::sqrt));
     let mut percentiles = Items::object(record.key("percentiles"));
-    for (p, figure) in PERCENTILES.iter().zip(figures) {
-        wire(percentiles.key(&format!("p{p}")), figure);
+    for (name, figure) in PERCENTILE_NAMES.iter().zip(figures) {
+        wire(percentiles.key(name), figure);
     }
     percentiles.end();
     wire(record.key("median"), figures[4]);
@@ -166,47 +181,34 @@ fn task_views<'a>(task: &Task, declared: &'a Declared) -> Vec<(&'a str, usize, V
     if trials == 0 {
         return Vec::new();
     }
-    // Per signal: trial index -> its value in the trial's last completed or partial score of
-    // the signal's metric (none where that score lacks it).
-    let mut signals: HashMap<&Key, HashMap<i32, f64>> = HashMap::new();
+    // Per signal: per trial index, its value in the trial's last completed or partial score
+    // of the signal's metric (none where that score lacks it).
+    let mut signals: Vec<(&Key, Vec<Option<f64>>)> = Vec::new();
     let mut views = Vec::with_capacity(declared.views.len());
     for view in &declared.views {
         for key in &view.signals {
-            signals.entry(key).or_insert_with(|| signal_values(state.metric(&key.0), &key.1));
-        }
-        let by_signal: Vec<&HashMap<i32, f64>> = view.signals.iter().map(|key| &signals[key]).collect();
-        let mut complete: Vec<i32> = match by_signal.first() {
-            None => Vec::new(),
-            Some(first) => {
-                first.keys().copied().filter(|trial| by_signal[1..].iter().all(|of| of.contains_key(trial))).collect()
+            if !signals.iter().any(|(held, _)| *held == key) {
+                let values = state.metric(&key.0).map(|columns| columns.latest_semantic(&key.1, trials));
+                signals.push((key, values.unwrap_or_else(|| vec![None; trials])));
             }
-        };
-        complete.sort_unstable();
-        let reduced: Vec<f64> = complete
+        }
+        let by_signal: Vec<&[Option<f64>]> = view
+            .signals
             .iter()
-            .filter_map(|trial| {
-                let values: Vec<f64> = by_signal.iter().map(|of| of[trial]).collect();
-                view.reducer.reduce(&values)
-            })
+            .map(|key| signals.iter().find(|(held, _)| *held == key).map(|(_, values)| &values[..]).expect("gathered"))
             .collect();
+        let mut values = Vec::with_capacity(by_signal.len());
+        let mut reduced = Vec::new();
+        for trial in 0..if by_signal.is_empty() { 0 } else { trials } {
+            values.clear();
+            values.extend(by_signal.iter().map_while(|of| of[trial]));
+            if values.len() == by_signal.len() {
+                reduced.extend(view.reducer.reduce(&values));
+            }
+        }
         views.push((view.name.as_str(), trials, reduced));
     }
     views
-}
-
-fn signal_values(columns: Option<&MetricColumns>, output: &str) -> HashMap<i32, f64> {
-    let Some(columns) = columns else {
-        return HashMap::new();
-    };
-    let semantic = columns.semantic_at(output);
-    if semantic.is_empty() {
-        return HashMap::new();
-    }
-    columns
-        .latest_ok_rows()
-        .into_iter()
-        .filter_map(|(trial, row)| semantic.get(&row).map(|&value| (trial, value)))
-        .collect()
 }
 
 /// `heapq.merge` of the lists, item by item as CPython's: each list is taken to be sorted
@@ -294,6 +296,7 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
     for (task, task_lists) in run.tasks.iter().zip(lists) {
         let state = &task.state;
         gathered.trials.extend(state.trials.iter().map(String::as_str));
+        let mut graded = vec![false; state.trials.len()];
         for (metric, columns) in &state.metrics {
             let counts = gathered.coverage.entry(metric).or_default();
             counts.scores += columns.len();
@@ -301,18 +304,23 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
             // A metric's scores name it among the outputs' metrics, whatever outputs they carry.
             gathered.outputs.entry(metric).or_default().extend(columns.names.iter().map(String::as_str));
             for (at, output) in columns.names.iter().enumerate() {
-                *counts.carried.entry(output).or_default() += columns.cells(at).len();
+                *counts.carried.entry(output).or_default() += columns.carrying(at);
                 gathered.numeric.entry((metric, output)).or_default().extend(columns.numeric(output));
             }
-            let ok = columns.rows().filter(|row| row.status == OK);
-            gathered.graded.extend(ok.map(|row| state.trials[row.trial as usize].as_str()));
+            for row in columns.rows().filter(|row| row.status == OK) {
+                graded[row.trial as usize] = true;
+            }
         }
+        let trials = state.trials.iter().zip(graded).filter(|(_, graded)| *graded);
+        gathered.graded.extend(trials.map(|(trial_id, _)| trial_id.as_str()));
         for (name, attempts) in task_lists {
-            for &(trial_id, value, seq) in attempts {
-                if let Some(value) = value {
-                    let labels = gathered.rewards.entry(name.as_str()).or_default();
-                    labels.entry(python_repr(value)).or_default().push((seq, trial_id));
-                }
+            let mut values = attempts.iter().filter_map(|&(trial_id, value, seq)| Some((trial_id, value?, seq))).peekable();
+            if values.peek().is_none() {
+                continue;
+            }
+            let labels = gathered.rewards.entry(name.as_str()).or_default();
+            for (trial_id, value, seq) in values {
+                labels.entry(label_of(value)).or_default().push((seq, trial_id));
             }
         }
     }
@@ -335,12 +343,15 @@ struct KeyColumns<'a> {
 /// Every eligible key's columns, by name, from the (n, c) of its measured tasks in summary
 /// task order and its unmeasured ones (`attempts.task_tallies`, `passk.key_figures_of`).
 fn key_columns_of<'a>(run: &RunState, order: &[usize], eligible: &'a BTreeMap<String, &Key>) -> Vec<KeyColumns<'a>> {
-    let mut measured: BTreeMap<String, (Vec<(u64, u64)>, usize)> = BTreeMap::new();
+    // Each eligible key's place among the names (two keys of one name share it).
+    let places: HashMap<&str, usize> = eligible.keys().enumerate().map(|(at, name)| (name.as_str(), at)).collect();
+    let place: HashMap<&Key, usize> = run.passk.keys().map(|key| (key, places[key_name(key).as_str()])).collect();
+    let mut measured: Vec<(Vec<(u64, u64)>, usize)> = vec![Default::default(); eligible.len()];
     for &at in order {
         let state = &run.tasks[at].state;
         for (key, &(n, c)) in state.keys.iter().zip(&state.counts) {
-            if run.passk.contains_key(key) {
-                let tallies = measured.entry(key_name(key)).or_default();
+            if let Some(&at) = place.get(key) {
+                let tallies = &mut measured[at];
                 if n > 0 {
                     tallies.0.push((n as u64, c as u64));
                 } else {
@@ -351,14 +362,12 @@ fn key_columns_of<'a>(run: &RunState, order: &[usize], eligible: &'a BTreeMap<St
     }
     eligible
         .keys()
-        .map(|name| {
-            let (tallies, unmeasured) = measured.remove(name).unwrap_or_default();
-            KeyColumns {
-                name,
-                measured: tallies.len(),
-                at_k: key_columns(&tallies, unmeasured, estimates),
-                hat_k: key_columns(&tallies, unmeasured, hat_estimates),
-            }
+        .zip(measured)
+        .map(|(name, (tallies, unmeasured))| KeyColumns {
+            name,
+            measured: tallies.len(),
+            at_k: key_columns(&tallies, unmeasured, estimates),
+            hat_k: key_columns(&tallies, unmeasured, hat_estimates),
         })
         .collect()
 }
@@ -376,8 +385,9 @@ struct Parts<'a> {
     keys: Vec<KeyColumns<'a>>,
 }
 
-/// The `run.summary` of the run as `projections.assembly.summary.summary_bytes` encodes it.
-pub fn summary_bytes(run: &RunState) -> Vec<u8> {
+/// The `run.summary` of the run as `projections.assembly.summary.summary_bytes` encodes it,
+/// appended to `out`.
+pub fn write_summary(out: &mut Vec<u8>, run: &RunState) {
     let order = summary_tasks(run);
     let eligible: BTreeMap<String, &Key> = run.passk.keys().map(|key| (key_name(key), key)).collect();
     let lists: Vec<Lists<'_>> = run.tasks.iter().map(attempt_lists).collect();
@@ -386,8 +396,7 @@ pub fn summary_bytes(run: &RunState) -> Vec<u8> {
     let parts = Parts { run, order, eligible: &eligible, lists: &lists, gathered, keys };
     let declarations = run.declarations.as_ref();
 
-    let mut out = Vec::with_capacity(4096);
-    let mut payload = Items::object(&mut out);
+    let mut payload = Items::object(out);
     integer(payload.key("schema_version"), 1);
     string(payload.key("type"), "run.summary");
     string(payload.key("run_id"), &run.run_id);
@@ -415,7 +424,6 @@ pub fn summary_bytes(run: &RunState) -> Vec<u8> {
     parts.verdicts(payload.key("verdicts"));
     parts.statistics(payload.key("statistics"));
     payload.end();
-    out
 }
 
 impl Parts<'_> {
@@ -553,7 +561,7 @@ impl Parts<'_> {
             self.run.declarations.as_ref().map_or(HarborRules::default(), |declarations| declarations.harbor_rules);
         let null_is_zero = rules == HarborRules::V025;
         let mut binary: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
-        let mut broken: HashSet<&str> = HashSet::new();
+        let mut broken: HashSet<&str> = HashSet::default();
         for &at in &self.order {
             for (name, attempts) in &self.lists[at] {
                 let (mut n, mut c) = (0, 0);
@@ -594,28 +602,35 @@ impl Parts<'_> {
 /// Harbor's reward_stats: labels by the first seq of their list (then the label), keys by
 /// that of their first label (then the name), each list in seq order.
 fn reward_stats(out: &mut Vec<u8>, rewards: &Rewards<'_>) {
-    type Labels<'a, 'b> = Vec<(i64, &'b str, Trials<'a>)>;
-    let mut names: Vec<(i64, &str, Labels<'_, '_>)> = rewards
+    type Labels<'a> = Vec<(i64, u64, Trials<'a>)>;
+    let by_seq_then_label = |left: &(i64, u64, Trials<'_>), right: &(i64, u64, Trials<'_>)| {
+        let label = |bits: u64| python_repr(f64::from_bits(bits));
+        left.0.cmp(&right.0).then_with(|| label(left.1).cmp(&label(right.1)))
+    };
+    let mut names: Vec<(i64, &str, Labels<'_>)> = rewards
         .iter()
         .map(|(name, labels)| {
-            let mut labels: Labels<'_, '_> = labels
+            let mut labels: Labels<'_> = labels
                 .iter()
-                .map(|(label, trials)| {
+                .map(|(&label, trials)| {
                     let mut trials = trials.clone();
                     trials.sort_by_key(|&(seq, _)| seq);
-                    (trials[0].0, label.as_str(), trials)
+                    (trials[0].0, label, trials)
                 })
                 .collect();
-            labels.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
+            labels.sort_by(by_seq_then_label);
             (labels[0].0, *name, labels)
         })
         .collect();
     names.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
     let mut reward_stats = Items::object(out);
+    let mut label = Vec::with_capacity(24);
     for (_, name, labels) in &names {
         let mut by_label = Items::object(reward_stats.key(name));
-        for (_, label, trials) in labels {
-            let mut ids = Items::array(by_label.key(label));
+        for (_, bits, trials) in labels {
+            label.clear();
+            write_repr(&mut label, f64::from_bits(*bits));
+            let mut ids = Items::array(by_label.key(std::str::from_utf8(&label).expect("a float's repr is ASCII")));
             for (_, trial_id) in trials {
                 string(ids.item(), trial_id);
             }
@@ -633,7 +648,7 @@ fn exception_stats(out: &mut Vec<u8>, run: &RunState) {
         run.tasks.iter().filter_map(|task| task.failed_trials.as_ref()).map(|failed| failed.iter().collect()).collect();
     // Error types in the order they first occur, each with its place there.
     let mut exceptions: Vec<(&str, Vec<&str>)> = Vec::new();
-    let mut places: HashMap<&str, usize> = HashMap::new();
+    let mut places: HashMap<&str, usize> = HashMap::default();
     for (_, error_type, trial_id) in merged(&failed) {
         let at = *places.entry(error_type).or_insert_with(|| {
             exceptions.push((error_type, Vec::new()));
