@@ -496,9 +496,9 @@ def view_value(view: dict[str, Any], trial_scores: list[dict[str, Any]]) -> floa
     reducer = view["reducer"]
     if reducer == "single":
         return signals[0][0]
-    # `min` and `max` of signals one of which is NaN: the spec and docs/choices.md say
-    # nothing; Python's (the first value holds unless a later one compares below or above
-    # it, so NaN first stays NaN and NaN later is passed over) is what the fold does.
+    # `min` and `max` of signals one of which is NaN: the spec says nothing; docs/choices.md
+    # follows Python's (the first value holds unless a later one compares below or above
+    # it, so NaN first stays NaN and NaN later is passed over), as the fold does.
     if reducer == "all":
         return min(value for value, _ in signals)
     if reducer == "any":
