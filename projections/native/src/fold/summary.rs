@@ -28,7 +28,11 @@ static PERCENTILE_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| PERCENTILES.it
 use crate::statistics::{Column, Entry};
 
 fn key_name(key: &Key) -> String {
-    format!("{}.{}", key.0, key.1)
+    let mut name = String::with_capacity(key.0.len() + 1 + key.1.len());
+    name.push_str(&key.0);
+    name.push('.');
+    name.push_str(&key.1);
+    name
 }
 
 /// (trial_id, value, run sequence number of the score that made it): one attempt.
