@@ -7,6 +7,15 @@
 
 use crate::floats::write_float;
 
+/// A member name known when compiled, as `Items::known` takes it: `"name":` (a name with no
+/// character to escape).
+macro_rules! known {
+    ($name:literal) => {
+        concat!("\"", $name, "\":")
+    };
+}
+pub(crate) use known;
+
 /// A JSON object or array being written: the separator before each item but the first.
 pub struct Items<'a> {
     out: &'a mut Vec<u8>,
@@ -34,6 +43,14 @@ impl<'a> Items<'a> {
         self.out
     }
 
+    /// The buffer, at the place of the value of a member whose name is known when compiled:
+    /// `quoted` is the name as `known!` spells it, quoted with its colon.
+    pub fn known(&mut self, quoted: &'static str) -> &mut Vec<u8> {
+        let out = self.item();
+        out.extend_from_slice(quoted.as_bytes());
+        out
+    }
+
     /// The buffer, at the place of the value of member `name` (its name written).
     pub fn key(&mut self, name: &str) -> &mut Vec<u8> {
         let out = self.item();
@@ -54,12 +71,30 @@ fn escaped(byte: u8) -> bool {
     byte < 0x20 || byte == b'"' || byte == b'\\'
 }
 
+/// Whether some byte of `bytes` is written as an escape: eight at a time, each word tested for
+/// a byte below 0x20, a quote or a backslash (the bit tricks' `hasless` and `haszero`, exact
+/// for "is there one"; a byte past 0x7f, of a UTF-8 sequence, is none of them).
+fn any_escaped(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_in = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let word = u64::from_ne_bytes(word.try_into().expect("8 bytes"));
+        let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+        if below_space | zero_in(word ^ (ONES * u64::from(b'"'))) | zero_in(word ^ (ONES * u64::from(b'\\'))) != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&byte| escaped(byte))
+}
+
 /// `value` as a JSON string.
 pub fn string(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
     let bytes = value.as_bytes();
     // Ids and names seldom hold a character to escape: those go in one copy.
-    if !bytes.iter().any(|&byte| escaped(byte)) {
+    if !any_escaped(bytes) {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;

@@ -191,14 +191,6 @@ impl MetricColumns {
         })
     }
 
-    /// How many rows carry output number `at` (`cells(at)`'s length).
-    pub fn carrying(&self, at: usize) -> usize {
-        if at < DENSE {
-            return (0..self.len()).filter(|&index| self.dense(index, at).kind != ABSENT).count();
-        }
-        self.spilled_cells().filter(|&(_, name, _)| name == at).count()
-    }
-
     /// Row -> output `output`'s cell in it, if it carries one: read in place from a dense
     /// slot, gathered once from the spilled cells.
     fn carried(&self, output: &str) -> impl Fn(usize) -> Option<Cell> + '_ {
@@ -224,17 +216,10 @@ impl MetricColumns {
         self.rows().filter(|row| row.status != OK).count()
     }
 
-    /// (run sequence number, value) of output `output`'s numeric values, in log order
-    /// (`MetricRecords.numeric`): booleans and labels are not numeric.
-    pub fn numeric(&self, output: &str) -> Vec<(i64, f64)> {
-        let Some(at) = self.slot(output) else {
-            return Vec::new();
-        };
-        self.cells(at)
-            .into_iter()
-            .filter(|(_, cell)| cell.kind == NUMERIC)
-            .map(|(row, cell)| (self.row(row).seq, cell.value))
-            .collect()
+    /// (run sequence number, value) of the numeric ones of an output's `cells` (its
+    /// `cells(at)`), in log order (`MetricRecords.numeric`): booleans and labels are not numeric.
+    pub fn numeric<'a>(&'a self, cells: &'a [(usize, Cell)]) -> impl Iterator<Item = (i64, f64)> + 'a {
+        cells.iter().filter(|(_, cell)| cell.kind == NUMERIC).map(|&(row, cell)| (self.row(row).seq, cell.value))
     }
 
     /// Per trial index (of `trials`), output `output`'s semantic value in the trial's last

@@ -9,12 +9,12 @@
 //! pass@k in summary task order, the sums compensated (`sums`), the figures of `ranges`,
 //! `passk`, `statistics` and `harbor`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::json::{float, integer, null, optional_float, optional_wire, string, wire, Items};
+use super::json::{float, integer, known, null, optional_float, optional_wire, string, wire, Items};
 use super::records::OK;
 use super::run::{HarborRules, RunState, Task};
 use super::task::{Declared, Key};
@@ -23,8 +23,10 @@ use crate::harbor;
 use crate::passk::{estimates, hat_estimates, key_columns};
 use crate::ranges::{center_and_spread, percentiles_by, Center, Spread, PERCENTILES};
 
-/// The names of the percentiles in an aggregate's record ("p10" ...), made once.
-static PERCENTILE_NAMES: LazyLock<Vec<String>> = LazyLock::new(|| PERCENTILES.iter().map(|p| format!("p{p}")).collect());
+/// The names of the percentiles in an aggregate's record, as `Items::known` takes them
+/// (`"p10":` ...), made once.
+static PERCENTILE_NAMES: LazyLock<Vec<String>> =
+    LazyLock::new(|| PERCENTILES.iter().map(|p| format!("\"p{p}\":")).collect());
 use crate::statistics::{Column, Entry};
 
 fn key_name(key: &Key) -> String {
@@ -38,11 +40,9 @@ fn key_name(key: &Key) -> String {
 /// (trial_id, value, run sequence number of the score that made it): one attempt.
 type Attempt<'a> = (&'a str, Option<f64>, i64);
 
-/// (run sequence number, trial_id) of the attempts of one reward value, in log order once sorted.
-type Trials<'a> = Vec<(i64, &'a str)>;
-
-/// Key name -> value (by `label_of`) -> its trials (Harbor's reward_stats, gathered).
-type Rewards<'a> = HashMap<&'a str, HashMap<u64, Trials<'a>>>;
+/// (key name, value by `label_of`, run sequence number, trial_id) of each attempt with a
+/// value: Harbor's reward_stats, gathered.
+type Rewards<'a> = Vec<(&'a str, u64, i64, &'a str)>;
 
 /// A value's place among reward_stats' labels: its bits, every NaN's the same (each is
 /// labelled "nan"), so two values share a label exactly when their `python_repr` is the same.
@@ -95,12 +95,46 @@ fn summary_tasks(run: &RunState) -> Vec<usize> {
     ordered
 }
 
-/// A metric's scores over the run: all, failed, and per output those carrying it.
-#[derive(Default)]
-struct Coverage<'a> {
+/// A metric's scores over the run: all of them, the failed ones, and its outputs.
+struct Metric<'a> {
+    name: &'a str,
     scores: usize,
     failed: usize,
-    carried: BTreeMap<&'a str, usize>,
+    /// The output names declared (any kind) or carried by any score, sorted once gathered.
+    outputs: Vec<Output<'a>>,
+}
+
+/// One output of a metric over the run: the scores carrying it, and (seq, value) of its
+/// numeric values, in log order once sorted.
+struct Output<'a> {
+    name: &'a str,
+    carried: usize,
+    numeric: Vec<(i64, f64)>,
+}
+
+impl<'a> Metric<'a> {
+    fn output(&mut self, name: &'a str) -> &mut Output<'a> {
+        let at = match self.outputs.iter().position(|output| output.name == name) {
+            Some(at) => at,
+            None => {
+                self.outputs.push(Output { name, carried: 0, numeric: Vec::new() });
+                self.outputs.len() - 1
+            }
+        };
+        &mut self.outputs[at]
+    }
+}
+
+/// The metric named `name` among `metrics`, added when new (a run has a handful).
+fn metric_of<'a, 'b>(metrics: &'b mut Vec<Metric<'a>>, name: &'a str) -> &'b mut Metric<'a> {
+    let at = match metrics.iter().position(|metric| metric.name == name) {
+        Some(at) => at,
+        None => {
+            metrics.push(Metric { name, scores: 0, failed: 0, outputs: Vec::new() });
+            metrics.len() - 1
+        }
+    };
+    &mut metrics[at]
 }
 
 /// The finite ones of `values`, in their order, and sorted (a stable sort: 0.0 and -0.0 keep
@@ -115,33 +149,33 @@ fn finite_and_sorted(values: impl IntoIterator<Item = f64>) -> (Vec<f64>, Vec<f6
 /// A range aggregate record (`aggregates.aggregate_of`) of the finite values of its center.
 fn aggregate(out: &mut Vec<u8>, name: &str, middle: &Center, spreads: Option<&Spread>, ordered: &[f64]) {
     let mut record = Items::object(out);
-    string(record.key("name"), name);
-    string(record.key("score_type"), "range");
-    integer(record.key("count"), middle.count);
-    integer(record.key("nan_count"), middle.nan_count);
+    string(record.known(known!("name")), name);
+    string(record.known(known!("score_type")), "range");
+    integer(record.known(known!("count")), middle.count);
+    integer(record.known(known!("nan_count")), middle.nan_count);
     let (Some(sum), Some(mean), Some(spreads)) = (middle.sum, middle.mean, spreads) else {
         for field in ["sum", "mean", "min", "max", "variance", "std_dev", "sample_variance", "sample_std_dev"] {
             null(record.key(field));
         }
-        null(record.key("percentiles"));
-        null(record.key("median"));
+        null(record.known(known!("percentiles")));
+        null(record.known(known!("median")));
         return record.end();
     };
     let figures = percentiles_by(ordered.len(), |at| ordered.get(at).copied()).expect("a value at every position");
-    wire(record.key("sum"), sum);
-    wire(record.key("mean"), mean);
-    float(record.key("min"), ordered[0]);
-    float(record.key("max"), ordered[ordered.len() - 1]);
-    wire(record.key("variance"), spreads.variance);
-    wire(record.key("std_dev"), spreads.variance.sqrt());
-    optional_wire(record.key("sample_variance"), spreads.sample_variance);
-    optional_wire(record.key("sample_std_dev"), spreads.sample_variance.map(f64::sqrt));
-    let mut percentiles = Items::object(record.key("percentiles"));
+    wire(record.known(known!("sum")), sum);
+    wire(record.known(known!("mean")), mean);
+    float(record.known(known!("min")), ordered[0]);
+    float(record.known(known!("max")), ordered[ordered.len() - 1]);
+    wire(record.known(known!("variance")), spreads.variance);
+    wire(record.known(known!("std_dev")), spreads.variance.sqrt());
+    optional_wire(record.known(known!("sample_variance")), spreads.sample_variance);
+    optional_wire(record.known(known!("sample_std_dev")), spreads.sample_variance.map(f64::sqrt));
+    let mut percentiles = Items::object(record.known(known!("percentiles")));
     for (name, figure) in PERCENTILE_NAMES.iter().zip(figures) {
-        wire(percentiles.key(name), figure);
+        wire(percentiles.known(name), figure);
     }
     percentiles.end();
-    wire(record.key("median"), figures[4]);
+    wire(record.known(known!("median")), figures[4]);
     record.end();
 }
 
@@ -155,13 +189,13 @@ fn range_aggregate(out: &mut Vec<u8>, name: &str, values: impl IntoIterator<Item
 /// Section 8's entry (`statistics`): the figures as orjson writes floats given raw.
 fn entry(out: &mut Vec<u8>, figures: &Entry) {
     let mut entry = Items::object(out);
-    integer(entry.key("k"), figures.k);
-    integer(entry.key("count"), figures.count);
-    integer(entry.key("nan_count"), figures.nan_count);
-    optional_float(entry.key("mean"), figures.mean);
-    optional_float(entry.key("stderr"), figures.stderr);
-    optional_float(entry.key("ci95_low"), figures.low);
-    optional_float(entry.key("ci95_high"), figures.high);
+    integer(entry.known(known!("k")), figures.k);
+    integer(entry.known(known!("count")), figures.count);
+    integer(entry.known(known!("nan_count")), figures.nan_count);
+    optional_float(entry.known(known!("mean")), figures.mean);
+    optional_float(entry.known(known!("stderr")), figures.stderr);
+    optional_float(entry.known(known!("ci95_low")), figures.low);
+    optional_float(entry.known(known!("ci95_high")), figures.high);
     entry.end();
 }
 
@@ -283,12 +317,9 @@ fn merged<T: Ord + Copy>(lists: &[Vec<T>]) -> Vec<T> {
 /// trial.finished events too, which add no score.
 #[derive(Default)]
 struct Gathered<'a> {
-    coverage: BTreeMap<&'a str, Coverage<'a>>,
-    /// (metric, output) -> (seq, value) of its numeric values, in log order once sorted.
-    numeric: BTreeMap<(&'a str, &'a str), Vec<(i64, f64)>>,
-    /// Per metric_type, the output names declared (any kind) or carried by any score:
-    /// the order of the metric aggregates and of `metric_coverage`.
-    outputs: BTreeMap<&'a str, BTreeSet<&'a str>>,
+    /// The metrics of the outputs' aggregates and of `metric_coverage`, sorted by name: those
+    /// with a score or a declared output.
+    metrics: Vec<Metric<'a>>,
     trials: HashSet<&'a str>,
     /// The trial ids with a completed or partial score, of any task and metric.
     graded: HashSet<&'a str>,
@@ -302,14 +333,15 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
         gathered.trials.extend(state.trials.iter().map(String::as_str));
         let mut graded = vec![false; state.trials.len()];
         for (metric, columns) in &state.metrics {
-            let counts = gathered.coverage.entry(metric).or_default();
+            // A metric's scores name it among the outputs' metrics, whatever outputs they carry.
+            let counts = metric_of(&mut gathered.metrics, metric);
             counts.scores += columns.len();
             counts.failed += columns.failed();
-            // A metric's scores name it among the outputs' metrics, whatever outputs they carry.
-            gathered.outputs.entry(metric).or_default().extend(columns.names.iter().map(String::as_str));
             for (at, output) in columns.names.iter().enumerate() {
-                *counts.carried.entry(output).or_default() += columns.carrying(at);
-                gathered.numeric.entry((metric, output)).or_default().extend(columns.numeric(output));
+                let cells = columns.cells(at);
+                let output = counts.output(output);
+                output.carried += cells.len();
+                output.numeric.extend(columns.numeric(&cells));
             }
             for row in columns.rows().filter(|row| row.status == OK) {
                 graded[row.trial as usize] = true;
@@ -318,19 +350,21 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
         let trials = state.trials.iter().zip(graded).filter(|(_, graded)| *graded);
         gathered.graded.extend(trials.map(|(trial_id, _)| trial_id.as_str()));
         for (name, attempts) in task_lists {
-            let mut values = attempts.iter().filter_map(|&(trial_id, value, seq)| Some((trial_id, value?, seq))).peekable();
-            if values.peek().is_none() {
-                continue;
-            }
-            let labels = gathered.rewards.entry(name.as_str()).or_default();
-            for (trial_id, value, seq) in values {
-                labels.entry(label_of(value)).or_default().push((seq, trial_id));
-            }
+            let valued = attempts.iter().filter_map(|&(trial_id, value, seq)| Some((trial_id, value?, seq)));
+            gathered.rewards.extend(valued.map(|(trial_id, value, seq)| (name.as_str(), label_of(value), seq, trial_id)));
         }
     }
     if let Some(declarations) = &run.declarations {
         for (metric, names) in &declarations.outputs {
-            gathered.outputs.entry(metric).or_default().extend(names.iter().map(String::as_str));
+            let counts = metric_of(&mut gathered.metrics, metric);
+            names.iter().for_each(|name| _ = counts.output(name));
+        }
+    }
+    gathered.metrics.sort_unstable_by(|left, right| left.name.cmp(right.name));
+    for metric in &mut gathered.metrics {
+        metric.outputs.sort_unstable_by(|left, right| left.name.cmp(right.name));
+        for output in &mut metric.outputs {
+            output.numeric.sort_by_key(|&(seq, _)| seq);
         }
     }
     gathered
@@ -401,32 +435,32 @@ pub fn write_summary(out: &mut Vec<u8>, run: &RunState) {
     let declarations = run.declarations.as_ref();
 
     let mut payload = Items::object(out);
-    integer(payload.key("schema_version"), 1);
-    string(payload.key("type"), "run.summary");
-    string(payload.key("run_id"), &run.run_id);
-    integer(payload.key("revision"), run.after_close + 1);
+    integer(payload.known(known!("schema_version")), 1);
+    string(payload.known(known!("type")), "run.summary");
+    string(payload.known(known!("run_id")), &run.run_id);
+    integer(payload.known(known!("revision")), run.after_close + 1);
     match &run.closed_reason {
-        Some(reason) => string(payload.key("closed_reason"), reason),
-        None => null(payload.key("closed_reason")),
+        Some(reason) => string(payload.known(known!("closed_reason")), reason),
+        None => null(payload.known(known!("closed_reason"))),
     }
-    let mut labels = Items::object(payload.key("labels"));
+    let mut labels = Items::object(payload.known(known!("labels")));
     for (name, value) in declarations.map_or(&[][..], |declarations| &declarations.labels) {
         string(labels.key(name), value);
     }
     labels.end();
-    integer(payload.key("event_count"), run.event_count);
-    let mut summary = Items::object(payload.key("summary"));
-    parts.scores(summary.key("scores"));
-    parts.coverage(summary.key("metric_coverage"));
-    parts.attempts(summary.key("task_metric_attempts"));
+    integer(payload.known(known!("event_count")), run.event_count);
+    let mut summary = Items::object(payload.known(known!("summary")));
+    parts.scores(summary.known(known!("scores")));
+    parts.coverage(summary.known(known!("metric_coverage")));
+    parts.attempts(summary.known(known!("task_metric_attempts")));
     let tasks = declarations.map_or(parts.order.len(), |declarations| declarations.tasks.len());
-    integer(summary.key("task_count"), tasks);
-    integer(summary.key("trial_count"), parts.gathered.trials.len());
-    integer(summary.key("score_count"), run.score_count);
+    integer(summary.known(known!("task_count")), tasks);
+    integer(summary.known(known!("trial_count")), parts.gathered.trials.len());
+    integer(summary.known(known!("score_count")), run.score_count);
     summary.end();
-    parts.harbor(payload.key("harbor"));
-    parts.verdicts(payload.key("verdicts"));
-    parts.statistics(payload.key("statistics"));
+    parts.harbor(payload.known(known!("harbor")));
+    parts.verdicts(payload.known(known!("verdicts")));
+    parts.statistics(payload.known(known!("statistics")));
     payload.end();
 }
 
@@ -436,13 +470,10 @@ impl Parts<'_> {
     fn scores(&self, out: &mut Vec<u8>) {
         let (run, gathered) = (self.run, &self.gathered);
         let mut scores = Items::array(out);
-        for (metric, names) in &gathered.outputs {
-            let total = gathered.coverage.get(metric).map_or(0, |counts| counts.scores);
-            for output in names {
-                let mut values = gathered.numeric.get(&(*metric, *output)).cloned().unwrap_or_default();
-                values.sort_by_key(|&(seq, _)| seq);
-                let values = values.into_iter().map(|(_, value)| value);
-                range_aggregate(scores.item(), &format!("{metric}.{output}"), values, total);
+        for metric in &gathered.metrics {
+            for output in &metric.outputs {
+                let values = output.numeric.iter().map(|&(_, value)| value);
+                range_aggregate(scores.item(), &format!("{}.{}", metric.name, output.name), values, metric.scores);
             }
         }
         // Per view name, the trials of the declared tasks that have it and their values.
@@ -472,17 +503,14 @@ impl Parts<'_> {
     /// `summary.metric_coverage` (section 5), over the metric aggregates' output names.
     fn coverage(&self, out: &mut Vec<u8>) {
         let mut metric_coverage = Items::object(out);
-        let empty = Coverage::default();
-        for (metric, names) in &self.gathered.outputs {
-            let counts = self.gathered.coverage.get(metric).unwrap_or(&empty);
-            let mut by_output = Items::object(metric_coverage.key(metric));
-            for output in names {
-                let scored = counts.carried.get(output).copied().unwrap_or(0);
-                let mut figures = Items::object(by_output.key(output));
-                integer(figures.key("total"), counts.scores);
-                integer(figures.key("scored"), scored);
-                integer(figures.key("failed"), counts.failed);
-                integer(figures.key("missing"), counts.scores as i64 - scored as i64 - counts.failed as i64);
+        for metric in &self.gathered.metrics {
+            let mut by_output = Items::object(metric_coverage.key(metric.name));
+            for output in &metric.outputs {
+                let mut figures = Items::object(by_output.key(output.name));
+                integer(figures.known(known!("total")), metric.scores);
+                integer(figures.known(known!("scored")), output.carried);
+                integer(figures.known(known!("failed")), metric.failed);
+                integer(figures.known(known!("missing")), metric.scores as i64 - output.carried as i64 - metric.failed as i64);
                 figures.end();
             }
             by_output.end();
@@ -499,8 +527,8 @@ impl Parts<'_> {
                 let mut list = Items::array(by_key.key(name));
                 for &(trial_id, value, _) in attempts {
                     let mut attempt = Items::object(list.item());
-                    string(attempt.key("trial_id"), trial_id);
-                    optional_wire(attempt.key("value"), value);
+                    string(attempt.known(known!("trial_id")), trial_id);
+                    optional_wire(attempt.known(known!("value")), value);
                     attempt.end();
                 }
                 list.end();
@@ -533,7 +561,7 @@ impl Parts<'_> {
         let mut statistics = Items::object(out);
         for key in self.keys.iter().filter(|key| key.measured > 0) {
             let mut figures = Items::object(statistics.key(key.name));
-            integer(figures.key("tasks"), key.measured);
+            integer(figures.known(known!("tasks")), key.measured);
             for (field, columns) in [("pass_at_k", &key.at_k), ("pass_hat_k", &key.hat_k)] {
                 let mut entries = Items::array(figures.key(field));
                 for column in columns {
@@ -550,11 +578,11 @@ impl Parts<'_> {
     fn harbor(&self, out: &mut Vec<u8>) {
         let run = self.run;
         let mut harbor = Items::object(out);
-        integer(harbor.key("n_trials"), self.gathered.graded.len());
-        integer(harbor.key("n_errors"), run.trials_failed);
-        reward_stats(harbor.key("reward_stats"), &self.gathered.rewards);
-        exception_stats(harbor.key("exception_stats"), run);
-        self.harbor_pass_at_k(harbor.key("pass_at_k"));
+        integer(harbor.known(known!("n_trials")), self.gathered.graded.len());
+        integer(harbor.known(known!("n_errors")), run.trials_failed);
+        reward_stats(harbor.known(known!("reward_stats")), &self.gathered.rewards);
+        exception_stats(harbor.known(known!("exception_stats")), run);
+        self.harbor_pass_at_k(harbor.known(known!("pass_at_k")));
         harbor.end();
     }
 
@@ -606,36 +634,38 @@ impl Parts<'_> {
 /// Harbor's reward_stats: labels by the first seq of their list (then the label), keys by
 /// that of their first label (then the name), each list in seq order.
 fn reward_stats(out: &mut Vec<u8>, rewards: &Rewards<'_>) {
-    type Labels<'a> = Vec<(i64, u64, Trials<'a>)>;
-    let by_seq_then_label = |left: &(i64, u64, Trials<'_>), right: &(i64, u64, Trials<'_>)| {
-        let label = |bits: u64| python_repr(f64::from_bits(bits));
-        left.0.cmp(&right.0).then_with(|| label(left.1).cmp(&label(right.1)))
-    };
-    let mut names: Vec<(i64, &str, Labels<'_>)> = rewards
-        .iter()
-        .map(|(name, labels)| {
-            let mut labels: Labels<'_> = labels
-                .iter()
-                .map(|(&label, trials)| {
-                    let mut trials = trials.clone();
-                    trials.sort_by_key(|&(seq, _)| seq);
-                    (trials[0].0, label, trials)
-                })
-                .collect();
-            labels.sort_by(by_seq_then_label);
-            (labels[0].0, *name, labels)
-        })
-        .collect();
+    let mut attempts = rewards.clone();
+    attempts.sort_by(|left, right| (left.0, left.1, left.2).cmp(&(right.0, right.1, right.2)));
+    // One label: (its key name, its value's bits, its first seq, its attempts' range).
+    let mut labels: Vec<(&str, u64, i64, std::ops::Range<usize>)> = Vec::new();
+    for (at, &(name, label, seq, _)) in attempts.iter().enumerate() {
+        match labels.last_mut() {
+            Some(last) if last.0 == name && last.1 == label => last.3.end = at + 1,
+            _ => labels.push((name, label, seq, at..at + 1)),
+        }
+    }
+    let repr = |bits: u64| python_repr(f64::from_bits(bits));
+    labels.sort_by(|left, right| {
+        (left.0, left.2).cmp(&(right.0, right.2)).then_with(|| repr(left.1).cmp(&repr(right.1)))
+    });
+    // One key name: (the first seq of its first label, the name, its labels' range).
+    let mut names: Vec<(i64, &str, std::ops::Range<usize>)> = Vec::new();
+    for (at, &(name, _, seq, _)) in labels.iter().enumerate() {
+        match names.last_mut() {
+            Some(last) if last.1 == name => last.2.end = at + 1,
+            _ => names.push((seq, name, at..at + 1)),
+        }
+    }
     names.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
     let mut reward_stats = Items::object(out);
     let mut label = Vec::with_capacity(24);
-    for (_, name, labels) in &names {
+    for (_, name, range) in names {
         let mut by_label = Items::object(reward_stats.key(name));
-        for (_, bits, trials) in labels {
+        for (_, bits, _, trials) in &labels[range] {
             label.clear();
             write_repr(&mut label, f64::from_bits(*bits));
             let mut ids = Items::array(by_label.key(std::str::from_utf8(&label).expect("a float's repr is ASCII")));
-            for (_, trial_id) in trials {
+            for &(_, _, _, trial_id) in &attempts[trials.clone()] {
                 string(ids.item(), trial_id);
             }
             ids.end();
