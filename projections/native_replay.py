@@ -105,6 +105,23 @@ class NativeReplayer:
         self.stats.summaries += 1
         return [(number, STDOUT, run.summary_bytes() + b"\n")]
 
+    def feed_lines(self, first: int, lines: list[bytes]) -> list[Output]:
+        """What lines `first`, `first` + 1, ... of a file make replay write: those the native
+        reader takes applied in one call, each other one as `feed` takes it."""
+        outputs: list[Output] = []
+        at = 0
+        while at < len(lines):
+            stop, summaries, (applied, redelivered, ignored) = self._reader.replay_lines(self.runs, lines, at)
+            outputs.extend((first + index, STDOUT, summary) for index, summary in summaries)
+            self.stats.applied += applied
+            self.stats.redeliveries += redelivered
+            self.stats.ignored += ignored
+            self.stats.summaries += len(summaries)
+            if stop < len(lines):
+                outputs.extend(self.feed(first + stop, lines[stop]))
+            at = stop + 1
+        return outputs
+
     def _apply(self, event: InputEvent) -> str:
         run = self.runs.get(event.run_id)
         if run is None:
@@ -122,9 +139,12 @@ class NativeReplayer:
 
 
 class LineReplayer(Protocol):
-    """What a replay of a file asks of the fold: each line's outputs, then the stats."""
+    """What a replay of a file asks of the fold: the outputs of each line or run of lines,
+    then the stats."""
 
     def feed(self, number: int, line: bytes) -> Sequence[Output]: ...
+
+    def feed_lines(self, first: int, lines: list[bytes]) -> list[Output]: ...
 
     def finish(self) -> ReplayStats: ...
 

@@ -62,6 +62,10 @@ class Replayer:
         value = message_of(line)
         return () if value is None else self.apply(number, value)
 
+    def feed_lines(self, first: int, lines: list[bytes]) -> list[Output]:
+        """What lines `first`, `first` + 1, ... of a file make replay write."""
+        return [output for number, line in enumerate(lines, first) for output in self.feed(number, line)]
+
     def apply(
         self, number: int, value: bytes, where: str | None = None, *, key: bytes | None = None, keyed: bool = False
     ) -> Sequence[Output]:

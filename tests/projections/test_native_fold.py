@@ -7,6 +7,7 @@ the whole state after it; and the run's summary (`NativeRun.summary_bytes`), byt
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from random import Random
@@ -33,7 +34,7 @@ from projections.replayer import Replayer
 from tests import builders
 from tests.native import kernels
 from tests.projections.test_kernels import same
-from tests.strategies import KINDS, LARGEST, graded_runs, run_logs, weights
+from tests.strategies import KINDS, LARGEST, graded_runs, mixed_logs, run_logs, weights
 from tests.strategies import values as run_values
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "spec" / "examples"
@@ -416,6 +417,41 @@ def test_messages_read_from_their_bytes_give_what_their_decoded_events_give(
             assert read == ("run", want)
         assert_same_run(run, runs["run"])
     assert taken >= sum(1 for event in events if not isinstance(event, RunStarted))
+
+
+ODD_LINES = [b"", b"\n", b"  \r\n", b"\x0b\x0c\t\n", b"not json\n", b'{"type":"score.emitted"}\n', b"[1, 2]\r\n"]
+"""Lines no event is: blank ones (each whitespace `bytes.isspace` knows), and lines replay
+rejects."""
+
+
+@settings(max_examples=100)
+@given(
+    mixed_logs(late=True),
+    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(ODD_LINES)), max_size=6),
+    st.lists(st.integers(1, 9), min_size=1),
+    st.booleans(),
+)
+def test_lines_replayed_in_runs_write_what_each_line_replayed_alone_writes(
+    log: bytes, odd: list[tuple[int, bytes]], sizes: list[int], crlf: bool
+) -> None:
+    """`NativeReplayer.feed_lines` over runs of lines of any length (the native reader's loop,
+    stopping at each line left to Python) writes what `Replayer` writes of each line alone, in
+    the same order and with the same stats: summaries, rejections and blank lines skipped."""
+    lines = log.splitlines(keepends=True)
+    if crlf:
+        lines = [line.rstrip(b"\n") + b"\r\n" for line in lines]
+    for place, line in odd:
+        lines.insert(place % (len(lines) + 1), line)
+    python = Replayer()
+    expected = [output for number, line in enumerate(lines, 1) for output in python.feed(number, line)]
+    native, written, at = NativeReplayer(), [], 0
+    for size in itertools.cycle(sizes):
+        if at >= len(lines):
+            break
+        written.extend(native.feed_lines(at + 1, lines[at : at + size]))
+        at += size
+    assert written == expected
+    assert native.finish() == python.finish()
 
 
 def test_the_native_replayer_writes_what_replay_writes() -> None:

@@ -19,6 +19,7 @@ import pickle
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import astuple
+from io import IOBase
 from itertools import islice
 from multiprocessing.connection import Connection
 from multiprocessing.queues import Queue
@@ -33,6 +34,7 @@ from projections.replayer import STDOUT, Output, ReplayStats
 Chunk = tuple[list[int], list[bytes]]
 """Line numbers and lines sent to one process."""
 CHUNK_LINES = 2048
+"""Lines folded in one call (and sent to a process in one chunk)."""
 IN_FLIGHT = 4
 
 
@@ -56,9 +58,14 @@ def replay(
         write(_sharded(_counted(lines, stats), jobs, progress_every, closed_caches_bytes, stats), out, err)
         return stats
     folding = replayer(progress_every, closed_caches_bytes, native=native)
-    for stats.lines, line in enumerate(lines, 1):
-        if outputs := folding.feed(stats.lines, line):
+    # Lines are folded CHUNK_LINES a call, but a pipe's line by line, so that a summary comes
+    # out as soon as the line that makes it goes in, however slowly the pipe fills.
+    chunk_lines = 1 if isinstance(lines, IOBase) and not lines.seekable() else CHUNK_LINES
+    stream = iter(lines)
+    while chunk := list(islice(stream, chunk_lines)):
+        if outputs := folding.feed_lines(stats.lines + 1, chunk):
             write(outputs, out, err)
+        stats.lines += len(chunk)
     stats.add(folding.finish())
     return stats
 

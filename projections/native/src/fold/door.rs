@@ -5,7 +5,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use super::records::Cell;
 use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
@@ -192,6 +192,20 @@ type TaskView<'py> = (
     Option<Vec<(i64, String, String)>>,
 );
 
+/// The `run.summary` of `run`, then `end`, as Python bytes.
+fn summary_of<'py>(py: Python<'py>, run: &RunState, end: &[u8]) -> Bound<'py, PyBytes> {
+    SUMMARY.with_borrow_mut(|out| {
+        out.clear();
+        summary::write_summary(out, run);
+        out.extend_from_slice(end);
+        let bytes = PyBytes::new(py, out);
+        if out.capacity() > SUMMARY_KEPT {
+            *out = Vec::new();
+        }
+        bytes
+    })
+}
+
 #[pyclass(module = "projections._kernels")]
 pub struct NativeRun {
     run: RunState,
@@ -308,15 +322,7 @@ impl NativeRun {
 
     /// The run's `run.summary` as `projections.assembly.summary.summary_bytes` encodes it.
     fn summary_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        SUMMARY.with_borrow_mut(|out| {
-            out.clear();
-            summary::write_summary(out, &self.run);
-            let bytes = PyBytes::new(py, out);
-            if out.capacity() > SUMMARY_KEPT {
-                *out = Vec::new();
-            }
-            bytes
-        })
+        summary_of(py, &self.run, b"")
     }
 
     fn closed(&self) -> bool {
@@ -390,21 +396,6 @@ pub struct FoldReader {
     most: usize,
 }
 
-impl FoldReader {
-    fn cell(&self, value: &_native::Scalar) -> Cell {
-        match value {
-            _native::Scalar::Bool(flag) => Cell::boolean(*flag),
-            _native::Scalar::Int(number) => Cell::number(*number as f64),
-            _native::Scalar::Float(number) => Cell::number(*number),
-            _native::Scalar::Text(text) => match self.nonfinite.iter().find(|(spelled, _)| spelled == text) {
-                Some(&(_, number)) => Cell::number(number),
-                None => Cell::LABEL,
-            },
-            _native::Scalar::Null => Cell::LABEL,
-        }
-    }
-}
-
 #[pymethods]
 impl FoldReader {
     #[new]
@@ -427,8 +418,74 @@ impl FoldReader {
         raw: &Bound<'py, PyBytes>,
         position: Option<i64>,
     ) -> PyResult<Option<(Bound<'py, PyString>, &'static str)>> {
+        let applied = self.applied(runs, raw.as_bytes(), position)?;
+        Ok(applied.map(|(run_id, _, outcome)| (run_id, outcome_name(outcome))))
+    }
+
+    /// Replay's lines `lines[start:]` (each with its line end, as a file gives them), applied
+    /// in order up to the first that is left to Python: (its index, or the count of lines
+    /// when none is; (index, the run's summary and a newline) for each line applied to a
+    /// closed run; the lines applied, redelivered and ignored). A blank line is skipped.
+    #[pyo3(signature = (runs, lines, start))]
+    #[allow(clippy::type_complexity)]
+    fn replay_lines<'py>(
+        &self,
+        runs: &Bound<'py, PyDict>,
+        lines: &Bound<'py, PyList>,
+        start: usize,
+    ) -> PyResult<(usize, Vec<(usize, Bound<'py, PyBytes>)>, (u64, u64, u64))> {
         let py = runs.py();
-        let bytes = raw.as_bytes();
+        let mut summaries = Vec::new();
+        let (mut applied, mut redelivered, mut ignored) = (0, 0, 0);
+        for index in start..lines.len() {
+            let line = lines.get_item(index)?;
+            let bytes = line.downcast::<PyBytes>()?.as_bytes();
+            if bytes.iter().all(|byte| b" \t\n\r\x0b\x0c".contains(byte)) {
+                continue; // `bytes.isspace()`'s whitespace, as `projections.replayer.message_of`
+            }
+            let end = bytes.iter().rposition(|&byte| byte != b'\n' && byte != b'\r').map_or(0, |at| at + 1);
+            match self.applied(runs, &bytes[..end], None)? {
+                Some((_, run, Outcome::Applied)) => {
+                    applied += 1;
+                    let run = run.borrow();
+                    if run.run.closed() {
+                        summaries.push((index, summary_of(py, &run.run, b"\n")));
+                    }
+                }
+                Some((_, _, Outcome::Redelivery)) => redelivered += 1,
+                Some((_, _, Outcome::Ignored)) => ignored += 1,
+                // Refused (a run.started's, never read here) changes nothing: Python words it.
+                Some((_, _, Outcome::Refused)) | None => return Ok((index, summaries, (applied, redelivered, ignored))),
+            }
+        }
+        Ok((lines.len(), summaries, (applied, redelivered, ignored)))
+    }
+}
+
+impl FoldReader {
+    fn cell(&self, value: &_native::Scalar) -> Cell {
+        match value {
+            _native::Scalar::Bool(flag) => Cell::boolean(*flag),
+            _native::Scalar::Int(number) => Cell::number(*number as f64),
+            _native::Scalar::Float(number) => Cell::number(*number),
+            _native::Scalar::Text(text) => match self.nonfinite.iter().find(|(spelled, _)| spelled == text) {
+                Some(&(_, number)) => Cell::number(number),
+                None => Cell::LABEL,
+            },
+            _native::Scalar::Null => Cell::LABEL,
+        }
+    }
+
+    /// Apply message `bytes` to its run in `runs` (made there when new): its run id, the run
+    /// and the outcome; None where the message is left to Python.
+    #[allow(clippy::type_complexity)]
+    fn applied<'py>(
+        &self,
+        runs: &Bound<'py, PyDict>,
+        bytes: &[u8],
+        position: Option<i64>,
+    ) -> PyResult<Option<(Bound<'py, PyString>, Bound<'py, NativeRun>, Outcome)>> {
+        let py = runs.py();
         if bytes.len() > self.most {
             return Ok(None);
         }
@@ -457,7 +514,7 @@ impl FoldReader {
                 run
             }
         };
-        let mut run = run.borrow_mut();
+        let mut held = run.borrow_mut();
         let outcome = match &read.kind {
             _native::ReadKind::Score { task_id, trial_id, metric_type, status, outputs } => {
                 let cells: Vec<(&str, Cell)> = outputs.iter().map(|(name, value)| (*name, self.cell(value))).collect();
@@ -467,16 +524,17 @@ impl FoldReader {
                     _native::ScoreStatus::MetricFailed => Status::MetricFailed,
                 };
                 let event = Event::Score { task_id, trial_id, metric: metric_type, status, outputs: &cells };
-                run.run.apply(read.event_id, &event, moment, position)
+                held.run.apply(read.event_id, &event, moment, position)
             }
             _native::ReadKind::Trial { task_id, trial_id, completed, error_type } => {
                 let event = Event::Trial { task_id, trial_id, completed: *completed, error_type: *error_type };
-                run.run.apply(read.event_id, &event, moment, position)
+                held.run.apply(read.event_id, &event, moment, position)
             }
             _native::ReadKind::Closed { reason } => {
-                run.run.apply(read.event_id, &Event::Closed { reason }, moment, position)
+                held.run.apply(read.event_id, &Event::Closed { reason }, moment, position)
             }
         };
-        Ok(Some((run_id, outcome_name(outcome))))
+        drop(held);
+        Ok(Some((run_id, run, outcome)))
     }
 }
