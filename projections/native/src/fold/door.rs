@@ -6,6 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::records::Cell;
 use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
@@ -418,8 +419,8 @@ impl FoldReader {
         raw: &Bound<'py, PyBytes>,
         position: Option<i64>,
     ) -> PyResult<Option<(Bound<'py, PyString>, &'static str)>> {
-        let applied = self.applied(runs, raw.as_bytes(), position)?;
-        Ok(applied.map(|(run_id, _, outcome)| (run_id, outcome_name(outcome))))
+        let applied = self.applied(runs, &mut HashMap::default(), raw.as_bytes(), position)?;
+        Ok(applied.map(|(run, outcome)| (PyString::new(runs.py(), &run.borrow().run.run_id), outcome_name(outcome))))
     }
 
     /// Replay's lines `lines[start:]` (each with its line end, as a file gives them), applied
@@ -437,6 +438,7 @@ impl FoldReader {
         let py = runs.py();
         let mut summaries = Vec::new();
         let (mut applied, mut redelivered, mut ignored) = (0, 0, 0);
+        let mut held = HashMap::default();
         for index in start..lines.len() {
             let line = lines.get_item(index)?;
             let bytes = line.downcast::<PyBytes>()?.as_bytes();
@@ -444,18 +446,18 @@ impl FoldReader {
                 continue; // `bytes.isspace()`'s whitespace, as `projections.replayer.message_of`
             }
             let end = bytes.iter().rposition(|&byte| byte != b'\n' && byte != b'\r').map_or(0, |at| at + 1);
-            match self.applied(runs, &bytes[..end], None)? {
-                Some((_, run, Outcome::Applied)) => {
+            match self.applied(runs, &mut held, &bytes[..end], None)? {
+                Some((run, Outcome::Applied)) => {
                     applied += 1;
                     let run = run.borrow();
                     if run.run.closed() {
                         summaries.push((index, summary_of(py, &run.run, b"\n")));
                     }
                 }
-                Some((_, _, Outcome::Redelivery)) => redelivered += 1,
-                Some((_, _, Outcome::Ignored)) => ignored += 1,
+                Some((_, Outcome::Redelivery)) => redelivered += 1,
+                Some((_, Outcome::Ignored)) => ignored += 1,
                 // Refused (a run.started's, never read here) changes nothing: Python words it.
-                Some((_, _, Outcome::Refused)) | None => return Ok((index, summaries, (applied, redelivered, ignored))),
+                Some((_, Outcome::Refused)) | None => return Ok((index, summaries, (applied, redelivered, ignored))),
             }
         }
         Ok((lines.len(), summaries, (applied, redelivered, ignored)))
@@ -476,15 +478,16 @@ impl FoldReader {
         }
     }
 
-    /// Apply message `bytes` to its run in `runs` (made there when new): its run id, the run
-    /// and the outcome; None where the message is left to Python.
-    #[allow(clippy::type_complexity)]
+    /// Apply message `bytes` to its run in `runs` (made there when new): the run and the
+    /// outcome; None where the message is left to Python. `held`: the runs of `runs` found so
+    /// far by their ids, which a run of lines looks up without making a Python string.
     fn applied<'py>(
         &self,
         runs: &Bound<'py, PyDict>,
+        held: &mut HashMap<String, Bound<'py, NativeRun>>,
         bytes: &[u8],
         position: Option<i64>,
-    ) -> PyResult<Option<(Bound<'py, PyString>, Bound<'py, NativeRun>, Outcome)>> {
+    ) -> PyResult<Option<(Bound<'py, NativeRun>, Outcome)>> {
         let py = runs.py();
         if bytes.len() > self.most {
             return Ok(None);
@@ -505,16 +508,23 @@ impl FoldReader {
                 None => return Ok(None), // a form only Python's reading decides
             },
         };
-        let run_id = PyString::new(py, read.run_id);
-        let run = match runs.get_item(&run_id)? {
-            Some(run) => run.downcast_into::<NativeRun>()?,
+        let run = match held.get(read.run_id) {
+            Some(run) => run.clone(),
             None => {
-                let run = Bound::new(py, NativeRun::new(read.run_id))?;
-                runs.set_item(&run_id, &run)?;
+                let run_id = PyString::new(py, read.run_id);
+                let run = match runs.get_item(&run_id)? {
+                    Some(run) => run.downcast_into::<NativeRun>()?,
+                    None => {
+                        let run = Bound::new(py, NativeRun::new(read.run_id))?;
+                        runs.set_item(&run_id, &run)?;
+                        run
+                    }
+                };
+                held.insert(read.run_id.to_owned(), run.clone());
                 run
             }
         };
-        let mut held = run.borrow_mut();
+        let mut state = run.borrow_mut();
         let outcome = match &read.kind {
             _native::ReadKind::Score { task_id, trial_id, metric_type, status, outputs } => {
                 let cells: Vec<(&str, Cell)> = outputs.iter().map(|(name, value)| (*name, self.cell(value))).collect();
@@ -524,17 +534,17 @@ impl FoldReader {
                     _native::ScoreStatus::MetricFailed => Status::MetricFailed,
                 };
                 let event = Event::Score { task_id, trial_id, metric: metric_type, status, outputs: &cells };
-                held.run.apply(read.event_id, &event, moment, position)
+                state.run.apply(read.event_id, &event, moment, position)
             }
             _native::ReadKind::Trial { task_id, trial_id, completed, error_type } => {
                 let event = Event::Trial { task_id, trial_id, completed: *completed, error_type: *error_type };
-                held.run.apply(read.event_id, &event, moment, position)
+                state.run.apply(read.event_id, &event, moment, position)
             }
             _native::ReadKind::Closed { reason } => {
-                held.run.apply(read.event_id, &Event::Closed { reason }, moment, position)
+                state.run.apply(read.event_id, &Event::Closed { reason }, moment, position)
             }
         };
-        drop(held);
-        Ok(Some((run_id, run, outcome)))
+        drop(state);
+        Ok(Some((run, outcome)))
     }
 }

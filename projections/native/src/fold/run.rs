@@ -4,7 +4,9 @@
 //! and the fingerprints of the applied events, which say whether an event is a redelivery.
 //! What `run.started` declares is read once, by the caller, into `Declarations`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::records::Cell;
 use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
