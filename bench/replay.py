@@ -50,7 +50,7 @@ from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.run import RunState, apply
 from projections.fold.savepoint import Savepoint
 from projections.held import Held
-from projections.native_replay import NATIVE
+from projections.native_replay import NATIVE, NativeReplayer
 from projections.replayer import Replayer
 from projections.step import step
 from worker.commands.replay import replay
@@ -245,6 +245,22 @@ def rss_growth_replaying(path: Path, closed_caches_bytes: int) -> tuple[int, int
     return process.memory_info().rss - before, sum(attempts_in(held.run) for held in replayer.runs.values())
 
 
+def rss_growth_native(path: Path) -> tuple[int, int]:
+    """(RSS growth, attempts stored) of a replay of the whole log through the native fold
+    (`NativeReplayer`: its runs kept, each summary written and dropped), in a process of its own."""
+    quiet_collector()
+    gc.collect()
+    process = psutil.Process()
+    before = process.memory_info().rss
+    replayer = NativeReplayer()
+    with path.open("rb") as stream:
+        for number, line in enumerate(stream, 1):
+            replayer.feed(number, line)
+    gc.collect()
+    attempts = sum(n for run in replayer.runs.values() for task in run.tasks() for _, n, _ in task[4])
+    return process.memory_info().rss - before, attempts
+
+
 def attempts_in(run: RunState) -> int:
     """The attempts the run holds, over all its tasks' keys."""
     return sum(n for task in run.tasks.values() for _, n, _ in task.tallies())
@@ -386,10 +402,15 @@ def main() -> None:
         )
         report(many)
         against_source(small, small_lines, many.replay)
-        grown, attempts = _fresh(rss_growth_applying, path)
-        print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
-        grown, attempts = _fresh(rss_growth_applying, small)
-        print(f"memory, the small runs: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts")
+        for name, log, target in (("", path, " (target <= 200)"), (", the small runs", small, "")):
+            grown, attempts = _fresh(rss_growth_applying, log)
+            print(f"memory{name}: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts{target}")
+            if NATIVE is not None:
+                native, _ = _fresh(rss_growth_native, log)
+                print(
+                    f"  native state per stored attempt: {native / attempts:.0f} B RSS, a whole native replay "
+                    f"(native/Python = {native / grown:.2f})"
+                )
         bounded, _ = _fresh(rss_growth_replaying, small, CLOSED_CACHES_BYTES)
         unbounded, _ = _fresh(rss_growth_replaying, small, 2**62)
         print(
