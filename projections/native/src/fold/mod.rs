@@ -8,5 +8,6 @@ pub mod door;
 pub mod json;
 pub mod records;
 pub mod run;
+pub mod sharing;
 pub mod summary;
 pub mod task;

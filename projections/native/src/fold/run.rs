@@ -288,7 +288,7 @@ impl RunState {
         let task = &self.tasks[index];
         let declared = || self.declarations.as_ref().is_some_and(|declarations| declarations.task(task_id).is_some());
         if !task.touched() && declared() {
-            for key in &task.state.keys {
+            for key in task.state.keys.iter() {
                 if let Some(tally) = self.passk.get_mut(key) {
                     tally.pending -= 1;
                 }

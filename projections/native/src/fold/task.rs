@@ -4,8 +4,10 @@
 //! kept as its (n, c) move. A score changes only its own task (and those tallies).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
 use super::records::{passes, Cell, MetricColumns, METRIC_FAILED, OK, TRIAL_FAILED};
+use super::sharing::Shared;
 use crate::sums::compensated_sum;
 
 /// (metric_type, output name).
@@ -130,15 +132,22 @@ pub struct View {
 
 /// What the task declares (`projections.fold.declarations.TaskDeclaration`), as the fold's
 /// key rules and the summary read it: its attempt keys in declaration order, its excluded
-/// ones, and its views in declaration order.
+/// ones, and its views in declaration order. One value for the tasks that declare the same
+/// (`door`), its keys shared with the tasks that keep just them.
 #[derive(Clone, Debug, Default)]
-pub struct Declared {
-    pub attempt_keys: Vec<Key>,
-    pub excluded: BTreeSet<Key>,
+pub struct DeclaredParts {
+    pub attempt_keys: Shared<Vec<Key>>,
+    pub excluded: Shared<BTreeSet<Key>>,
     /// Every key it declares, of any kind.
     pub declared: BTreeSet<Key>,
     pub views: Vec<View>,
 }
+
+pub type Declared = Shared<DeclaredParts>;
+
+/// The keys of a task that has none: one value, not an allocation a task.
+static NO_KEYS: LazyLock<Shared<Vec<Key>>> = LazyLock::new(Shared::default);
+static NO_EXCLUDED: BTreeSet<Key> = BTreeSet::new();
 
 #[derive(Clone, Debug)]
 pub struct TaskState {
@@ -147,10 +156,13 @@ pub struct TaskState {
     pub trials: Vec<String>,
     /// Per metric, in the order the scores first named them.
     pub metrics: Vec<(String, MetricColumns)>,
-    pub keys: Vec<Key>,
+    /// Shared with its declaration's attempt keys while the task keeps just them (most do);
+    /// copied when it gets another.
+    pub keys: Shared<Vec<Key>>,
     /// (n, c) of each of `keys`.
     pub counts: Vec<(i64, i64)>,
-    pub excluded: BTreeSet<Key>,
+    /// Its declaration's excluded keys; None: no declaration.
+    excluded: Option<Shared<BTreeSet<Key>>>,
 }
 
 impl TaskState {
@@ -160,10 +172,15 @@ impl TaskState {
             first_score: -1,
             trials: Vec::new(),
             metrics: Vec::new(),
-            keys: Vec::new(),
+            keys: NO_KEYS.clone(),
             counts: Vec::new(),
-            excluded: BTreeSet::new(),
+            excluded: None,
         }
+    }
+
+    /// The keys it declares label or model: never an attempt list (rule 3).
+    pub fn excluded(&self) -> &BTreeSet<Key> {
+        self.excluded.as_deref().unwrap_or(&NO_EXCLUDED)
     }
 
     fn trial_of(&mut self, trial_id: &str) -> i32 {
@@ -236,7 +253,7 @@ impl TaskState {
                 continue;
             }
             let key: Key = (metric.to_owned(), name.to_owned());
-            if !self.excluded.contains(&key) {
+            if !self.excluded().contains(&key) {
                 // Rule 2: an undeclared output with a semantic value gets its key.
                 let (n, c) = self.keep(key);
                 if let Some(tally) = eligible.get_mut(self.keys.last().expect("the key just kept")) {
@@ -268,27 +285,28 @@ impl TaskState {
                 c += i64::from(passes(value));
             }
         }
-        self.keys.push(key);
+        // Exact sizes: a task keeps few keys, and most tasks keep them all at once (`rekey`).
+        let keys = self.keys.make_mut();
+        keys.reserve_exact(1);
+        keys.push(key);
+        self.counts.reserve_exact(1);
         self.counts.push((n, c));
         (n, c)
     }
 
     /// Decide the task's keys afresh (SEMANTICS.md section 1's rules) from its columns.
     pub fn rekey(&mut self, declared: Option<&Declared>) {
-        self.keys.clear();
-        self.counts.clear();
-        match declared {
-            None => self.excluded.clear(),
-            Some(declared) => {
-                self.excluded = declared.excluded.clone();
-                if self.metrics.is_empty() {
-                    self.keys = declared.attempt_keys.clone();
-                    self.counts = vec![(0, 0); self.keys.len()];
-                    return;
-                }
-                for key in &declared.attempt_keys {
-                    self.keep(key.clone());
-                }
+        self.keys = NO_KEYS.clone();
+        self.counts = Vec::new();
+        self.excluded = declared.map(|declared| declared.excluded.clone());
+        if let Some(declared) = declared {
+            if self.metrics.is_empty() {
+                self.keys = declared.attempt_keys.clone();
+                self.counts = vec![(0, 0); self.keys.len()];
+                return;
+            }
+            for key in declared.attempt_keys.iter() {
+                self.keep(key.clone());
             }
         }
         let mut undeclared = Vec::new();
@@ -303,6 +321,11 @@ impl TaskState {
         }
         for key in undeclared {
             self.keep(key);
+        }
+        if let Some(declared) = declared {
+            if *self.keys == *declared.attempt_keys {
+                self.keys = declared.attempt_keys.clone();
+            }
         }
     }
 }
