@@ -246,19 +246,18 @@ def rss_growth_replaying(path: Path, closed_caches_bytes: int) -> tuple[int, int
 
 
 def rss_growth_native(path: Path) -> tuple[int, int]:
-    """(RSS growth, attempts stored) of a replay of the whole log through the native fold
-    (`NativeReplayer`: its runs kept, each summary written and dropped), in a process of its own."""
-    quiet_collector()
+    """(RSS growth, attempts stored) applying the whole log to the native fold's runs, kept
+    (`NativeReplayer.apply`: no summary), as `rss_growth_applying` measures the Python fold's."""
     gc.collect()
     process = psutil.Process()
     before = process.memory_info().rss
     replayer = NativeReplayer()
     with path.open("rb") as stream:
-        for number, line in enumerate(stream, 1):
-            replayer.feed(number, line)
+        for line in stream:
+            replayer.apply(line.rstrip(b"\r\n"))
     gc.collect()
-    attempts = sum(n for run in replayer.runs.values() for task in run.tasks() for _, n, _ in task[4])
-    return process.memory_info().rss - before, attempts
+    grown = process.memory_info().rss - before
+    return grown, sum(n for run in replayer.runs.values() for task in run.tasks() for _, n, _ in task[4])
 
 
 def attempts_in(run: RunState) -> int:
@@ -408,7 +407,7 @@ def main() -> None:
             if NATIVE is not None:
                 native, _ = _fresh(rss_growth_native, log)
                 print(
-                    f"  native state per stored attempt: {native / attempts:.0f} B RSS, a whole native replay "
+                    f"  native state per stored attempt: {native / attempts:.0f} B RSS "
                     f"(native/Python = {native / grown:.2f})"
                 )
         bounded, _ = _fresh(rss_growth_replaying, small, CLOSED_CACHES_BYTES)

@@ -308,14 +308,16 @@ impl NativeRun {
     }
 
     /// `tasks`: each declared task's (task_id, its `DeclaredKeys`, its `ViewArgs`), in
-    /// declaration order; `labels` in the run.started's order; `harbor_rules` as named there.
+    /// declaration order; `attempts_per_task` as the run.started plans it (which sizes the
+    /// index of applied events); `labels` in the run.started's order; `harbor_rules` as named there.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (event_id, tasks, eligible, labels, harbor_rules, moment, position))]
+    #[pyo3(signature = (event_id, tasks, eligible, attempts_per_task, labels, harbor_rules, moment, position))]
     fn apply_started(
         &mut self,
         event_id: &str,
         tasks: Vec<(String, DeclaredKeys, Vec<ViewArgs>)>,
         eligible: Vec<Key>,
+        attempts_per_task: Option<i64>,
         labels: Vec<(String, String)>,
         harbor_rules: Option<&str>,
         moment: Option<f64>,
@@ -327,7 +329,7 @@ impl NativeRun {
             .into_iter()
             .map(|(task_id, keys, views)| Ok((task_id, declared_of(keys, views)?)))
             .collect::<PyResult<_>>()?;
-        let declarations = Declarations::new(tasks, eligible.into_iter().collect(), labels, rules);
+        let declarations = Declarations::new(tasks, eligible.into_iter().collect(), attempts_per_task, labels, rules);
         Ok(outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position)))
     }
 

@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use super::snug;
+
 pub const OK: u8 = 0;
 pub const TRIAL_FAILED: u8 = 1;
 pub const METRIC_FAILED: u8 = 2;
@@ -90,7 +92,7 @@ impl MetricColumns {
         }
         let at = self.names.len();
         if at >= DENSE {
-            self.names.push(name.to_owned());
+            snug::push(&mut self.names, name.to_owned());
             self.spilled.get_or_insert_with(Vec::new);
             return at;
         }
@@ -101,7 +103,7 @@ impl MetricColumns {
             widened.extend_from_slice(&slot_bytes(ABSENT_SLOT));
         }
         self.packed = widened;
-        self.names.push(name.to_owned());
+        snug::push(&mut self.names, name.to_owned());
         at
     }
 
@@ -117,19 +119,22 @@ impl MetricColumns {
             if at < DENSE {
                 slots[at] = cell;
             } else {
-                let spilled = self.spilled.get_or_insert_with(Vec::new);
-                spilled.extend_from_slice(&(row as i32).to_ne_bytes());
-                spilled.extend_from_slice(&(at as u32).to_ne_bytes());
-                spilled.push(cell.kind);
-                spilled.extend_from_slice(&cell.value.to_ne_bytes());
+                let mut spilled = [0u8; SPILLED];
+                spilled[0..4].copy_from_slice(&(row as i32).to_ne_bytes());
+                spilled[4..8].copy_from_slice(&(at as u32).to_ne_bytes());
+                spilled[8] = cell.kind;
+                spilled[9..].copy_from_slice(&cell.value.to_ne_bytes());
+                snug::extend(self.spilled.get_or_insert_with(Vec::new), &spilled);
             }
         }
-        self.packed.extend_from_slice(&trial.to_ne_bytes());
-        self.packed.push(status);
-        self.packed.extend_from_slice(&seq.to_ne_bytes());
-        for slot in &slots[..width] {
-            self.packed.extend_from_slice(&slot_bytes(*slot));
+        let mut record = [0u8; ROW + SLOT * DENSE];
+        record[0..4].copy_from_slice(&trial.to_ne_bytes());
+        record[4] = status;
+        record[5..ROW].copy_from_slice(&seq.to_ne_bytes());
+        for (at, slot) in slots[..width].iter().enumerate() {
+            record[ROW + at * SLOT..ROW + (at + 1) * SLOT].copy_from_slice(&slot_bytes(*slot));
         }
+        snug::extend(&mut self.packed, &record[..record_size(width)]);
         row
     }
 

@@ -4,9 +4,11 @@
 //! and the fingerprints of the applied events, which say whether an event is a redelivery.
 //! What `run.started` declares is read once, by the caller, into `Declarations`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::applied::Applied;
 use super::records::Cell;
+use super::snug;
 use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
 
 /// Which Harbor version's arithmetic the summary's `harbor` block follows (EVENTS.md,
@@ -39,6 +41,8 @@ pub struct Declarations {
     /// A task's place in `tasks`.
     index: HashMap<String, usize>,
     pub eligible: BTreeSet<Key>,
+    /// The trials it plans a task (None: not said).
+    pub attempts_per_task: Option<i64>,
     /// The run's labels, in the order the run.started gives them.
     pub labels: Vec<(String, String)>,
     pub harbor_rules: HarborRules,
@@ -50,6 +54,7 @@ impl Declarations {
     pub fn new(
         tasks: Vec<(String, Declared)>,
         eligible: BTreeSet<Key>,
+        attempts_per_task: Option<i64>,
         labels: Vec<(String, String)>,
         harbor_rules: HarborRules,
     ) -> Self {
@@ -58,7 +63,7 @@ impl Declarations {
         for (metric, output) in tasks.iter().flat_map(|(_, declared)| &declared.declared) {
             outputs.entry(metric.clone()).or_default().insert(output.clone());
         }
-        Declarations { tasks, index, eligible, labels, harbor_rules, outputs }
+        Declarations { tasks, index, eligible, attempts_per_task, labels, harbor_rules, outputs }
     }
 
     pub fn task(&self, task_id: &str) -> Option<&Declared> {
@@ -99,6 +104,11 @@ fn pair_bytes(hi: u64, lo: u64) -> [u8; 16] {
 
 fn holds(pairs: &[u8], pair: &[u8; 16]) -> bool {
     pairs.chunks_exact(16).any(|held| held == pair)
+}
+
+/// Every fingerprint the run keeps: its header's, then each task's.
+fn kept_pairs<'a>(run_events: &'a [u8], tasks: &'a [Task]) -> impl Iterator<Item = &'a [u8]> {
+    std::iter::once(run_events).chain(tasks.iter().map(|task| &task.events[..]))
 }
 
 fn positions(positions: &[u8]) -> impl Iterator<Item = i64> + '_ {
@@ -149,8 +159,8 @@ pub struct RunState {
     pub last_position: Option<i64>,
     pub first_at: Option<f64>,
     pub last_at: Option<f64>,
-    /// The `hi` halves of the applied fingerprints: a candidate, confirmed among the kept pairs.
-    applied: HashSet<u64>,
+    /// The keys of the applied fingerprints: a candidate, confirmed among the kept pairs.
+    applied: Applied,
     pub run_events: Vec<u8>,
     pub run_positions: Vec<u8>,
     pub tasks: Vec<Task>,
@@ -205,7 +215,7 @@ impl RunState {
         let (hi, lo) = fingerprint(event_id);
         let pair = pair_bytes(hi, lo);
         if let Event::Closed { .. } = event {
-            if self.closed() && !(self.applied.contains(&hi) && self.kept(&self.run_events, &pair)) {
+            if self.closed() && !(self.applied.holds(hi) && self.kept(&self.run_events, &pair)) {
                 return Outcome::Ignored;
             }
         }
@@ -215,10 +225,11 @@ impl RunState {
             }
             _ => &self.run_events,
         };
-        if self.applied.contains(&hi) && self.kept(own, &pair) {
+        if self.applied.holds(hi) && self.kept(own, &pair) {
             return Outcome::Redelivery;
         }
-        self.applied.insert(hi);
+        let (run_events, tasks) = (&self.run_events, &self.tasks);
+        self.applied.put(hi, || kept_pairs(run_events, tasks));
         self.event_count += 1;
         let at = position.unwrap_or(self.event_count);
         if let Some(last) = self.last_position {
@@ -231,7 +242,7 @@ impl RunState {
             Event::Score { task_id, trial_id, metric, status, outputs } => {
                 let index = self.touch(task_id);
                 let task = &mut self.tasks[index];
-                task.events.extend_from_slice(&pair);
+                snug::extend(&mut task.events, &pair);
                 saw(&mut task.first_at, &mut task.last_at, moment);
                 task.state.record_score(trial_id, metric, *status, outputs, at, &mut self.passk);
                 self.score_count += 1;
@@ -239,19 +250,16 @@ impl RunState {
             Event::Trial { task_id, trial_id, completed, error_type } => {
                 let index = self.touch(task_id);
                 let task = &mut self.tasks[index];
-                task.events.extend_from_slice(&pair);
+                snug::extend(&mut task.events, &pair);
                 saw(&mut task.first_at, &mut task.last_at, moment);
-                task.trial_positions.extend_from_slice(&at.to_le_bytes());
+                snug::extend(&mut task.trial_positions, &at.to_le_bytes());
                 if *completed {
                     self.trials_completed += 1;
                 } else {
                     self.trials_failed += 1;
                     let error_type = error_type.filter(|kind| !kind.is_empty()).unwrap_or("UnknownError");
-                    task.failed_trials.get_or_insert_with(Vec::new).push((
-                        at,
-                        error_type.to_owned(),
-                        (*trial_id).to_owned(),
-                    ));
+                    let failed = task.failed_trials.get_or_insert_with(Vec::new);
+                    snug::push(failed, (at, error_type.to_owned(), (*trial_id).to_owned()));
                 }
             }
             Event::Started { declarations } => {
@@ -270,8 +278,8 @@ impl RunState {
 
     fn header(&mut self, pair: &[u8; 16], moment: Option<f64>, at: i64) {
         saw(&mut self.first_at, &mut self.last_at, moment);
-        self.run_events.extend_from_slice(pair);
-        self.run_positions.extend_from_slice(&at.to_le_bytes());
+        snug::extend(&mut self.run_events, pair);
+        snug::extend(&mut self.run_positions, &at.to_le_bytes());
     }
 
     /// The task the event names, made if new; a declared task nothing touched yet is pending
@@ -280,7 +288,7 @@ impl RunState {
         let index = match self.task_index.get(task_id) {
             Some(&index) => index,
             None => {
-                self.tasks.push(Task::new(task_id));
+                snug::push(&mut self.tasks, Task::new(task_id));
                 self.task_index.insert(task_id.to_owned(), self.tasks.len() - 1);
                 self.tasks.len() - 1
             }
@@ -299,12 +307,27 @@ impl RunState {
 
     fn start(&mut self, event_id: &str, declarations: Declarations) {
         self.started_event_id = Some(event_id.to_owned());
+        let new = declarations.tasks.iter().filter(|(task_id, _)| !self.task_index.contains_key(task_id)).count();
+        self.tasks.reserve_exact(new);
+        self.task_index.reserve(new);
         for (task_id, _) in &declarations.tasks {
             if !self.task_index.contains_key(task_id) {
                 self.tasks.push(Task::new(task_id));
                 self.task_index.insert(task_id.clone(), self.tasks.len() - 1);
             }
         }
+        // Each planned trial brings a trial.finished and a score per declared metric, and the
+        // run.closed one more; a quarter more than planned (`projections.fold.run._start`).
+        let per_trial = 1 + declarations
+            .tasks
+            .iter()
+            .map(|(_, declared)| declared.declared.iter().map(|(metric, _)| metric).collect::<BTreeSet<_>>().len())
+            .max()
+            .unwrap_or(0);
+        let attempts = declarations.attempts_per_task.filter(|&attempts| attempts > 0).unwrap_or(1) as usize;
+        let planned = declarations.tasks.len() * attempts * per_trial + self.event_count as usize + 1;
+        let (run_events, tasks) = (&self.run_events, &self.tasks);
+        self.applied.reserve(planned * 5 / 4, || kept_pairs(run_events, tasks));
         self.declarations = Some(declarations);
         self.rekey();
     }

@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 
 use super::records::{passes, Cell, MetricColumns, METRIC_FAILED, OK, TRIAL_FAILED};
 use super::sharing::Shared;
+use super::snug;
 use crate::sums::compensated_sum;
 
 /// (metric_type, output name).
@@ -187,7 +188,7 @@ impl TaskState {
         match self.trials.iter().position(|held| held == trial_id) {
             Some(at) => at as i32,
             None => {
-                self.trials.push(trial_id.to_owned());
+                snug::push(&mut self.trials, trial_id.to_owned());
                 (self.trials.len() - 1) as i32
             }
         }
@@ -197,7 +198,7 @@ impl TaskState {
         match self.metrics.iter().position(|(name, _)| name == metric) {
             Some(at) => at,
             None => {
-                self.metrics.push((metric.to_owned(), MetricColumns::default()));
+                snug::push(&mut self.metrics, (metric.to_owned(), MetricColumns::default()));
                 self.metrics.len() - 1
             }
         }
@@ -285,12 +286,8 @@ impl TaskState {
                 c += i64::from(passes(value));
             }
         }
-        // Exact sizes: a task keeps few keys, and most tasks keep them all at once (`rekey`).
-        let keys = self.keys.make_mut();
-        keys.reserve_exact(1);
-        keys.push(key);
-        self.counts.reserve_exact(1);
-        self.counts.push((n, c));
+        snug::push(self.keys.make_mut(), key);
+        snug::push(&mut self.counts, (n, c));
         (n, c)
     }
 
