@@ -102,9 +102,9 @@ fn metrics_of<'py>(py: Python<'py>, task: &TaskState) -> Vec<Metric<'py>> {
         .iter()
         .map(|(name, columns)| {
             (
-                name.clone(),
+                name.to_string(),
                 PyBytes::new(py, &columns.packed),
-                columns.names.clone(),
+                columns.names.to_vec(),
                 columns.spilled.as_ref().map(|spilled| PyBytes::new(py, spilled)),
             )
         })
@@ -173,7 +173,7 @@ impl NativeTask {
     }
 
     fn trials(&self) -> Vec<String> {
-        self.task.trials.clone()
+        self.task.trials.iter().map(str::to_owned).collect()
     }
 
     fn first_score(&self) -> i64 {
@@ -381,7 +381,7 @@ impl NativeRun {
                 (
                     state.task_id.clone(),
                     state.first_score,
-                    state.trials.clone(),
+                    state.trials.iter().map(str::to_owned).collect(),
                     metrics_of(py, state),
                     tallies_of(state),
                     state.excluded().iter().cloned().collect(),

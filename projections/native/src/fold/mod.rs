@@ -13,3 +13,4 @@ pub mod sharing;
 pub mod snug;
 pub mod summary;
 pub mod task;
+pub mod trial_ids;

@@ -6,7 +6,9 @@
 //! little-endian machine, and what the Python fold holds in memory.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
+use super::sharing::{Recent, Shared};
 use super::snug;
 
 pub const OK: u8 = 0;
@@ -58,12 +60,23 @@ pub fn record_size(width: usize) -> usize {
     ROW + SLOT * width
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MetricColumns {
     pub packed: Vec<u8>,
-    pub names: Vec<String>,
+    /// One value for the metrics, of any task, whose names are alike (most are).
+    pub names: Shared<Vec<String>>,
     /// None: no name past `DENSE`.
     pub spilled: Option<Vec<u8>>,
+}
+
+/// The output names of the metrics lately given one.
+static NAMES: Recent<Vec<String>> = Recent::new();
+static NO_NAMES: LazyLock<Shared<Vec<String>>> = LazyLock::new(Shared::default);
+
+impl Default for MetricColumns {
+    fn default() -> Self {
+        MetricColumns { packed: Vec::new(), names: NO_NAMES.clone(), spilled: None }
+    }
 }
 
 fn slot_bytes(cell: Cell) -> [u8; SLOT] {
@@ -87,12 +100,15 @@ impl MetricColumns {
     /// The index of output `name`, a new one if no score brought it yet: every record widened
     /// by an absent slot while there are fewer than `DENSE` names (`MetricColumns.slot_of`).
     pub fn slot_of(&mut self, name: &str) -> usize {
-        if let Some(at) = self.names.iter().position(|held| held == name) {
+        if let Some(at) = self.slot(name) {
             return at;
         }
         let at = self.names.len();
+        let mut names = Vec::with_capacity(at + 1);
+        names.extend(self.names.iter().cloned());
+        names.push(name.to_owned());
+        self.names = NAMES.shared(&names[..]);
         if at >= DENSE {
-            snug::push(&mut self.names, name.to_owned());
             self.spilled.get_or_insert_with(Vec::new);
             return at;
         }
@@ -103,7 +119,6 @@ impl MetricColumns {
             widened.extend_from_slice(&slot_bytes(ABSENT_SLOT));
         }
         self.packed = widened;
-        snug::push(&mut self.names, name.to_owned());
         at
     }
 

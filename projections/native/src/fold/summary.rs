@@ -48,7 +48,7 @@ fn attempt_lists(task: &Task) -> Lists<'_> {
             .map(|columns| columns.attempts(output))
             .unwrap_or_default()
             .into_iter()
-            .map(|(trial, value, seq)| (state.trials[trial as usize].as_str(), value, seq))
+            .map(|(trial, value, seq)| (&state.trials[trial as usize], value, seq))
             .collect();
         // Two keys of one name ("a.b" "c" and "a" "b.c"): as the reference's dict, the later
         // replaces the earlier's list in its place (sorted, they are neighbours).
@@ -293,7 +293,7 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
     let mut gathered = Gathered::default();
     for (task, task_lists) in run.tasks.iter().zip(lists) {
         let state = &task.state;
-        gathered.trials.extend(state.trials.iter().map(String::as_str));
+        gathered.trials.extend(state.trials.iter());
         for (metric, columns) in &state.metrics {
             let counts = gathered.coverage.entry(metric).or_default();
             counts.scores += columns.len();
@@ -305,7 +305,7 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
                 gathered.numeric.entry((metric, output)).or_default().extend(columns.numeric(output));
             }
             let ok = columns.rows().filter(|row| row.status == OK);
-            gathered.graded.extend(ok.map(|row| state.trials[row.trial as usize].as_str()));
+            gathered.graded.extend(ok.map(|row| &state.trials[row.trial as usize]));
         }
         for (name, attempts) in task_lists {
             for &(trial_id, value, seq) in attempts {

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use super::records::{passes, Cell, MetricColumns, METRIC_FAILED, OK, TRIAL_FAILED};
-use super::sharing::Shared;
+use super::sharing::{Recent, Shared};
 use super::snug;
+use super::trial_ids::TrialIds;
 use crate::sums::compensated_sum;
 
 /// (metric_type, output name).
@@ -149,14 +150,16 @@ pub type Declared = Shared<DeclaredParts>;
 /// The keys of a task that has none: one value, not an allocation a task.
 static NO_KEYS: LazyLock<Shared<Vec<Key>>> = LazyLock::new(Shared::default);
 static NO_EXCLUDED: BTreeSet<Key> = BTreeSet::new();
+/// The metric names lately given a task.
+static METRICS: Recent<String> = Recent::new();
 
 #[derive(Clone, Debug)]
 pub struct TaskState {
     pub task_id: String,
     pub first_score: i64,
-    pub trials: Vec<String>,
+    pub trials: TrialIds,
     /// Per metric, in the order the scores first named them.
-    pub metrics: Vec<(String, MetricColumns)>,
+    pub metrics: Vec<(Shared<String>, MetricColumns)>,
     /// Shared with its declaration's attempt keys while the task keeps just them (most do);
     /// copied when it gets another.
     pub keys: Shared<Vec<Key>>,
@@ -171,7 +174,7 @@ impl TaskState {
         TaskState {
             task_id: task_id.to_owned(),
             first_score: -1,
-            trials: Vec::new(),
+            trials: TrialIds::default(),
             metrics: Vec::new(),
             keys: NO_KEYS.clone(),
             counts: Vec::new(),
@@ -185,27 +188,24 @@ impl TaskState {
     }
 
     fn trial_of(&mut self, trial_id: &str) -> i32 {
-        match self.trials.iter().position(|held| held == trial_id) {
+        match self.trials.position(trial_id) {
             Some(at) => at as i32,
-            None => {
-                snug::push(&mut self.trials, trial_id.to_owned());
-                (self.trials.len() - 1) as i32
-            }
+            None => self.trials.push(trial_id) as i32,
         }
     }
 
     fn metric_at(&mut self, metric: &str) -> usize {
-        match self.metrics.iter().position(|(name, _)| name == metric) {
+        match self.metrics.iter().position(|(name, _)| name.as_str() == metric) {
             Some(at) => at,
             None => {
-                snug::push(&mut self.metrics, (metric.to_owned(), MetricColumns::default()));
+                snug::push(&mut self.metrics, (METRICS.shared(metric), MetricColumns::default()));
                 self.metrics.len() - 1
             }
         }
     }
 
     pub fn metric(&self, metric: &str) -> Option<&MetricColumns> {
-        self.metrics.iter().find(|(name, _)| name == metric).map(|(_, columns)| columns)
+        self.metrics.iter().find(|(name, _)| name.as_str() == metric).map(|(_, columns)| columns)
     }
 
     /// Append one score (`TaskState.record_score`): the task's (n, c) per key move, and the
@@ -309,7 +309,7 @@ impl TaskState {
         let mut undeclared = Vec::new();
         for (metric, columns) in &self.metrics {
             for (at, output) in columns.names.iter().enumerate() {
-                let key = (metric.clone(), output.clone());
+                let key: Key = (metric.to_string(), output.clone());
                 let known = declared.is_some_and(|declared| declared.declared.contains(&key));
                 if !known && columns.cells(at).iter().any(|(_, cell)| cell.semantic()) {
                     undeclared.push(key);
