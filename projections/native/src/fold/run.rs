@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::applied::Applied;
 use super::records::Cell;
+use super::sharing::{Recent, Shared};
 use super::snug;
 use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
 
@@ -38,17 +39,20 @@ impl HarborRules {
 pub struct Declarations {
     /// Each declared task, in declaration order.
     pub tasks: Vec<(String, Declared)>,
-    /// A task's place in `tasks`.
-    index: HashMap<String, usize>,
-    pub eligible: BTreeSet<Key>,
+    /// Shared, as `outputs`, by the runs that declare the same.
+    pub eligible: Shared<BTreeSet<Key>>,
     /// The trials it plans a task (None: not said).
     pub attempts_per_task: Option<i64>,
     /// The run's labels, in the order the run.started gives them.
     pub labels: Vec<(String, String)>,
     pub harbor_rules: HarborRules,
     /// Per metric_type, the output names any task declares, of any kind (made by `new`).
-    pub outputs: BTreeMap<String, BTreeSet<String>>,
+    pub outputs: Shared<BTreeMap<String, BTreeSet<String>>>,
 }
+
+/// The eligible keys and the outputs of the runs lately started.
+static ELIGIBLE: Recent<BTreeSet<Key>> = Recent::new();
+static OUTPUTS: Recent<BTreeMap<String, BTreeSet<String>>> = Recent::new();
 
 impl Declarations {
     pub fn new(
@@ -58,16 +62,18 @@ impl Declarations {
         labels: Vec<(String, String)>,
         harbor_rules: HarborRules,
     ) -> Self {
-        let index = tasks.iter().enumerate().map(|(at, (task_id, _))| (task_id.clone(), at)).collect();
         let mut outputs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (metric, output) in tasks.iter().flat_map(|(_, declared)| &declared.declared) {
             outputs.entry(metric.clone()).or_default().insert(output.clone());
         }
-        Declarations { tasks, index, eligible, attempts_per_task, labels, harbor_rules, outputs }
-    }
-
-    pub fn task(&self, task_id: &str) -> Option<&Declared> {
-        self.index.get(task_id).map(|&at| &self.tasks[at].1)
+        Declarations {
+            tasks,
+            eligible: ELIGIBLE.shared(&eligible),
+            attempts_per_task,
+            labels,
+            harbor_rules,
+            outputs: OUTPUTS.shared(&outputs),
+        }
     }
 }
 
@@ -294,8 +300,7 @@ impl RunState {
             }
         };
         let task = &self.tasks[index];
-        let declared = || self.declarations.as_ref().is_some_and(|declarations| declarations.task(task_id).is_some());
-        if !task.touched() && declared() {
+        if !task.touched() && task.state.declared() {
             for key in task.state.keys.iter() {
                 if let Some(tally) = self.passk.get_mut(key) {
                     tally.pending -= 1;
@@ -338,8 +343,13 @@ impl RunState {
         self.passk = declarations
             .map(|declarations| declarations.eligible.iter().map(|key| (key.clone(), KeyTally::default())).collect())
             .unwrap_or_default();
+        let declared: HashMap<&str, &Declared> = declarations
+            .map(|declarations| {
+                declarations.tasks.iter().map(|(task_id, declared)| (task_id.as_str(), declared)).collect()
+            })
+            .unwrap_or_default();
         for task in &mut self.tasks {
-            let declared = declarations.and_then(|declarations| declarations.task(&task.state.task_id));
+            let declared = declared.get(task.state.task_id.as_str()).copied();
             task.state.rekey(declared);
             let touched = task.touched();
             for (key, &(n, c)) in task.state.keys.iter().zip(&task.state.counts) {

@@ -182,6 +182,11 @@ impl TaskState {
         }
     }
 
+    /// Whether the run declares it (its keys were decided from a declaration).
+    pub fn declared(&self) -> bool {
+        self.excluded.is_some()
+    }
+
     /// The keys it declares label or model: never an attempt list (rule 3).
     pub fn excluded(&self) -> &BTreeSet<Key> {
         self.excluded.as_deref().unwrap_or(&NO_EXCLUDED)
