@@ -122,6 +122,15 @@ impl MetricColumns {
         at
     }
 
+    /// Room for `rows` records of the present width, made at once where growing would move
+    /// them several times (a task's plan: `TaskState::planned`); past them, `snug` growth.
+    pub fn reserve_rows(&mut self, rows: usize) {
+        let size = rows * record_size(self.width());
+        if self.packed.capacity() < size {
+            self.packed.reserve_exact(size - self.packed.len());
+        }
+    }
+
     /// Add a record; `cells`: (index among `names`, cell) of the outputs it carries, in any
     /// order (none: a failed score). Returns its row.
     pub fn append(&mut self, trial: i32, status: u8, seq: i64, cells: &[(usize, Cell)]) -> usize {

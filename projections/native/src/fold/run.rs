@@ -112,6 +112,10 @@ fn holds(pairs: &[u8], pair: &[u8; 16]) -> bool {
     pairs.chunks_exact(16).any(|held| held == pair)
 }
 
+/// A fingerprint's bytes, and a log position's.
+const PAIR: usize = 16;
+const POSITION: usize = 8;
+
 /// Every fingerprint the run keeps: its header's, then each task's.
 fn kept_pairs<'a>(run_events: &'a [u8], tasks: &'a [Task]) -> impl Iterator<Item = &'a [u8]> {
     std::iter::once(run_events).chain(tasks.iter().map(|task| &task.events[..]))
@@ -149,6 +153,12 @@ impl Task {
 
     pub fn touched(&self) -> bool {
         !self.events.is_empty()
+    }
+
+    /// Room for the fingerprints and trial positions its plan brings (`TaskState::planned`).
+    fn reserve_planned(&mut self) {
+        self.events.reserve_exact(self.state.planned_events() * PAIR);
+        self.trial_positions.reserve_exact(self.state.planned as usize * POSITION);
     }
 }
 
@@ -299,13 +309,14 @@ impl RunState {
                 self.tasks.len() - 1
             }
         };
-        let task = &self.tasks[index];
+        let task = &mut self.tasks[index];
         if !task.touched() && task.state.declared() {
             for key in task.state.keys.iter() {
                 if let Some(tally) = self.passk.get_mut(key) {
                     tally.pending -= 1;
                 }
             }
+            task.reserve_planned();
         }
         index
     }
@@ -348,9 +359,15 @@ impl RunState {
                 declarations.tasks.iter().map(|(task_id, declared)| (task_id.as_str(), declared)).collect()
             })
             .unwrap_or_default();
+        // At most this many trials a task are reserved for, whatever a run.started announces;
+        // past them a task's buffers grow as its events come (`snug`).
+        const MOST_PLANNED: i64 = 256;
+        let planned = declarations.and_then(|declarations| declarations.attempts_per_task).unwrap_or(0);
+        let planned = planned.clamp(0, MOST_PLANNED) as u32;
         for task in &mut self.tasks {
             let declared = declared.get(task.state.task_id.as_str()).copied();
             task.state.rekey(declared);
+            task.state.planned = if declared.is_some() { planned } else { 0 };
             let touched = task.touched();
             for (key, &(n, c)) in task.state.keys.iter().zip(&task.state.counts) {
                 if let Some(tally) = self.passk.get_mut(key) {

@@ -165,8 +165,11 @@ pub struct TaskState {
     pub keys: Shared<Vec<Key>>,
     /// (n, c) of each of `keys`.
     pub counts: Vec<(i64, i64)>,
-    /// Its declaration's excluded keys; None: no declaration.
-    excluded: Option<Shared<BTreeSet<Key>>>,
+    /// Its declaration; None: none.
+    declared: Option<Declared>,
+    /// The trials its run plans a task (`attempts_per_task`; 0: no plan), which its buffers
+    /// are sized for as they start (`planned_events`, `MetricColumns::reserve_rows`).
+    pub planned: u32,
 }
 
 impl TaskState {
@@ -178,18 +181,37 @@ impl TaskState {
             metrics: Vec::new(),
             keys: NO_KEYS.clone(),
             counts: Vec::new(),
-            excluded: None,
+            declared: None,
+            planned: 0,
         }
     }
 
     /// Whether the run declares it (its keys were decided from a declaration).
     pub fn declared(&self) -> bool {
-        self.excluded.is_some()
+        self.declared.is_some()
+    }
+
+    /// The events its plan brings: per planned trial a trial.finished and a score of each
+    /// metric it declares (0: no plan).
+    pub fn planned_events(&self) -> usize {
+        let Some(declared) = &self.declared else {
+            return 0;
+        };
+        // Keys sorted: a metric's are neighbours.
+        let mut metrics = 0;
+        let mut last: Option<&str> = None;
+        for (metric, _) in declared.declared.iter() {
+            if last != Some(metric.as_str()) {
+                metrics += 1;
+                last = Some(metric);
+            }
+        }
+        self.planned as usize * (1 + metrics)
     }
 
     /// The keys it declares label or model: never an attempt list (rule 3).
     pub fn excluded(&self) -> &BTreeSet<Key> {
-        self.excluded.as_deref().unwrap_or(&NO_EXCLUDED)
+        self.declared.as_ref().map_or(&NO_EXCLUDED, |declared| &declared.excluded)
     }
 
     fn trial_of(&mut self, trial_id: &str) -> i32 {
@@ -232,7 +254,9 @@ impl TaskState {
         match status {
             Status::TrialFailed | Status::MetricFailed => {
                 let dead = status == Status::TrialFailed;
-                self.metrics[at].1.append(trial, if dead { TRIAL_FAILED } else { METRIC_FAILED }, seq, &[]);
+                let columns = &mut self.metrics[at].1;
+                columns.reserve_rows(self.planned as usize);
+                columns.append(trial, if dead { TRIAL_FAILED } else { METRIC_FAILED }, seq, &[]);
                 if dead {
                     self.died(metric, eligible);
                 }
@@ -244,6 +268,7 @@ impl TaskState {
         // score's output names are distinct (EVENTS.md).
         let columns = &mut self.metrics[at].1;
         let cells: Vec<(usize, Cell)> = outputs.iter().map(|&(name, cell)| (columns.slot_of(name), cell)).collect();
+        columns.reserve_rows(self.planned as usize);
         columns.append(trial, OK, seq, &cells);
         for &(name, cell) in outputs {
             if !cell.semantic() {
@@ -300,7 +325,7 @@ impl TaskState {
     pub fn rekey(&mut self, declared: Option<&Declared>) {
         self.keys = NO_KEYS.clone();
         self.counts = Vec::new();
-        self.excluded = declared.map(|declared| declared.excluded.clone());
+        self.declared = declared.cloned();
         if let Some(declared) = declared {
             if self.metrics.is_empty() {
                 self.keys = declared.attempt_keys.clone();
