@@ -217,7 +217,13 @@ impl TaskState {
     fn trial_of(&mut self, trial_id: &str) -> i32 {
         match self.trials.position(trial_id) {
             Some(at) => at as i32,
-            None => self.trials.push(trial_id) as i32,
+            None => {
+                if self.trials.len() == 0 {
+                    // Ids of one task's trials are mostly as long as each other.
+                    self.trials.reserve(self.planned as usize, trial_id);
+                }
+                self.trials.push(trial_id) as i32
+            }
         }
     }
 

@@ -26,6 +26,12 @@ impl TrialIds {
         self.iter().position(|held| held == trial_id)
     }
 
+    /// Room for `count` ids as long as `trial_id` (a task's plan, at its first id).
+    pub fn reserve(&mut self, count: usize, trial_id: &str) {
+        self.text.reserve_exact(count * trial_id.len());
+        self.ends.reserve_exact(count);
+    }
+
     /// Add `trial_id` after the others: its index.
     pub fn push(&mut self, trial_id: &str) -> usize {
         let room = self.text.len() + trial_id.len();
