@@ -13,4 +13,5 @@ pub mod sharing;
 pub mod snug;
 pub mod summary;
 pub mod task;
+pub mod task_index;
 pub mod trial_ids;

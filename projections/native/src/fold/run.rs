@@ -11,6 +11,7 @@ use super::records::Cell;
 use super::sharing::{Recent, Shared};
 use super::snug;
 use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
+use super::task_index::TaskIndex;
 
 /// Which Harbor version's arithmetic the summary's `harbor` block follows (EVENTS.md,
 /// `run.started`'s `harbor_rules`): they differ in whether a null attempt counts in pass@k.
@@ -180,7 +181,7 @@ pub struct RunState {
     pub run_events: Vec<u8>,
     pub run_positions: Vec<u8>,
     pub tasks: Vec<Task>,
-    task_index: HashMap<String, usize>,
+    task_index: TaskIndex,
     pub passk: Tallies,
     pub trials_completed: i64,
     pub trials_failed: i64,
@@ -213,7 +214,7 @@ impl RunState {
     }
 
     pub fn task(&self, task_id: &str) -> Option<&Task> {
-        self.task_index.get(task_id).map(|&at| &self.tasks[at])
+        self.task_index.get(task_id, &self.tasks).map(|at| &self.tasks[at])
     }
 
     fn kept(&self, own: &[u8], pair: &[u8; 16]) -> bool {
@@ -301,11 +302,11 @@ impl RunState {
     /// The task the event names, made if new; a declared task nothing touched yet is pending
     /// no more (the event's fingerprint, kept next, touches it).
     fn touch(&mut self, task_id: &str) -> usize {
-        let index = match self.task_index.get(task_id) {
-            Some(&index) => index,
+        let index = match self.task_index.get(task_id, &self.tasks) {
+            Some(index) => index,
             None => {
                 snug::push(&mut self.tasks, Task::new(task_id));
-                self.task_index.insert(task_id.to_owned(), self.tasks.len() - 1);
+                self.task_index.insert(task_id, self.tasks.len() - 1);
                 self.tasks.len() - 1
             }
         };
@@ -323,13 +324,13 @@ impl RunState {
 
     fn start(&mut self, event_id: &str, declarations: Declarations) {
         self.started_event_id = Some(event_id.to_owned());
-        let new = declarations.tasks.iter().filter(|(task_id, _)| !self.task_index.contains_key(task_id)).count();
+        let new = declarations.tasks.iter().filter(|(task_id, _)| self.task(task_id).is_none()).count();
         self.tasks.reserve_exact(new);
         self.task_index.reserve(new);
         for (task_id, _) in &declarations.tasks {
-            if !self.task_index.contains_key(task_id) {
+            if self.task(task_id).is_none() {
                 self.tasks.push(Task::new(task_id));
-                self.task_index.insert(task_id.clone(), self.tasks.len() - 1);
+                self.task_index.insert(task_id, self.tasks.len() - 1);
             }
         }
         // Each planned trial brings a trial.finished and a score per declared metric, and the
