@@ -9,9 +9,10 @@ ratios against baselines measured in the same run:
    one of many small runs whose last trial lands after the close (a summary at the close
    and one revision per late event, as a busy topic of short evals has them); beside them
    `decode` alone, and what a replay at 0.2 of the ceiling would leave the fold once decoded;
-2. resident memory per stored attempt of a fully applied log, on both logs; and that of a
-   whole replay of the small runs (state and summary caches), with the closed runs'
-   caches bounded (the default budget) against unbounded;
+2. resident memory per stored attempt of a fully applied log, on both logs, the Python fold's
+   state and, where it is built, the native fold's (native/Python); and that of a whole
+   replay of the small runs (state and summary caches), with the closed runs' caches bounded
+   (the default budget) against unbounded;
 3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
 4. the naive alternative (rebuild the summary from all stored scores after every event)
    against incremental apply, on a log small enough to finish;
@@ -257,6 +258,7 @@ def rss_growth_native(path: Path) -> tuple[int, int]:
             replayer.apply(line.rstrip(b"\r\n"))
     gc.collect()
     grown = process.memory_info().rss - before
+    # A task's fifth field (`NativeRun.tasks`): (key, n, c) of each of its keys.
     return grown, sum(n for run in replayer.runs.values() for task in run.tasks() for _, n, _ in task[4])
 
 
@@ -405,10 +407,10 @@ def main() -> None:
             grown, attempts = _fresh(rss_growth_applying, log)
             print(f"memory{name}: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts{target}")
             if NATIVE is not None:
-                native, _ = _fresh(rss_growth_native, log)
+                native_grown, _ = _fresh(rss_growth_native, log)
                 print(
-                    f"  native state per stored attempt: {native / attempts:.0f} B RSS "
-                    f"(native/Python = {native / grown:.2f})"
+                    f"  native state per stored attempt: {native_grown / attempts:.0f} B RSS "
+                    f"(native/Python = {native_grown / grown:.2f})"
                 )
         bounded, _ = _fresh(rss_growth_replaying, small, CLOSED_CACHES_BYTES)
         unbounded, _ = _fresh(rss_growth_replaying, small, 2**62)

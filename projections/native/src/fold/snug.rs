@@ -1,8 +1,9 @@
 //! Growth of the buffers the fold keeps per task and per run: by an eighth of what they hold
 //! (at least what is added), where a `Vec` doubles. A task's buffers stop growing wherever
-//! its events stop, so a doubled one kept up to half of itself unused for good: ~60 B a
-//! stored attempt on runs of 8 trials a task. An eighth keeps the copies amortised O(1)
-//! (as CPython's lists grow), in ~6 times as many reallocations of small blocks.
+//! its events stop, so a doubled one kept up to half of itself unused for good: ~45 B a
+//! stored attempt on runs of 8 trials a task, its records, fingerprints and output names.
+//! An eighth keeps the copies amortised O(1), as CPython's lists grow, in more and smaller
+//! reallocations; a declared task skips them, sized for its plan (`TaskState::planned`).
 
 /// Room for `more` items after what `held` holds.
 fn room<T>(held: &mut Vec<T>, more: usize) {
