@@ -9,9 +9,10 @@ ratios against baselines measured in the same run:
    one of many small runs whose last trial lands after the close (a summary at the close
    and one revision per late event, as a busy topic of short evals has them); beside them
    `decode` alone, and what a replay at 0.2 of the ceiling would leave the fold once decoded;
-2. resident memory per stored attempt of a fully applied log, on both logs; and that of a
-   whole replay of the small runs (state and summary caches), with the closed runs'
-   caches bounded (the default budget) against unbounded;
+2. resident memory per stored attempt of a fully applied log, on both logs, the Python fold's
+   state and, where it is built, the native fold's (native/Python); and that of a whole
+   replay of the small runs (state and summary caches), with the closed runs' caches bounded
+   (the default budget) against unbounded;
 3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
 4. the naive alternative (rebuild the summary from all stored scores after every event)
    against incremental apply, on a log small enough to finish;
@@ -50,7 +51,7 @@ from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.run import RunState, apply
 from projections.fold.savepoint import Savepoint
 from projections.held import Held
-from projections.native_replay import NATIVE
+from projections.native_replay import NATIVE, NativeReplayer
 from projections.replayer import Replayer
 from projections.step import step
 from worker.commands.replay import replay
@@ -245,6 +246,22 @@ def rss_growth_replaying(path: Path, closed_caches_bytes: int) -> tuple[int, int
     return process.memory_info().rss - before, sum(attempts_in(held.run) for held in replayer.runs.values())
 
 
+def rss_growth_native(path: Path) -> tuple[int, int]:
+    """(RSS growth, attempts stored) applying the whole log to the native fold's runs, kept
+    (`NativeReplayer.apply`: no summary), as `rss_growth_applying` measures the Python fold's."""
+    gc.collect()
+    process = psutil.Process()
+    before = process.memory_info().rss
+    replayer = NativeReplayer()
+    with path.open("rb") as stream:
+        for line in stream:
+            replayer.apply(line.rstrip(b"\r\n"))
+    gc.collect()
+    grown = process.memory_info().rss - before
+    # A task's fifth field (`NativeRun.tasks`): (key, n, c) of each of its keys.
+    return grown, sum(n for run in replayer.runs.values() for task in run.tasks() for _, n, _ in task[4])
+
+
 def attempts_in(run: RunState) -> int:
     """The attempts the run holds, over all its tasks' keys."""
     return sum(n for task in run.tasks.values() for _, n, _ in task.tallies())
@@ -386,10 +403,15 @@ def main() -> None:
         )
         report(many)
         against_source(small, small_lines, many.replay)
-        grown, attempts = _fresh(rss_growth_applying, path)
-        print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
-        grown, attempts = _fresh(rss_growth_applying, small)
-        print(f"memory, the small runs: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts")
+        for name, log, target in (("", path, " (target <= 200)"), (", the small runs", small, "")):
+            grown, attempts = _fresh(rss_growth_applying, log)
+            print(f"memory{name}: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts{target}")
+            if NATIVE is not None:
+                native_grown, _ = _fresh(rss_growth_native, log)
+                print(
+                    f"  native state per stored attempt: {native_grown / attempts:.0f} B RSS "
+                    f"(native/Python = {native_grown / grown:.2f})"
+                )
         bounded, _ = _fresh(rss_growth_replaying, small, CLOSED_CACHES_BYTES)
         unbounded, _ = _fresh(rss_growth_replaying, small, 2**62)
         print(

@@ -54,7 +54,14 @@ def native_apply(run: Any, event: InputEvent, position: int | None) -> str:
     labels = list(declarations.labels.items())
     eligible = sorted(declarations.eligible)
     started: str = run.apply_started(
-        event.event_id, tasks, eligible, labels, declarations.harbor_rules, moment, position
+        event.event_id,
+        tasks,
+        eligible,
+        declarations.attempts_per_task,
+        labels,
+        declarations.harbor_rules,
+        moment,
+        position,
     )
     return started
 
@@ -82,15 +89,11 @@ class NativeReplayer:
         value = message_of(line)
         if value is None:
             return ()
-        read = self._reader.apply(self.runs, value, None)
-        if read is None:
-            event = checked(value)
-            if isinstance(event, Stepped):
-                assert event.rejected is not None
-                return self._rejected(number, event.rejected.code, event.rejected.detail)
-            run_id, outcome = event.run_id, self._apply(event)
-        else:
-            run_id, outcome = read
+        applied = self.apply(value)
+        if isinstance(applied, Stepped):
+            assert applied.rejected is not None
+            return self._rejected(number, applied.rejected.code, applied.rejected.detail)
+        run_id, outcome = applied
         if outcome == "refused":
             started = self.runs[run_id].header()["started_event_id"]
             return self._rejected(number, "refused", started_twice(run_id, started))
@@ -121,6 +124,17 @@ class NativeReplayer:
                 outputs.extend(self.feed(first + stop, lines[stop]))
             at = stop + 1
         return outputs
+
+    def apply(self, value: bytes) -> tuple[str, str] | Stepped:
+        """Apply message `value` (a line without its end) to its run, made when new: (its run
+        id, the outcome's name), or the rejection of a message no run can take."""
+        read: tuple[str, str] | None = self._reader.apply(self.runs, value, None)
+        if read is not None:
+            return read
+        event = checked(value)
+        if isinstance(event, Stepped):
+            return event
+        return event.run_id, self._apply(event)
 
     def _apply(self, event: InputEvent) -> str:
         run = self.runs.get(event.run_id)

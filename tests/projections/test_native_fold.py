@@ -15,12 +15,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from events.codec import decode, encode
 from events.models import InputEvent, RunStarted, ScoreEmitted
+from events.synthetic import synthetic_run
 from projections import native_replay
 from projections.assembly.summary import summary_bytes
 from projections.fold import run as run_module
@@ -466,3 +468,23 @@ def test_the_native_replayer_writes_what_replay_writes() -> None:
         written += len(outputs)
     assert written >= 12
     assert native.finish() == python.stats
+
+
+@pytest.mark.parametrize("started", [True, False], ids=["sized-by-its-run.started", "grown-without-one"])
+def test_a_run_past_65_536_events_finds_the_redeliveries_the_python_fold_finds(started: bool) -> None:
+    """A run of 66,001 events indexes them with 8-byte keys (`fold/applied.rs`): made so by a
+    run.started that plans that many, or rebuilt so as the index grows past 65,536 keys, from
+    the fingerprints kept so far. Redeliveries right after their event and long after it are
+    told apart from new events as the Python fold tells them, and the summaries are its."""
+    made = [orjson.dumps(event) for event in synthetic_run("wide", tasks=3300, attempts=4, seed=5)]
+    if not started:
+        made = made[1:]
+    rng = Random(11)
+    lines = [repeat for line in made for repeat in ([line, line] if rng.random() < 0.01 else [line])]
+    lines += rng.sample(made, 300)
+    native, python = NativeReplayer(), Replayer()
+    for number, line in enumerate(lines, start=1):
+        assert native.feed(number, line) == python.feed(number, line)
+    assert native.finish() == python.stats
+    assert python.stats.applied == len(made) > 65_536
+    assert python.stats.redeliveries == len(lines) - len(made)

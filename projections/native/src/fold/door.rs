@@ -2,6 +2,8 @@
 //! by event (`tests/projections/test_native_fold.py`): `NativeTask`, one task's state, to
 //! `projections.fold.task.TaskState`; `NativeRun`, a run's, to `projections.fold.run.RunState`.
 
+use std::sync::{LazyLock, Mutex, PoisonError};
+
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -10,8 +12,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::records::Cell;
 use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
+use super::sharing::Shared;
 use super::summary;
-use super::task::{Declared, Key, KeyTally, Reducer, Status, Tallies, TaskState, View};
+use super::task::{Declared, DeclaredParts, Key, KeyTally, Reducer, Status, Tallies, TaskState, View};
 
 /// The largest summary buffer kept between summaries (a bigger one is dropped once copied out).
 const SUMMARY_KEPT: usize = 1 << 20;
@@ -49,24 +52,56 @@ fn cells_of<'a>(outputs: &'a [(String, Bound<'_, PyAny>)]) -> PyResult<Vec<(&'a 
 /// (what it declares as attempt keys in order, its excluded keys, every key it declares).
 type DeclaredKeys = (Vec<Key>, Vec<Key>, Vec<Key>);
 
-fn declared_of((attempt_keys, excluded, every): DeclaredKeys) -> Declared {
-    Declared {
-        attempt_keys,
-        excluded: excluded.into_iter().collect(),
-        declared: every.into_iter().collect(),
-        views: Vec::new(),
-    }
-}
-
 /// A view as declared: (name, reducer, its signals' (metric, output, weight) in order).
 type ViewArgs = (String, String, Vec<(String, String, f64)>);
 
-fn view_of((name, reducer, signals): ViewArgs) -> PyResult<View> {
-    let weights = signals.iter().map(|(_, _, weight)| *weight).collect();
-    let reducer = Reducer::of(&reducer, weights)
+/// A declaration as given, weights by their bits (a weight of 0.0 and one of -0.0 apart, as
+/// `projections.fold.declarations.ViewKey` has them): the key of `RECENT`.
+type DeclaredArgs = (DeclaredKeys, Vec<(String, String, Vec<(String, String, u64)>)>);
+
+/// The most distinct declarations `RECENT` holds (`projections.fold.declarations._declared`'s cache).
+const RECENT_MOST: usize = 1024;
+
+/// The declarations made lately: each one value for every task, of any run, that declares the same.
+static RECENT: LazyLock<Mutex<HashMap<DeclaredArgs, Declared>>> = LazyLock::new(Mutex::default);
+
+/// The task's declaration: its keys, and its views in order.
+fn declared_of(keys: DeclaredKeys, views: Vec<ViewArgs>) -> PyResult<Declared> {
+    let views = views
+        .into_iter()
+        .map(|(name, reducer, signals)| {
+            (
+                name,
+                reducer,
+                signals.into_iter().map(|(metric, output, weight)| (metric, output, weight.to_bits())).collect(),
+            )
+        })
+        .collect();
+    let args: DeclaredArgs = (keys, views);
+    let mut recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(declared) = recent.get(&args) {
+        return Ok(declared.clone());
+    }
+    let ((attempt_keys, excluded, every), views) = &args;
+    let declared = Declared::new(DeclaredParts {
+        attempt_keys: Shared::new(attempt_keys.clone()),
+        excluded: Shared::new(excluded.iter().cloned().collect()),
+        declared: every.iter().cloned().collect(),
+        views: views.iter().map(view_of).collect::<PyResult<_>>()?,
+    });
+    if recent.len() >= RECENT_MOST {
+        recent.clear();
+    }
+    recent.insert(args, declared.clone());
+    Ok(declared)
+}
+
+fn view_of((name, reducer, signals): &(String, String, Vec<(String, String, u64)>)) -> PyResult<View> {
+    let weights = signals.iter().map(|(_, _, weight)| f64::from_bits(*weight)).collect();
+    let reducer = Reducer::of(reducer, weights)
         .ok_or_else(|| PyValueError::new_err(format!("view {name:?}: not a reducer: {reducer:?}")))?;
-    let signals = signals.into_iter().map(|(metric, output, _)| (metric, output)).collect();
-    Ok(View { name, signals, reducer })
+    let signals = signals.iter().map(|(metric, output, _)| (metric.clone(), output.clone())).collect();
+    Ok(View { name: name.clone(), signals, reducer })
 }
 
 type Metric<'py> = (String, Bound<'py, PyBytes>, Vec<String>, Option<Bound<'py, PyBytes>>);
@@ -76,9 +111,9 @@ fn metrics_of<'py>(py: Python<'py>, task: &TaskState) -> Vec<Metric<'py>> {
         .iter()
         .map(|(name, columns)| {
             (
-                name.clone(),
+                name.to_string(),
                 PyBytes::new(py, &columns.packed),
-                columns.names.clone(),
+                columns.names.to_vec(),
                 columns.spilled.as_ref().map(|spilled| PyBytes::new(py, spilled)),
             )
         })
@@ -131,8 +166,10 @@ impl NativeTask {
     /// Decide the keys afresh: `declared` is None for a task without declarations, else
     /// (its attempt keys in order, its excluded keys, every key it declares).
     #[pyo3(signature = (declared=None))]
-    fn rekey(&mut self, declared: Option<DeclaredKeys>) {
-        self.task.rekey(declared.map(declared_of).as_ref());
+    fn rekey(&mut self, declared: Option<DeclaredKeys>) -> PyResult<()> {
+        let declared = declared.map(|keys| declared_of(keys, Vec::new())).transpose()?;
+        self.task.rekey(declared.as_ref());
+        Ok(())
     }
 
     /// (metric, packed records, output names, spilled cells) of each metric, in order.
@@ -145,7 +182,7 @@ impl NativeTask {
     }
 
     fn trials(&self) -> Vec<String> {
-        self.task.trials.clone()
+        self.task.trials.iter().map(str::to_owned).collect()
     }
 
     fn first_score(&self) -> i64 {
@@ -294,14 +331,16 @@ impl NativeRun {
     }
 
     /// `tasks`: each declared task's (task_id, its `DeclaredKeys`, its `ViewArgs`), in
-    /// declaration order; `labels` in the run.started's order; `harbor_rules` as named there.
+    /// declaration order; `attempts_per_task` as the run.started plans it (which sizes the
+    /// index of applied events); `labels` in the run.started's order; `harbor_rules` as named there.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (event_id, tasks, eligible, labels, harbor_rules, moment, position))]
+    #[pyo3(signature = (event_id, tasks, eligible, attempts_per_task, labels, harbor_rules, moment, position))]
     fn apply_started(
         &mut self,
         event_id: &str,
         tasks: Vec<(String, DeclaredKeys, Vec<ViewArgs>)>,
         eligible: Vec<Key>,
+        attempts_per_task: Option<i64>,
         labels: Vec<(String, String)>,
         harbor_rules: Option<&str>,
         moment: Option<f64>,
@@ -311,13 +350,9 @@ impl NativeRun {
             .ok_or_else(|| PyValueError::new_err(format!("not Harbor's rules: {harbor_rules:?}")))?;
         let tasks = tasks
             .into_iter()
-            .map(|(task_id, keys, views)| {
-                let mut declared = declared_of(keys);
-                declared.views = views.into_iter().map(view_of).collect::<PyResult<_>>()?;
-                Ok((task_id, declared))
-            })
+            .map(|(task_id, keys, views)| Ok((task_id, declared_of(keys, views)?)))
             .collect::<PyResult<_>>()?;
-        let declarations = Declarations::new(tasks, eligible.into_iter().collect(), labels, rules);
+        let declarations = Declarations::new(tasks, eligible.into_iter().collect(), attempts_per_task, labels, rules);
         Ok(outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position)))
     }
 
@@ -369,10 +404,10 @@ impl NativeRun {
                 (
                     state.task_id.clone(),
                     state.first_score,
-                    state.trials.clone(),
+                    state.trials.iter().map(str::to_owned).collect(),
                     metrics_of(py, state),
                     tallies_of(state),
-                    state.excluded.iter().cloned().collect(),
+                    state.excluded().iter().cloned().collect(),
                     PyBytes::new(py, &task.events),
                     PyBytes::new(py, &task.trial_positions),
                     task.first_at,

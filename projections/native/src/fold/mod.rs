@@ -4,9 +4,14 @@
 //! (`summary`, written as orjson writes JSON: `json`). `door` reaches them from Python, for the
 //! parity tests.
 
+pub mod applied;
 pub mod door;
 pub mod json;
 pub mod records;
 pub mod run;
+pub mod sharing;
+pub mod snug;
 pub mod summary;
 pub mod task;
+pub mod task_index;
+pub mod trial_ids;

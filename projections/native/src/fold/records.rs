@@ -5,6 +5,11 @@
 //! name's index, kind, value). Native byte order, no padding: what the store writes on a
 //! little-endian machine, and what the Python fold holds in memory.
 
+use std::sync::LazyLock;
+
+use super::sharing::{Recent, Shared};
+use super::snug;
+
 pub const OK: u8 = 0;
 pub const TRIAL_FAILED: u8 = 1;
 pub const METRIC_FAILED: u8 = 2;
@@ -54,12 +59,25 @@ pub fn record_size(width: usize) -> usize {
     ROW + SLOT * width
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MetricColumns {
     pub packed: Vec<u8>,
-    pub names: Vec<String>,
-    /// None: no name past `DENSE`.
-    pub spilled: Option<Vec<u8>>,
+    /// One value for the metrics, of any task, whose names are alike (most are).
+    pub names: Shared<Vec<String>>,
+    /// None: no name past `DENSE`. Boxed: most metrics have none, and a metric's columns are
+    /// kept per task (16 bytes less each).
+    #[allow(clippy::box_collection)]
+    pub spilled: Option<Box<Vec<u8>>>,
+}
+
+/// The output names of the metrics lately given one.
+static NAMES: Recent<Vec<String>> = Recent::new();
+static NO_NAMES: LazyLock<Shared<Vec<String>>> = LazyLock::new(Shared::default);
+
+impl Default for MetricColumns {
+    fn default() -> Self {
+        MetricColumns { packed: Vec::new(), names: NO_NAMES.clone(), spilled: None }
+    }
 }
 
 fn slot_bytes(cell: Cell) -> [u8; SLOT] {
@@ -83,13 +101,16 @@ impl MetricColumns {
     /// The index of output `name`, a new one if no score brought it yet: every record widened
     /// by an absent slot while there are fewer than `DENSE` names (`MetricColumns.slot_of`).
     pub fn slot_of(&mut self, name: &str) -> usize {
-        if let Some(at) = self.names.iter().position(|held| held == name) {
+        if let Some(at) = self.slot(name) {
             return at;
         }
         let at = self.names.len();
+        let mut names = Vec::with_capacity(at + 1);
+        names.extend(self.names.iter().cloned());
+        names.push(name.to_owned());
+        self.names = NAMES.shared(&names[..]);
         if at >= DENSE {
-            self.names.push(name.to_owned());
-            self.spilled.get_or_insert_with(Vec::new);
+            self.spilled.get_or_insert_with(Box::default);
             return at;
         }
         let size = record_size(at);
@@ -99,8 +120,16 @@ impl MetricColumns {
             widened.extend_from_slice(&slot_bytes(ABSENT_SLOT));
         }
         self.packed = widened;
-        self.names.push(name.to_owned());
         at
+    }
+
+    /// Room for `rows` records of the present width, made at once where growing would move
+    /// them several times (a task's plan: `TaskState::planned`); past them, `snug` growth.
+    pub fn reserve_rows(&mut self, rows: usize) {
+        let size = rows * record_size(self.width());
+        if self.packed.capacity() < size {
+            self.packed.reserve_exact(size - self.packed.len());
+        }
     }
 
     /// Add a record; `cells`: (index among `names`, cell) of the outputs it carries, in any
@@ -115,19 +144,22 @@ impl MetricColumns {
             if at < DENSE {
                 slots[at] = cell;
             } else {
-                let spilled = self.spilled.get_or_insert_with(Vec::new);
-                spilled.extend_from_slice(&(row as i32).to_ne_bytes());
-                spilled.extend_from_slice(&(at as u32).to_ne_bytes());
-                spilled.push(cell.kind);
-                spilled.extend_from_slice(&cell.value.to_ne_bytes());
+                let mut spilled = [0u8; SPILLED];
+                spilled[0..4].copy_from_slice(&(row as i32).to_ne_bytes());
+                spilled[4..8].copy_from_slice(&(at as u32).to_ne_bytes());
+                spilled[8] = cell.kind;
+                spilled[9..].copy_from_slice(&cell.value.to_ne_bytes());
+                snug::extend(self.spilled.get_or_insert_with(Box::default), &spilled);
             }
         }
-        self.packed.extend_from_slice(&trial.to_ne_bytes());
-        self.packed.push(status);
-        self.packed.extend_from_slice(&seq.to_ne_bytes());
-        for slot in &slots[..width] {
-            self.packed.extend_from_slice(&slot_bytes(*slot));
+        let mut record = [0u8; ROW + SLOT * DENSE];
+        record[0..4].copy_from_slice(&trial.to_ne_bytes());
+        record[4] = status;
+        record[5..ROW].copy_from_slice(&seq.to_ne_bytes());
+        for (at, slot) in slots[..width].iter().enumerate() {
+            record[ROW + at * SLOT..ROW + (at + 1) * SLOT].copy_from_slice(&slot_bytes(*slot));
         }
+        snug::extend(&mut self.packed, &record[..record_size(width)]);
         row
     }
 

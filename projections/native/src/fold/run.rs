@@ -6,10 +6,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 
+use super::applied::Applied;
 use super::records::Cell;
+use super::sharing::{Recent, Shared};
+use super::snug;
 use super::task::{Declared, Key, KeyTally, Status, Tallies, TaskState};
+use super::task_index::TaskIndex;
 
 /// Which Harbor version's arithmetic the summary's `harbor` block follows (EVENTS.md,
 /// `run.started`'s `harbor_rules`): they differ in whether a null attempt counts in pass@k.
@@ -38,33 +42,41 @@ impl HarborRules {
 pub struct Declarations {
     /// Each declared task, in declaration order.
     pub tasks: Vec<(String, Declared)>,
-    /// A task's place in `tasks`.
-    index: HashMap<String, usize>,
-    pub eligible: BTreeSet<Key>,
+    /// Shared, as `outputs`, by the runs that declare the same.
+    pub eligible: Shared<BTreeSet<Key>>,
+    /// The trials it plans a task (None: not said).
+    pub attempts_per_task: Option<i64>,
     /// The run's labels, in the order the run.started gives them.
     pub labels: Vec<(String, String)>,
     pub harbor_rules: HarborRules,
     /// Per metric_type, the output names any task declares, of any kind (made by `new`).
-    pub outputs: BTreeMap<String, BTreeSet<String>>,
+    pub outputs: Shared<BTreeMap<String, BTreeSet<String>>>,
 }
+
+/// The eligible keys and the outputs of the runs lately started.
+static ELIGIBLE: Recent<BTreeSet<Key>> = Recent::new();
+static OUTPUTS: Recent<BTreeMap<String, BTreeSet<String>>> = Recent::new();
 
 impl Declarations {
     pub fn new(
         tasks: Vec<(String, Declared)>,
         eligible: BTreeSet<Key>,
+        attempts_per_task: Option<i64>,
         labels: Vec<(String, String)>,
         harbor_rules: HarborRules,
     ) -> Self {
-        let index = tasks.iter().enumerate().map(|(at, (task_id, _))| (task_id.clone(), at)).collect();
         let mut outputs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (metric, output) in tasks.iter().flat_map(|(_, declared)| &declared.declared) {
             outputs.entry(metric.clone()).or_default().insert(output.clone());
         }
-        Declarations { tasks, index, eligible, labels, harbor_rules, outputs }
-    }
-
-    pub fn task(&self, task_id: &str) -> Option<&Declared> {
-        self.index.get(task_id).map(|&at| &self.tasks[at].1)
+        Declarations {
+            tasks,
+            eligible: ELIGIBLE.shared(&eligible),
+            attempts_per_task,
+            labels,
+            harbor_rules,
+            outputs: OUTPUTS.shared(&outputs),
+        }
     }
 }
 
@@ -103,6 +115,15 @@ fn holds(pairs: &[u8], pair: &[u8; 16]) -> bool {
     pairs.chunks_exact(16).any(|held| held == pair)
 }
 
+/// A fingerprint's bytes, and a log position's.
+const PAIR: usize = 16;
+const POSITION: usize = 8;
+
+/// Every fingerprint the run keeps: its header's, then each task's.
+fn kept_pairs<'a>(run_events: &'a [u8], tasks: &'a [Task]) -> impl Iterator<Item = &'a [u8]> {
+    std::iter::once(run_events).chain(tasks.iter().map(|task| &task.events[..]))
+}
+
 fn positions(positions: &[u8]) -> impl Iterator<Item = i64> + '_ {
     positions.chunks_exact(8).map(|at| i64::from_le_bytes(at.try_into().expect("8 bytes")))
 }
@@ -136,6 +157,12 @@ impl Task {
     pub fn touched(&self) -> bool {
         !self.events.is_empty()
     }
+
+    /// Room for the fingerprints and trial positions its plan brings (`TaskState::planned`).
+    fn reserve_planned(&mut self) {
+        self.events.reserve_exact(self.state.planned_events() * PAIR);
+        self.trial_positions.reserve_exact(self.state.planned as usize * POSITION);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -151,12 +178,12 @@ pub struct RunState {
     pub last_position: Option<i64>,
     pub first_at: Option<f64>,
     pub last_at: Option<f64>,
-    /// The `hi` halves of the applied fingerprints: a candidate, confirmed among the kept pairs.
-    applied: HashSet<u64>,
+    /// The keys of the applied fingerprints: a candidate, confirmed among the kept pairs.
+    applied: Applied,
     pub run_events: Vec<u8>,
     pub run_positions: Vec<u8>,
     pub tasks: Vec<Task>,
-    task_index: HashMap<String, usize>,
+    task_index: TaskIndex,
     pub passk: Tallies,
     pub trials_completed: i64,
     pub trials_failed: i64,
@@ -189,7 +216,7 @@ impl RunState {
     }
 
     pub fn task(&self, task_id: &str) -> Option<&Task> {
-        self.task_index.get(task_id).map(|&at| &self.tasks[at])
+        self.task_index.get(task_id, &self.tasks).map(|at| &self.tasks[at])
     }
 
     fn kept(&self, own: &[u8], pair: &[u8; 16]) -> bool {
@@ -207,7 +234,7 @@ impl RunState {
         let (hi, lo) = fingerprint(event_id);
         let pair = pair_bytes(hi, lo);
         if let Event::Closed { .. } = event {
-            if self.closed() && !(self.applied.contains(&hi) && self.kept(&self.run_events, &pair)) {
+            if self.closed() && !(self.applied.holds(hi) && self.kept(&self.run_events, &pair)) {
                 return Outcome::Ignored;
             }
         }
@@ -217,10 +244,11 @@ impl RunState {
             }
             _ => &self.run_events,
         };
-        if self.applied.contains(&hi) && self.kept(own, &pair) {
+        if self.applied.holds(hi) && self.kept(own, &pair) {
             return Outcome::Redelivery;
         }
-        self.applied.insert(hi);
+        let (run_events, tasks) = (&self.run_events, &self.tasks);
+        self.applied.put(hi, || kept_pairs(run_events, tasks));
         self.event_count += 1;
         let at = position.unwrap_or(self.event_count);
         if let Some(last) = self.last_position {
@@ -233,7 +261,7 @@ impl RunState {
             Event::Score { task_id, trial_id, metric, status, outputs } => {
                 let index = self.touch(task_id);
                 let task = &mut self.tasks[index];
-                task.events.extend_from_slice(&pair);
+                snug::extend(&mut task.events, &pair);
                 saw(&mut task.first_at, &mut task.last_at, moment);
                 task.state.record_score(trial_id, metric, *status, outputs, at, &mut self.passk);
                 self.score_count += 1;
@@ -241,19 +269,16 @@ impl RunState {
             Event::Trial { task_id, trial_id, completed, error_type } => {
                 let index = self.touch(task_id);
                 let task = &mut self.tasks[index];
-                task.events.extend_from_slice(&pair);
+                snug::extend(&mut task.events, &pair);
                 saw(&mut task.first_at, &mut task.last_at, moment);
-                task.trial_positions.extend_from_slice(&at.to_le_bytes());
+                snug::extend(&mut task.trial_positions, &at.to_le_bytes());
                 if *completed {
                     self.trials_completed += 1;
                 } else {
                     self.trials_failed += 1;
                     let error_type = error_type.filter(|kind| !kind.is_empty()).unwrap_or("UnknownError");
-                    task.failed_trials.get_or_insert_with(Vec::new).push((
-                        at,
-                        error_type.to_owned(),
-                        (*trial_id).to_owned(),
-                    ));
+                    let failed = task.failed_trials.get_or_insert_with(Vec::new);
+                    snug::push(failed, (at, error_type.to_owned(), (*trial_id).to_owned()));
                 }
             }
             Event::Started { declarations } => {
@@ -272,41 +297,56 @@ impl RunState {
 
     fn header(&mut self, pair: &[u8; 16], moment: Option<f64>, at: i64) {
         saw(&mut self.first_at, &mut self.last_at, moment);
-        self.run_events.extend_from_slice(pair);
-        self.run_positions.extend_from_slice(&at.to_le_bytes());
+        snug::extend(&mut self.run_events, pair);
+        snug::extend(&mut self.run_positions, &at.to_le_bytes());
     }
 
     /// The task the event names, made if new; a declared task nothing touched yet is pending
     /// no more (the event's fingerprint, kept next, touches it).
     fn touch(&mut self, task_id: &str) -> usize {
-        let index = match self.task_index.get(task_id) {
-            Some(&index) => index,
+        let index = match self.task_index.get(task_id, &self.tasks) {
+            Some(index) => index,
             None => {
-                self.tasks.push(Task::new(task_id));
-                self.task_index.insert(task_id.to_owned(), self.tasks.len() - 1);
+                snug::push(&mut self.tasks, Task::new(task_id));
+                self.task_index.insert(task_id, self.tasks.len() - 1);
                 self.tasks.len() - 1
             }
         };
-        let task = &self.tasks[index];
-        let declared = || self.declarations.as_ref().is_some_and(|declarations| declarations.task(task_id).is_some());
-        if !task.touched() && declared() {
-            for key in &task.state.keys {
+        let task = &mut self.tasks[index];
+        if !task.touched() && task.state.declared() {
+            for key in task.state.keys.iter() {
                 if let Some(tally) = self.passk.get_mut(key) {
                     tally.pending -= 1;
                 }
             }
+            task.reserve_planned();
         }
         index
     }
 
     fn start(&mut self, event_id: &str, declarations: Declarations) {
         self.started_event_id = Some(event_id.to_owned());
+        let new = declarations.tasks.iter().filter(|(task_id, _)| self.task(task_id).is_none()).count();
+        self.tasks.reserve_exact(new);
+        self.task_index.reserve(new);
         for (task_id, _) in &declarations.tasks {
-            if !self.task_index.contains_key(task_id) {
+            if self.task(task_id).is_none() {
                 self.tasks.push(Task::new(task_id));
-                self.task_index.insert(task_id.clone(), self.tasks.len() - 1);
+                self.task_index.insert(task_id, self.tasks.len() - 1);
             }
         }
+        // Each planned trial brings a trial.finished and a score per declared metric, and the
+        // run.closed one more; a quarter more than planned (`projections.fold.run._start`).
+        let per_trial = 1 + declarations
+            .tasks
+            .iter()
+            .map(|(_, declared)| declared.declared.iter().map(|(metric, _)| metric).collect::<BTreeSet<_>>().len())
+            .max()
+            .unwrap_or(0);
+        let attempts = declarations.attempts_per_task.filter(|&attempts| attempts > 0).unwrap_or(1) as usize;
+        let planned = declarations.tasks.len() * attempts * per_trial + self.event_count as usize + 1;
+        let (run_events, tasks) = (&self.run_events, &self.tasks);
+        self.applied.reserve(planned * 5 / 4, || kept_pairs(run_events, tasks));
         self.declarations = Some(declarations);
         self.rekey();
     }
@@ -317,9 +357,20 @@ impl RunState {
         self.passk = declarations
             .map(|declarations| declarations.eligible.iter().map(|key| (key.clone(), KeyTally::default())).collect())
             .unwrap_or_default();
+        let declared: HashMap<&str, &Declared> = declarations
+            .map(|declarations| {
+                declarations.tasks.iter().map(|(task_id, declared)| (task_id.as_str(), declared)).collect()
+            })
+            .unwrap_or_default();
+        // At most this many trials a task are reserved for, whatever a run.started announces;
+        // past them a task's buffers grow as its events come (`snug`).
+        const MOST_PLANNED: i64 = 256;
+        let planned = declarations.and_then(|declarations| declarations.attempts_per_task).unwrap_or(0);
+        let planned = planned.clamp(0, MOST_PLANNED) as u32;
         for task in &mut self.tasks {
-            let declared = declarations.and_then(|declarations| declarations.task(&task.state.task_id));
+            let declared = declared.get(task.state.task_id.as_str()).copied();
             task.state.rekey(declared);
+            task.state.planned = if declared.is_some() { planned } else { 0 };
             let touched = task.touched();
             for (key, &(n, c)) in task.state.keys.iter().zip(&task.state.counts) {
                 if let Some(tally) = self.passk.get_mut(key) {

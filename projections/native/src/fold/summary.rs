@@ -66,7 +66,10 @@ fn attempt_lists(task: &Task) -> Lists<'_> {
         let attempts = state
             .metric(metric)
             .map(|columns| {
-                columns.attempts(output).map(|(trial, value, seq)| (state.trials[trial as usize].as_str(), value, seq)).collect()
+                columns
+                    .attempts(output)
+                    .map(|(trial, value, seq)| (&state.trials[trial as usize], value, seq))
+                    .collect()
             })
             .unwrap_or_default();
         // Two keys of one name ("a.b" "c" and "a" "b.c"): as the reference's dict, the later
@@ -330,7 +333,7 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
     let mut gathered = Gathered::default();
     for (task, task_lists) in run.tasks.iter().zip(lists) {
         let state = &task.state;
-        gathered.trials.extend(state.trials.iter().map(String::as_str));
+        gathered.trials.extend(state.trials.iter());
         let mut graded = vec![false; state.trials.len()];
         for (metric, columns) in &state.metrics {
             // A metric's scores name it among the outputs' metrics, whatever outputs they carry.
@@ -348,10 +351,12 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
             }
         }
         let trials = state.trials.iter().zip(graded).filter(|(_, graded)| *graded);
-        gathered.graded.extend(trials.map(|(trial_id, _)| trial_id.as_str()));
+        gathered.graded.extend(trials.map(|(trial_id, _)| trial_id));
         for (name, attempts) in task_lists {
             let valued = attempts.iter().filter_map(|&(trial_id, value, seq)| Some((trial_id, value?, seq)));
-            gathered.rewards.extend(valued.map(|(trial_id, value, seq)| (name.as_str(), label_of(value), seq, trial_id)));
+            gathered
+                .rewards
+                .extend(valued.map(|(trial_id, value, seq)| (name.as_str(), label_of(value), seq, trial_id)));
         }
     }
     if let Some(declarations) = &run.declarations {
@@ -510,7 +515,10 @@ impl Parts<'_> {
                 integer(figures.known(known!("total")), metric.scores);
                 integer(figures.known(known!("scored")), output.carried);
                 integer(figures.known(known!("failed")), metric.failed);
-                integer(figures.known(known!("missing")), metric.scores as i64 - output.carried as i64 - metric.failed as i64);
+                integer(
+                    figures.known(known!("missing")),
+                    metric.scores as i64 - output.carried as i64 - metric.failed as i64,
+                );
                 figures.end();
             }
             by_output.end();

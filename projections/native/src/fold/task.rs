@@ -4,8 +4,12 @@
 //! kept as its (n, c) move. A score changes only its own task (and those tallies).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
 use super::records::{passes, Cell, MetricColumns, METRIC_FAILED, OK, TRIAL_FAILED};
+use super::sharing::{Recent, Shared};
+use super::snug;
+use super::trial_ids::TrialIds;
 use crate::sums::compensated_sum;
 
 /// (metric_type, output name).
@@ -130,27 +134,42 @@ pub struct View {
 
 /// What the task declares (`projections.fold.declarations.TaskDeclaration`), as the fold's
 /// key rules and the summary read it: its attempt keys in declaration order, its excluded
-/// ones, and its views in declaration order.
+/// ones, and its views in declaration order. One value for the tasks that declare the same
+/// (`door`), its keys shared with the tasks that keep just them.
 #[derive(Clone, Debug, Default)]
-pub struct Declared {
-    pub attempt_keys: Vec<Key>,
-    pub excluded: BTreeSet<Key>,
+pub struct DeclaredParts {
+    pub attempt_keys: Shared<Vec<Key>>,
+    pub excluded: Shared<BTreeSet<Key>>,
     /// Every key it declares, of any kind.
     pub declared: BTreeSet<Key>,
     pub views: Vec<View>,
 }
 
+pub type Declared = Shared<DeclaredParts>;
+
+/// The keys of a task that has none: one value, not an allocation a task.
+static NO_KEYS: LazyLock<Shared<Vec<Key>>> = LazyLock::new(Shared::default);
+static NO_EXCLUDED: BTreeSet<Key> = BTreeSet::new();
+/// The metric names lately given a task.
+static METRICS: Recent<String> = Recent::new();
+
 #[derive(Clone, Debug)]
 pub struct TaskState {
     pub task_id: String,
     pub first_score: i64,
-    pub trials: Vec<String>,
+    pub trials: TrialIds,
     /// Per metric, in the order the scores first named them.
-    pub metrics: Vec<(String, MetricColumns)>,
-    pub keys: Vec<Key>,
+    pub metrics: Vec<(Shared<String>, MetricColumns)>,
+    /// Shared with its declaration's attempt keys while the task keeps just them (most do);
+    /// copied when it gets another.
+    pub keys: Shared<Vec<Key>>,
     /// (n, c) of each of `keys`.
     pub counts: Vec<(i64, i64)>,
-    pub excluded: BTreeSet<Key>,
+    /// Its declaration; None: none.
+    declared: Option<Declared>,
+    /// The trials its run plans a task (`attempts_per_task`; 0: no plan), which its buffers
+    /// are sized for as they start (`planned_events`, `MetricColumns::reserve_rows`).
+    pub planned: u32,
 }
 
 impl TaskState {
@@ -158,36 +177,68 @@ impl TaskState {
         TaskState {
             task_id: task_id.to_owned(),
             first_score: -1,
-            trials: Vec::new(),
+            trials: TrialIds::default(),
             metrics: Vec::new(),
-            keys: Vec::new(),
+            keys: NO_KEYS.clone(),
             counts: Vec::new(),
-            excluded: BTreeSet::new(),
+            declared: None,
+            planned: 0,
         }
     }
 
+    /// Whether the run declares it (its keys were decided from a declaration).
+    pub fn declared(&self) -> bool {
+        self.declared.is_some()
+    }
+
+    /// The events its plan brings: per planned trial a trial.finished and a score of each
+    /// metric it declares (0: no plan).
+    pub fn planned_events(&self) -> usize {
+        let Some(declared) = &self.declared else {
+            return 0;
+        };
+        // Keys sorted: a metric's are neighbours.
+        let mut metrics = 0;
+        let mut last: Option<&str> = None;
+        for (metric, _) in declared.declared.iter() {
+            if last != Some(metric.as_str()) {
+                metrics += 1;
+                last = Some(metric);
+            }
+        }
+        self.planned as usize * (1 + metrics)
+    }
+
+    /// The keys it declares label or model: never an attempt list (rule 3).
+    pub fn excluded(&self) -> &BTreeSet<Key> {
+        self.declared.as_ref().map_or(&NO_EXCLUDED, |declared| &declared.excluded)
+    }
+
     fn trial_of(&mut self, trial_id: &str) -> i32 {
-        match self.trials.iter().position(|held| held == trial_id) {
+        match self.trials.position(trial_id) {
             Some(at) => at as i32,
             None => {
-                self.trials.push(trial_id.to_owned());
-                (self.trials.len() - 1) as i32
+                if self.trials.len() == 0 {
+                    // Ids of one task's trials are mostly as long as each other.
+                    self.trials.reserve(self.planned as usize, trial_id);
+                }
+                self.trials.push(trial_id) as i32
             }
         }
     }
 
     fn metric_at(&mut self, metric: &str) -> usize {
-        match self.metrics.iter().position(|(name, _)| name == metric) {
+        match self.metrics.iter().position(|(name, _)| name.as_str() == metric) {
             Some(at) => at,
             None => {
-                self.metrics.push((metric.to_owned(), MetricColumns::default()));
+                snug::push(&mut self.metrics, (METRICS.shared(metric), MetricColumns::default()));
                 self.metrics.len() - 1
             }
         }
     }
 
     pub fn metric(&self, metric: &str) -> Option<&MetricColumns> {
-        self.metrics.iter().find(|(name, _)| name == metric).map(|(_, columns)| columns)
+        self.metrics.iter().find(|(name, _)| name.as_str() == metric).map(|(_, columns)| columns)
     }
 
     /// Append one score (`TaskState.record_score`): the task's (n, c) per key move, and the
@@ -209,7 +260,9 @@ impl TaskState {
         match status {
             Status::TrialFailed | Status::MetricFailed => {
                 let dead = status == Status::TrialFailed;
-                self.metrics[at].1.append(trial, if dead { TRIAL_FAILED } else { METRIC_FAILED }, seq, &[]);
+                let columns = &mut self.metrics[at].1;
+                columns.reserve_rows(self.planned as usize);
+                columns.append(trial, if dead { TRIAL_FAILED } else { METRIC_FAILED }, seq, &[]);
                 if dead {
                     self.died(metric, eligible);
                 }
@@ -221,6 +274,7 @@ impl TaskState {
         // score's output names are distinct (EVENTS.md).
         let columns = &mut self.metrics[at].1;
         let cells: Vec<(usize, Cell)> = outputs.iter().map(|&(name, cell)| (columns.slot_of(name), cell)).collect();
+        columns.reserve_rows(self.planned as usize);
         columns.append(trial, OK, seq, &cells);
         for &(name, cell) in outputs {
             if !cell.semantic() {
@@ -236,7 +290,7 @@ impl TaskState {
                 continue;
             }
             let key: Key = (metric.to_owned(), name.to_owned());
-            if !self.excluded.contains(&key) {
+            if !self.excluded().contains(&key) {
                 // Rule 2: an undeclared output with a semantic value gets its key.
                 let (n, c) = self.keep(key);
                 if let Some(tally) = eligible.get_mut(self.keys.last().expect("the key just kept")) {
@@ -268,33 +322,30 @@ impl TaskState {
                 c += i64::from(passes(value));
             }
         }
-        self.keys.push(key);
-        self.counts.push((n, c));
+        snug::push(self.keys.make_mut(), key);
+        snug::push(&mut self.counts, (n, c));
         (n, c)
     }
 
     /// Decide the task's keys afresh (SEMANTICS.md section 1's rules) from its columns.
     pub fn rekey(&mut self, declared: Option<&Declared>) {
-        self.keys.clear();
-        self.counts.clear();
-        match declared {
-            None => self.excluded.clear(),
-            Some(declared) => {
-                self.excluded = declared.excluded.clone();
-                if self.metrics.is_empty() {
-                    self.keys = declared.attempt_keys.clone();
-                    self.counts = vec![(0, 0); self.keys.len()];
-                    return;
-                }
-                for key in &declared.attempt_keys {
-                    self.keep(key.clone());
-                }
+        self.keys = NO_KEYS.clone();
+        self.counts = Vec::new();
+        self.declared = declared.cloned();
+        if let Some(declared) = declared {
+            if self.metrics.is_empty() {
+                self.keys = declared.attempt_keys.clone();
+                self.counts = vec![(0, 0); self.keys.len()];
+                return;
+            }
+            for key in declared.attempt_keys.iter() {
+                self.keep(key.clone());
             }
         }
         let mut undeclared = Vec::new();
         for (metric, columns) in &self.metrics {
             for (at, output) in columns.names.iter().enumerate() {
-                let key = (metric.clone(), output.clone());
+                let key: Key = (metric.to_string(), output.clone());
                 let known = declared.is_some_and(|declared| declared.declared.contains(&key));
                 if !known && columns.cells(at).iter().any(|(_, cell)| cell.semantic()) {
                     undeclared.push(key);
@@ -303,6 +354,11 @@ impl TaskState {
         }
         for key in undeclared {
             self.keep(key);
+        }
+        if let Some(declared) = declared {
+            if *self.keys == *declared.attempt_keys {
+                self.keys = declared.attempt_keys.clone();
+            }
         }
     }
 }
