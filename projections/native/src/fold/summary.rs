@@ -40,9 +40,9 @@ fn key_name(key: &Key) -> String {
 /// (trial_id, value, run sequence number of the score that made it): one attempt.
 type Attempt<'a> = (&'a str, Option<f64>, i64);
 
-/// (key name, value by `label_of`, run sequence number, trial_id) of each attempt with a
-/// value: Harbor's reward_stats, gathered.
-type Rewards<'a> = Vec<(&'a str, u64, i64, &'a str)>;
+/// (key name's place among `Gathered::reward_names`, value by `label_of`, run sequence number,
+/// trial_id) of each attempt with a value, in that order once gathered: Harbor's reward_stats.
+type Rewards<'a> = Vec<(u32, u64, i64, &'a str)>;
 
 /// A value's place among reward_stats' labels: its bits, every NaN's the same (each is
 /// labelled "nan"), so two values share a label exactly when their `python_repr` is the same.
@@ -326,6 +326,8 @@ struct Gathered<'a> {
     trials: HashSet<&'a str>,
     /// The trial ids with a completed or partial score, of any task and metric.
     graded: HashSet<&'a str>,
+    /// The key names with an attempt that has a value, as they first come.
+    reward_names: Vec<&'a str>,
     rewards: Rewards<'a>,
 }
 
@@ -353,10 +355,17 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
         let trials = state.trials.iter().zip(graded).filter(|(_, graded)| *graded);
         gathered.graded.extend(trials.map(|(trial_id, _)| trial_id));
         for (name, attempts) in task_lists {
-            let valued = attempts.iter().filter_map(|&(trial_id, value, seq)| Some((trial_id, value?, seq)));
-            gathered
-                .rewards
-                .extend(valued.map(|(trial_id, value, seq)| (name.as_str(), label_of(value), seq, trial_id)));
+            let mut valued =
+                attempts.iter().filter_map(|&(trial_id, value, seq)| Some((trial_id, value?, seq))).peekable();
+            if valued.peek().is_none() {
+                continue;
+            }
+            let names = &mut gathered.reward_names;
+            let place = names.iter().position(|held| held == name).unwrap_or_else(|| {
+                names.push(name);
+                names.len() - 1
+            }) as u32;
+            gathered.rewards.extend(valued.map(|(trial_id, value, seq)| (place, label_of(value), seq, trial_id)));
         }
     }
     if let Some(declarations) = &run.declarations {
@@ -365,6 +374,8 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
             names.iter().for_each(|name| _ = counts.output(name));
         }
     }
+    // No two attempts of a key name share a seq (each is a score's own).
+    gathered.rewards.sort_unstable_by_key(|&(name, label, seq, _)| (name, label, seq));
     gathered.metrics.sort_unstable_by(|left, right| left.name.cmp(right.name));
     for metric in &mut gathered.metrics {
         metric.outputs.sort_unstable_by(|left, right| left.name.cmp(right.name));
@@ -588,7 +599,7 @@ impl Parts<'_> {
         let mut harbor = Items::object(out);
         integer(harbor.known(known!("n_trials")), self.gathered.graded.len());
         integer(harbor.known(known!("n_errors")), run.trials_failed);
-        reward_stats(harbor.known(known!("reward_stats")), &self.gathered.rewards);
+        reward_stats(harbor.known(known!("reward_stats")), &self.gathered.reward_names, &self.gathered.rewards);
         exception_stats(harbor.known(known!("exception_stats")), run);
         self.harbor_pass_at_k(harbor.known(known!("pass_at_k")));
         harbor.end();
@@ -641,11 +652,9 @@ impl Parts<'_> {
 
 /// Harbor's reward_stats: labels by the first seq of their list (then the label), keys by
 /// that of their first label (then the name), each list in seq order.
-fn reward_stats(out: &mut Vec<u8>, rewards: &Rewards<'_>) {
-    let mut attempts = rewards.clone();
-    attempts.sort_by(|left, right| (left.0, left.1, left.2).cmp(&(right.0, right.1, right.2)));
-    // One label: (its key name, its value's bits, its first seq, its attempts' range).
-    let mut labels: Vec<(&str, u64, i64, std::ops::Range<usize>)> = Vec::new();
+fn reward_stats(out: &mut Vec<u8>, names: &[&str], attempts: &Rewards<'_>) {
+    // One label: (its key name's place, its value's bits, its first seq, its attempts' range).
+    let mut labels: Vec<(u32, u64, i64, std::ops::Range<usize>)> = Vec::new();
     for (at, &(name, label, seq, _)) in attempts.iter().enumerate() {
         match labels.last_mut() {
             Some(last) if last.0 == name && last.1 == label => last.3.end = at + 1,
@@ -657,17 +666,17 @@ fn reward_stats(out: &mut Vec<u8>, rewards: &Rewards<'_>) {
         (left.0, left.2).cmp(&(right.0, right.2)).then_with(|| repr(left.1).cmp(&repr(right.1)))
     });
     // One key name: (the first seq of its first label, the name, its labels' range).
-    let mut names: Vec<(i64, &str, std::ops::Range<usize>)> = Vec::new();
+    let mut keys: Vec<(i64, &str, u32, std::ops::Range<usize>)> = Vec::new();
     for (at, &(name, _, seq, _)) in labels.iter().enumerate() {
-        match names.last_mut() {
-            Some(last) if last.1 == name => last.2.end = at + 1,
-            _ => names.push((seq, name, at..at + 1)),
+        match keys.last_mut() {
+            Some(last) if last.2 == name => last.3.end = at + 1,
+            _ => keys.push((seq, names[name as usize], name, at..at + 1)),
         }
     }
-    names.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
+    keys.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
     let mut reward_stats = Items::object(out);
     let mut label = Vec::with_capacity(24);
-    for (_, name, range) in names {
+    for (_, name, _, range) in keys {
         let mut by_label = Items::object(reward_stats.key(name));
         for (_, bits, _, trials) in &labels[range] {
             label.clear();
