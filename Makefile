@@ -3,33 +3,20 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
+.PHONY: install chromium prometheus test check docs deploy-check unit demo replay-demo bench bench-e2e bench-state bench-soak bench-progress bench-chaos bench-dashboard bench-dashboard-scale bench-gate bench-export clean toxiproxy
 
-$(BIN)/.installed: pyproject.toml
+# The compiled parts (docs/build.md), built in place by the editable install (setup.py: mypyc for
+# the fold, setuptools-rust for the crates), and again whenever one of their sources changed.
+FOLD_SOURCES := $(sort $(shell find projections -name '*.py'))
+CRATE_SOURCES := $(wildcard events/native/Cargo.* events/native/src/*.rs events/native/src/*/*.rs projections/native/Cargo.* projections/native/src/*.rs projections/native/src/*/*.rs)
+
+$(BIN)/.installed: pyproject.toml setup.py events/builds.py $(FOLD_SOURCES) $(CRATE_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
-# The fold compiled with mypyc beside its sources (projections/__init__.py says when it is used).
-FOLD_SOURCES := $(sort $(shell find projections -name '*.py' ! -name __init__.py))
-
-projections/compiled.digest: $(BIN)/.installed $(FOLD_SOURCES) .ci/compile_fold.py
-	$(BIN)/python .ci/compile_fold.py
-
-# The recogniser compiled from Rust (events/compiled.py says when it is used).
-NATIVE_SOURCES := events/native/Cargo.toml events/native/Cargo.lock $(wildcard events/native/src/*.rs)
-
-events/native.digest: $(BIN)/.installed $(NATIVE_SOURCES) .ci/compile_native.py
-	$(BIN)/python .ci/compile_native.py events
-
-# The fold's kernels compiled from Rust (projections/kernels.py says when they are used).
-KERNEL_SOURCES := projections/native/Cargo.toml projections/native/Cargo.lock $(wildcard projections/native/src/*.rs) events/native/src/allocator.rs
-
-projections/native.digest: $(BIN)/.installed $(KERNEL_SOURCES) .ci/compile_native.py
-	$(BIN)/python .ci/compile_native.py projections
-
-install: $(BIN)/.installed projections/compiled.digest events/native.digest projections/native.digest
+install: $(BIN)/.installed
 
 ## The whole suite: lint, format, types, import layers, the docs site, then every test.
 test: check unit
@@ -85,6 +72,10 @@ bench-e2e: install
 ## RSS of one worker over 10,000 closed runs, and restart times (~10 minutes).
 bench-state: install
 	$(BIN)/python -m bench.state
+
+## One worker over a 25-minute stream of runs opening and closing: its RSS by quarter and slope, summaries equal replay's.
+bench-soak: install
+	$(BIN)/python -m bench.soak --minutes 25
 
 ## The CPU share of progress with ten 5,000-task runs open at once.
 bench-progress: install

@@ -38,6 +38,7 @@ import projections
 from events.codec import decode
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState, apply
+from projections.native_replay import NATIVE
 from worker.commands.replay import replay
 from worker.runtime.collector import quiet_collector
 
@@ -97,9 +98,11 @@ def best(function: Callable[[], object], rounds: int) -> float:
     return min(times)
 
 
-def replayed(lines: list[bytes]) -> None:
+def replayed(lines: list[bytes], native: bool = True) -> None:
+    """`lines` as a file's lines are read: each with its newline (the peers get their input in
+    memory too)."""
     out = io.BytesIO()
-    stats = replay((line + b"\n" for line in lines), out, io.StringIO())
+    stats = replay(lines, out, io.StringIO(), native=native)
     assert stats.summaries == 1, stats
     assert stats.skipped == 0, stats
 
@@ -122,14 +125,21 @@ def main() -> None:
     task_ids, trials = make_run(args.tasks, args.attempts, args.seed)
     lines = events(task_ids, trials)
     print(
-        f"python {sys.version.split()[0]}, seed {args.seed}, the fold {projections.BUILD}: "
+        f"python {sys.version.split()[0]}, seed {args.seed}, the Python fold {projections.BUILD}, "
+        f"the native fold {'built' if NATIVE is not None else 'not built'}: "
         f"{len(trials):,} trials of {len(task_ids):,} tasks"
     )
     quiet_collector()  # as `evalstream replay` does: full collections of the growing run find nothing
-    ours = best(lambda: replayed(lines), args.rounds)
+    read = [line + b"\n" for line in lines]
+    ours = best(lambda: replayed(read), args.rounds)
+    python = best(lambda: replayed(read, native=False), args.rounds)
     decoded = [decode(line) for line in lines]
     fold = best(lambda: folded(decoded), args.rounds)
-    figures = {"evalstream replay (decode, fold, summary)": ours, "evalstream fold and summary": fold}
+    figures = {
+        "evalstream replay (decode, fold, summary)": ours,
+        "  the same through the Python fold": python,
+        "  the Python fold and summary alone": fold,
+    }
     if not args.sdk_python.exists():
         print(
             f"no SDK interpreter at {args.sdk_python}: make its venv (tests/fixtures/nemo/README.md), "

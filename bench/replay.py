@@ -3,13 +3,16 @@
 Run: `make bench` (or `python -m bench.replay --events 1000000`). Prints figures and the
 ratios against baselines measured in the same run:
 1. end-to-end replay (file -> summaries, decoding included) events/s, against the raw
-   `orjson.loads` rate of the same file (the ceiling), on a log of a few big runs and on
+   `orjson.loads` rate of the same file (the ceiling) and the standard library's `json.loads`
+   (the yardstick of a Python tool that only parses), through the native fold where it is
+   built and through the Python fold (its bytes checked equal), on a log of a few big runs and on
    one of many small runs whose last trial lands after the close (a summary at the close
    and one revision per late event, as a busy topic of short evals has them); beside them
    `decode` alone, and what a replay at 0.2 of the ceiling would leave the fold once decoded;
-2. resident memory per stored attempt of a fully applied log, on both logs; and that of a
-   whole replay of the small runs (state and summary caches), with the closed runs'
-   caches bounded (the default budget) against unbounded;
+2. resident memory per stored attempt of a fully applied log, on both logs, the Python fold's
+   state and, where it is built, the native fold's (native/Python); and that of a whole
+   replay of the small runs (state and summary caches), with the closed runs' caches bounded
+   (the default budget) against unbounded;
 3. apply cost per attempt for a run already holding ~1k, ~100k and ~1M events;
 4. the naive alternative (rebuild the summary from all stored scores after every event)
    against incremental apply, on a log small enough to finish;
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import json
 import multiprocessing
 import os
 import sys
@@ -38,8 +42,8 @@ import psutil
 from pydantic import TypeAdapter
 
 import projections
+from events.builds import PURE_SETTING
 from events.codec import decode
-from events.compiled import PURE_SETTING
 from events.models import InputEvent
 from events.synthetic import interleave, synthetic_run
 from projections.assembly.summary import summary
@@ -47,6 +51,7 @@ from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.run import RunState, apply
 from projections.fold.savepoint import Savepoint
 from projections.held import Held
+from projections.native_replay import NATIVE, NativeReplayer
 from projections.replayer import Replayer
 from projections.step import step
 from worker.commands.replay import replay
@@ -97,9 +102,14 @@ class Rates:
     """Lines a second over one file, measured in one process."""
 
     replay: float
-    """`evalstream replay` end to end (with the number of processes asked for)."""
+    """`evalstream replay` end to end (with the number of processes asked for): through the
+    native fold where it is built."""
+    python: float
+    """The same, one process, through the Python fold (compiled by mypyc where built)."""
     ceiling: float
     """`orjson.loads` alone: parsing, no checks and no models."""
+    stdlib: float
+    """The standard library's `json.loads` alone."""
     decoding: float
     """`events.codec.decode` alone: the events the fold is given, before any fold."""
 
@@ -128,6 +138,10 @@ def _throughput(path: Path, lines: int, jobs: int) -> Rates:
     ceiling = lines / (time.perf_counter() - began)
     began = time.perf_counter()
     for line in raw:
+        json.loads(line)
+    stdlib = lines / (time.perf_counter() - began)
+    began = time.perf_counter()
+    for line in raw:
         decode(line)
     decoding = lines / (time.perf_counter() - began)
     del raw
@@ -139,14 +153,36 @@ def _throughput(path: Path, lines: int, jobs: int) -> Rates:
     rate = lines / (time.perf_counter() - began)
     assert stats.skipped == 0
     assert stats.summaries > 0
-    return Rates(rate, ceiling, decoding)
+    folded = sink.getvalue()
+    del sink
+    gc.collect()
+    sink = io.BytesIO()
+    began = time.perf_counter()
+    with path.open("rb") as stream:
+        replay(stream, sink, sys.stderr, native=False)
+    python = lines / (time.perf_counter() - began)
+    assert jobs > 1 or sink.getvalue() == folded, "the native fold wrote other bytes than the Python fold"
+    return Rates(rate, python, ceiling, stdlib, decoding)
 
 
 def report(rates: Rates) -> None:
     decoding, replaying = rates.decoding / rates.ceiling, rates.replay / rates.ceiling
     print(f"orjson.loads only:          {rates.ceiling:>10,.0f} lines/s  (the ceiling)")
+    print(
+        f"json.loads only:            {rates.stdlib:>10,.0f} lines/s"
+        f"  json.loads/ceiling = {rates.stdlib / rates.ceiling:.2f}"
+    )
     print(f"decode only:                {rates.decoding:>10,.0f} events/s  decode/ceiling = {decoding:.2f}")
-    print(f"replay end to end, 1 job:   {rates.replay:>10,.0f} events/s  replay/ceiling = {replaying:.2f}")
+    print(
+        f"replay end to end, 1 job:   {rates.replay:>10,.0f} events/s  replay/ceiling = {replaying:.2f}"
+        f"  replay/json.loads = {rates.replay / rates.stdlib:.2f}"
+    )
+    if NATIVE is not None:
+        print(
+            f"  the Python fold:          {rates.python:>10,.0f} events/s  replay/ceiling = "
+            f"{rates.python / rates.ceiling:.2f}  replay/json.loads = {rates.python / rates.stdlib:.2f}"
+            f"  native/Python = {rates.replay / rates.python:.2f}"
+        )
     print(f"  ({rates.budget(0.2)})")
 
 
@@ -208,6 +244,22 @@ def rss_growth_replaying(path: Path, closed_caches_bytes: int) -> tuple[int, int
         for number, line in enumerate(stream, 1):
             replayer.feed(number, line)
     return process.memory_info().rss - before, sum(attempts_in(held.run) for held in replayer.runs.values())
+
+
+def rss_growth_native(path: Path) -> tuple[int, int]:
+    """(RSS growth, attempts stored) applying the whole log to the native fold's runs, kept
+    (`NativeReplayer.apply`: no summary), as `rss_growth_applying` measures the Python fold's."""
+    gc.collect()
+    process = psutil.Process()
+    before = process.memory_info().rss
+    replayer = NativeReplayer()
+    with path.open("rb") as stream:
+        for line in stream:
+            replayer.apply(line.rstrip(b"\r\n"))
+    gc.collect()
+    grown = process.memory_info().rss - before
+    # A task's fifth field (`NativeRun.tasks`): (key, n, c) of each of its keys.
+    return grown, sum(n for run in replayer.runs.values() for task in run.tasks() for _, n, _ in task[4])
 
 
 def attempts_in(run: RunState) -> int:
@@ -325,7 +377,11 @@ def main() -> None:
     parser.add_argument("--small-events", type=int, default=400_000, help="events in the log of many small runs")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}, the fold {projections.BUILD}")
+    native = "built" if NATIVE is not None else "not built"
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, seed {args.seed}, "
+        f"the Python fold {projections.BUILD}, the native fold {native}"
+    )
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "log.jsonl"
         lines = write_log(path, args.events, args.runs, args.seed)
@@ -347,10 +403,15 @@ def main() -> None:
         )
         report(many)
         against_source(small, small_lines, many.replay)
-        grown, attempts = _fresh(rss_growth_applying, path)
-        print(f"memory: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts (target <= 200)")
-        grown, attempts = _fresh(rss_growth_applying, small)
-        print(f"memory, the small runs: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts")
+        for name, log, target in (("", path, " (target <= 200)"), (", the small runs", small, "")):
+            grown, attempts = _fresh(rss_growth_applying, log)
+            print(f"memory{name}: {grown / attempts:.0f} B RSS per stored attempt over {attempts:,} attempts{target}")
+            if NATIVE is not None:
+                native_grown, _ = _fresh(rss_growth_native, log)
+                print(
+                    f"  native state per stored attempt: {native_grown / attempts:.0f} B RSS "
+                    f"(native/Python = {native_grown / grown:.2f})"
+                )
         bounded, _ = _fresh(rss_growth_replaying, small, CLOSED_CACHES_BYTES)
         unbounded, _ = _fresh(rss_growth_replaying, small, 2**62)
         print(

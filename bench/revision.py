@@ -13,6 +13,8 @@ summary at close either way).
 The revision is `summary_bytes` with the run's summary cache, what the worker and replay
 publish. (Reading the bytes back into dicts, as `summary` does, costs 50 to 120 ms of
 allocation on a 7.4 MB summary, varying from call to call: it is no part of a revision.)
+Then the same through the native fold, where it is built, which makes each revision from
+scratch (`evalstream replay` of a file goes through it).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from events.synthetic import synthetic_run
 from projections.assembly.contributions import SummaryCache
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState, apply
+from projections.native_replay import NATIVE, native_apply
 from projections.packed.trial_ids import count
 from worker.runtime.collector import quiet_collector
 
@@ -86,6 +89,42 @@ def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]
     }
 
 
+def measure_native(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any] | None:
+    """`measure`'s figures through the native fold (`projections.native_replay`), where it is
+    built: each revision made from scratch, its bytes checked equal to the Python fold's."""
+    if NATIVE is None:
+        return None
+    events = [EVENT.validate_python(event) for event in synthetic_run("r", tasks=tasks, attempts=attempts, seed=seed)]
+    native, python, cache = NATIVE.NativeRun("r"), RunState("r"), SummaryCache()
+    began = time.process_time()
+    for event in events:
+        native_apply(native, event, None)
+    fold = time.process_time() - began
+    for event in events:
+        apply(python, event)
+    del events
+    gc.collect()
+    began = time.process_time()
+    first = native.summary_bytes()
+    at_close = time.process_time() - began
+    assert first == summary_bytes(python, cache), "the native fold's summary is not the Python fold's"
+    costs = []
+    for number in range(rounds):
+        event = late_attempt("r", number * 7919 % tasks, number)
+        began = time.process_time()
+        native_apply(native, event, None)
+        encoded = native.summary_bytes()
+        costs.append(time.process_time() - began)
+        apply(python, event)
+        assert encoded == summary_bytes(python, cache), "the native fold's revision is not the Python fold's"
+    return {
+        "fold": fold,
+        "at_close": at_close,
+        "median": statistics.median(costs) if costs else None,
+        "best": min(costs, default=None),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=5000)
@@ -112,6 +151,17 @@ def main() -> None:
     print(
         f"one revision after a late attempt: {median * 1e3:8.1f} ms CPU median, {best * 1e3:.1f} ms best of "
         f"{args.rounds}; revision/fold = {median / figures['fold']:.3f}"
+    )
+    native = measure_native(args.tasks, args.attempts, args.rounds, args.seed)
+    if native is None:
+        print("the native fold is not built")
+        return
+    print("the native fold (each revision from scratch, its bytes checked equal):")
+    print(f"  fold of the whole run (models):   {native['fold'] * 1e3:9.1f} ms CPU")
+    print(f"  summary at close:                 {native['at_close'] * 1e3:9.1f} ms CPU")
+    print(
+        f"  one revision after a late attempt: {native['median'] * 1e3:8.1f} ms CPU median, "
+        f"{native['best'] * 1e3:.1f} ms best; native/Python = {native['median'] / median:.2f}"
     )
 
 

@@ -13,9 +13,10 @@ parts). Below them, one package for each thing the fold computes:
 - `analysis`: across runs (compare, history, retry, the gates), off the fold's path.
 Which package may import which is stated in pyproject.toml (import-linter).
 
-The fold has two builds of one source. `make install` compiles the modules here with mypyc,
-all but `NOT_COMPILED` (`.ci/compile_fold.py`: the extension modules beside the sources, and
-`compiled.digest`, the digest of the sources they were compiled from). The Python source is
+The fold has two builds of one source. The package's build (`setup.py`) compiles the modules
+here with mypyc, all but `NOT_COMPILED`: the extension modules, one shared library they link
+to, and `compiled.digest`, the digest of the sources they were compiled from; beside the
+sources for the editable install (`make install`), or into the wheel. The Python source is
 the reference the compiled build is tested against (`tests/projections/test_compiled.py`).
 
 This file only picks the build, before any module of the fold is imported: the compiled one
@@ -39,7 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Final, Literal
 
-from events.compiled import PURE_SETTING, Crate, digest_of
+from events.builds import PURE_SETTING, crates, digest_of
 
 _HERE = Path(__file__).resolve().parent
 DIGEST = _HERE / "compiled.digest"
@@ -62,9 +63,7 @@ compiled class keeps its float, int and bool fields unboxed: orjson would crash 
 them. None of them is on the fold's path."""
 
 
-KERNEL_CRATE: Final = Crate(
-    _HERE, __name__, "_kernels", "the fold's compiled kernels", shared=("events/native/src/allocator.rs",)
-)
+KERNEL_CRATE: Final = crates(_HERE.parent)[f"{__name__}._kernels"]
 """The fold's kernels compiled from Rust (`projections/native`, `fold-kernels`), which
 `projections.kernels` alone loads: an extension module here that is part of neither build."""
 
@@ -79,7 +78,7 @@ def compiled_sources() -> list[Path]:
 
 
 def compiled_modules() -> list[Path]:
-    """The extension modules `make install` compiled here for this interpreter, if any (the
+    """The extension modules mypyc compiled here for this interpreter, if any (the
     kernels' module aside)."""
     kernels = KERNEL_CRATE.built_modules()
     return sorted(path for path in _HERE.rglob(f"*{EXTENSION_SUFFIXES[0]}") if path not in kernels)

@@ -34,6 +34,19 @@ class ReplayStats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
+def message_of(line: bytes) -> bytes | None:
+    """A line of a log without its line ending; None for a blank line, which replay skips."""
+    if not line or line.isspace():
+        return None
+    return line.rstrip(b"\r\n")
+
+
+def rejected(number: int, code: str, detail: str, where: str | None = None) -> Output:
+    """What replay writes of a message it skips: where it is (by default "line `number`"),
+    why (the rejection's code) and what was wrong."""
+    return (number, STDERR, f"{where or f'line {number}'}: {code}: {detail}\n".encode())
+
+
 class Replayer:
     """Every run seen so far, and what each line of the log makes replay write."""
 
@@ -46,9 +59,12 @@ class Replayer:
 
     def feed(self, number: int, line: bytes) -> Sequence[Output]:
         """What line `number` of a file makes replay write."""
-        if not line or line.isspace():
-            return ()
-        return self.apply(number, line.rstrip(b"\r\n"))
+        value = message_of(line)
+        return () if value is None else self.apply(number, value)
+
+    def feed_lines(self, first: int, lines: list[bytes]) -> list[Output]:
+        """What lines `first`, `first` + 1, ... of a file make replay write."""
+        return [output for number, line in enumerate(lines, first) for output in self.feed(number, line)]
 
     def apply(
         self, number: int, value: bytes, where: str | None = None, *, key: bytes | None = None, keyed: bool = False
@@ -59,8 +75,7 @@ class Replayer:
         stepped = step(value, self._run, position=number if keyed else None, keyed=keyed, key=key)
         if stepped.rejected is not None:
             self.stats.skipped += 1
-            where = where or f"line {number}"
-            return [(number, STDERR, f"{where}: {stepped.rejected.code}: {stepped.rejected.detail}\n".encode())]
+            return [rejected(number, stepped.rejected.code, stepped.rejected.detail, where)]
         run = stepped.run
         if stepped.outcome is not Outcome.APPLIED or run is None:
             self.stats.redeliveries += stepped.outcome is Outcome.REDELIVERY

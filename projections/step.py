@@ -90,16 +90,9 @@ def step(
     `keyed`: the source has message keys (Kafka), and `key` must then be the event's
     run_id (a missing key is a mismatch too); a file has none. `position`: the event's
     place in its run's log (see `projections.fold.run.apply`)."""
-    try:
-        event = decode(value)
-    except DecodeError as error:
-        return Stepped(None, None, Rejected(error.code, str(error)))
-    except Exception as error:
-        detail = f"decoding failed ({type(error).__name__}: {error}). This is a bug in evalstream: report it"
-        return Stepped(None, None, Rejected("internal-error", detail), failure=error)
-    if keyed and key != event.run_id.encode():
-        reason = f"message key {key!r} is not the event's run_id {event.run_id!r}; key each event by its run_id"
-        return Stepped(None, None, Rejected("key-mismatch", reason))
+    event = checked(value, keyed=keyed, key=key)
+    if isinstance(event, Stepped):
+        return event
     held = runs(event.run_id)
     run = held.run
     saved = Savepoint(run, event)
@@ -118,6 +111,22 @@ def step(
     except BaseException:  # an interrupt: the run stays consistent for whoever goes on with it
         saved.rollback(run)
         raise
+
+
+def checked(value: bytes, *, keyed: bool = False, key: bytes | None = None) -> InputEvent | Stepped:
+    """The event of message `value`, or what rejects it before any run: not a valid event, or
+    (`keyed`) keyed by another run's id."""
+    try:
+        event = decode(value)
+    except DecodeError as error:
+        return Stepped(None, None, Rejected(error.code, str(error)))
+    except Exception as error:
+        detail = f"decoding failed ({type(error).__name__}: {error}). This is a bug in evalstream: report it"
+        return Stepped(None, None, Rejected("internal-error", detail), failure=error)
+    if keyed and key != event.run_id.encode():
+        reason = f"message key {key!r} is not the event's run_id {event.run_id!r}; key each event by its run_id"
+        return Stepped(None, None, Rejected("key-mismatch", reason))
+    return event
 
 
 class RollbackFailed(Exception):

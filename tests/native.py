@@ -7,7 +7,8 @@ from types import ModuleType
 
 import pytest
 
-from events.compiled import NATIVE, PURE_SETTING
+from events.builds import PURE_SETTING
+from events.compiled import NATIVE
 from projections import KERNEL_CRATE
 from projections.kernels import KERNELS
 

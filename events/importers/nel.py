@@ -58,7 +58,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from events.codec import from_object
-from events.importers.source import ImportOptions, SourceError, event_id, json_value
+from events.importers.source import ImportOptions, SourceError, event_id, json_lines, json_value
 from events.models import InputEvent
 
 METRIC = "nel"
@@ -301,14 +301,7 @@ def _attempts(file: Path, *, partial_last_line: bool) -> list[Attempt]:
         lines = lines[:-1]  # a last line without its newline is still being written
     attempts: list[Attempt] = []
     seen: set[tuple[int, int]] = set()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{file}, line {number}"
-        try:
-            row = json_value(line, where)
-        except json.JSONDecodeError as error:
-            raise SourceError(f"{where}: not valid JSON ({error.msg}); is this nel's {file.name}?") from None
+    for where, row in json_lines(lines, file, f"is this nel's {file.name}?"):
         attempt = _attempt(row, where)
         if (attempt.problem, attempt.repeat) in seen:
             raise SourceError(f"{where}: problem {attempt.problem} repeat {attempt.repeat} is given twice")
@@ -317,9 +310,7 @@ def _attempts(file: Path, *, partial_last_line: bool) -> list[Attempt]:
     return attempts
 
 
-def _attempt(row: object, where: str) -> Attempt:
-    if not isinstance(row, dict):
-        raise SourceError(f"{where}: not a JSON object; is this a nel results line?")
+def _attempt(row: dict[str, Any], where: str) -> Attempt:
     problem, repeat = _count(row, "problem_idx", where), _count({"repeat": 0, **row}, "repeat", where)
     reward = row.get("reward")
     if not isinstance(reward, int | float) or isinstance(reward, bool):

@@ -55,7 +55,7 @@ from pydantic import ValidationError
 
 from events.codec import from_object
 from events.importers import nel
-from events.importers.source import ImportOptions, SourceError, event_id, json_value
+from events.importers.source import ImportOptions, SourceError, event_id, json_lines, json_value
 from events.models import InputEvent, TaskSpec
 
 BUNDLE_FILES = ("tasks.jsonl", "trials.jsonl", "scores.jsonl")
@@ -158,19 +158,9 @@ def _jsonl(file: Path) -> Iterator[Line]:
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise SourceError(f"{file}: cannot be read ({error}); check the file and its permissions") from None
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            row = json_value(raw, where)
-        except json.JSONDecodeError as error:
-            raise SourceError(
-                f"{where}: not valid JSON ({error.msg} at column {error.colno}); each line of a bundle file "
-                "is one JSON object: repair or remove that line"
-            ) from None
-        if not isinstance(row, dict):
-            raise SourceError(f"{where}: a line must be one JSON object, not {type(row).__name__}")
+    for where, row in json_lines(
+        text.splitlines(), file, "each line of a bundle file is one JSON object: repair or remove that line"
+    ):
         yield Line(where, row)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,23 @@ def json_value(text: str | bytes, where: str) -> Any:
             f"{where}: nested deeper than a JSON reader follows; no harness writes such a file: "
             "check that it is the harness's output"
         ) from None
+
+
+def json_lines(lines: Iterable[str], file: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each non-blank line of a JSON-lines `file` as (where, object), `where` naming the file
+    and the line. A line that is not one JSON object is a `SourceError` naming it and ending
+    with `what`: what the file should have been, or what to do."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{file}, line {number}"
+        try:
+            row = json_value(line, where)
+        except json.JSONDecodeError as error:
+            raise SourceError(f"{where}: not valid JSON ({error.msg} at column {error.colno}); {what}") from None
+        if not isinstance(row, dict):
+            raise SourceError(f"{where}: a line must be one JSON object, not {type(row).__name__}; {what}")
+        yield where, row
 
 
 def event_id(*parts: str) -> str:

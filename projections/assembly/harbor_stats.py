@@ -2,10 +2,11 @@
 under the run's `harbor_rules` (a task's share counts its null attempts as 0s under "0.25",
 not at all under "0.26").
 
-Its figures are Harbor's own (`projections.figures.harbor`); here they are gathered from the
-tasks' shares in summary task order, and what a revision would gather again is kept in the
-run's `HarborKept` (a part of its summary cache): each key's (n, c) by place, its pass@k, the
-reward_stats lists (encoded once long) and the exception_stats.
+Its figures are Harbor's own (`projections.kernels.harbor_pass_at_k`, and the labels of
+`projections.figures.harbor`); here they are gathered from the tasks' shares in summary task
+order, and what a revision would gather again is kept in the run's `HarborKept` (a part of its
+summary cache): each key's (n, c) by place, its pass@k, the reward_stats lists (encoded once
+long) and the exception_stats.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from events.models import HarborRules
 from projections.assembly.attempts import AttemptList
 from projections.assembly.log_order import InOrder
 from projections.assembly.placed import PlacedTallies
-from projections.figures.harbor import pass_at_k
 from projections.figures.passk import Tally
 from projections.fold.declarations import Key
 from projections.fold.run import RunState
+from projections.kernels import harbor_pass_at_k
 
 
 @final
@@ -111,7 +112,7 @@ def harbor_stats(run: RunState, shares: list[HarborShare], kept: HarborKept) -> 
         known = kept.figures.get(name)
         if known is None or known[0] != tallies:
             # A copy: the kept lists change in place (`binary_lists`).
-            known = kept.figures[name] = (list(tallies), pass_at_k(tallies))
+            known = kept.figures[name] = (list(tallies), harbor_pass_at_k(tallies))
         if known[1]:
             figures[name] = known[1]
     return {

@@ -19,14 +19,17 @@ import math
 from bisect import insort_right
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Final, final
 
 from events.nonfinite import wire_float
-from projections.kernels import finite_running_sum, running_sum, squares_running_sum
-
-PERCENTILES: Final = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
-_LABELS: Final = tuple(f"p{p}" for p in PERCENTILES)
+from projections.kernels import (
+    finished_sum,
+    finite_running_sum,
+    percentiles,
+    running_sum,
+    squares_running_sum,
+    variances,
+)
 
 Aggregate = dict[str, Any]
 """A JSON-ready range aggregate record (see `events.outputs.RangeAggregate`)."""
@@ -58,34 +61,6 @@ def compensated_sum(values: Iterable[float]) -> float:
     """
     total, compensation = running_sum(values, 0.0, 0.0)
     return finished_sum(total, compensation)
-
-
-def finished_sum(total: float, compensation: float) -> float:
-    """The sum `running_sum` was keeping."""
-    # As CPython: adding a zero compensation would turn a -0.0 sum into 0.0, and a
-    # non-finite one (after an infinite or overflowed sum) would turn the sum into NaN.
-    if compensation and finite(compensation):
-        total += compensation
-    return total
-
-
-@lru_cache(maxsize=4096)
-def _positions(n: int) -> tuple[tuple[str, int, float | None], ...]:
-    """For each of `PERCENTILES`, its label and where section 4 puts it among n sorted
-    values (position p/100 * (n + 1) - 1): (label, that end, None) at or past an end, else
-    (label, the index below, the fraction of the way to the next value). They depend on n
-    alone: computed once per n."""
-    positions: list[tuple[str, int, float | None]] = []
-    for label, p in zip(_LABELS, PERCENTILES, strict=True):
-        position = p / 100 * (n + 1) - 1
-        if position <= 0:
-            positions.append((label, 0, None))
-        elif position >= n - 1:
-            positions.append((label, n - 1, None))
-        else:
-            below = int(position)
-            positions.append((label, below, position - below))
-    return tuple(positions)
 
 
 @final
@@ -124,9 +99,8 @@ def spread(middle: Center, mean: float) -> Spread:
     """The population and sample variance (None below two values) of `middle`'s finite
     values around their `mean`: the compensated sum of the squared deviations over count
     (sample: count - 1)."""
-    squares = squares_sum(middle.finite, mean)
-    count = middle.count
-    return Spread(squares / count, squares / (count - 1) if count > 1 else None)
+    variance, sample_variance = variances(squares_sum(middle.finite, mean), middle.count)
+    return Spread(variance, sample_variance)
 
 
 def squares_sum(values: list[float], mean: float) -> float:
@@ -154,13 +128,6 @@ def center_and_spread(values: Iterable[float], total: int) -> tuple[Center, Spre
     return middle, None if middle.mean is None else spread(middle, middle.mean)
 
 
-def finite_center_and_spread(finite: list[float], total: int) -> tuple[Center, Spread | None]:
-    """`center_and_spread` of values known to be finite, which the center keeps as they are
-    (no filtered copy; the sums are the same, over the same values in the same order)."""
-    middle = centered(finite, finished_sum(*running_sum(finite, 0.0, 0.0)), total)
-    return middle, None if middle.mean is None else spread(middle, middle.mean)
-
-
 def range_aggregate(name: str, values: Iterable[float], total: int) -> Aggregate:
     """The aggregate of the finite `values` among `total` (the rest count as NaN)."""
     return aggregate_of(name, *center_and_spread(values, total))
@@ -176,14 +143,7 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None, ordered: lis
     variance, sample_variance = spreads.variance, spreads.sample_variance
     if ordered is None:
         ordered = sorted(middle.finite)
-    percentiles = {}
-    for label, below, fraction in _positions(count):
-        value = ordered[below]
-        if fraction is not None:
-            # Interpolated even at a whole position (fraction 0.0), as section 4's rule
-            # reads: 0.0 times an infinite difference is NaN, and -0.0 + 0.0 is 0.0.
-            value += fraction * (ordered[below + 1] - value)
-        percentiles[label] = value if finite(value) else wire_float(value)
+    figures = percentiles(ordered)
     return {
         "name": name,
         "score_type": "range",
@@ -197,8 +157,8 @@ def aggregate_of(name: str, middle: Center, spreads: Spread | None, ordered: lis
         "std_dev": wire_number(math.sqrt(variance)),
         "sample_variance": wire_number(sample_variance),
         "sample_std_dev": None if sample_variance is None else wire_number(math.sqrt(sample_variance)),
-        "percentiles": percentiles,
-        "median": percentiles["p50"],
+        "percentiles": figures,
+        "median": figures["p50"],
     }
 
 

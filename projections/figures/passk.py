@@ -5,9 +5,9 @@ A task's per-k figures depend on its (n, c) alone and are cached (`estimates`,
 `hat_estimates`). A key's figures are one column per k (`by_k`: the figures of the tasks with
 n >= k, in summary task order), each with the center and spread of the range aggregate
 (`projections.figures.aggregates`): the center's mean is the run's pass@k (or pass^k) at k,
-and the summary's `<key>.pass@<k>` aggregate and section 8's entry (`statistics.entry`) are
-both made from the one column, so they agree to the bit. Summed afresh from the columns
-rather than kept as a running float total, which would drift from that sum by an ulp:
+and the summary's `<key>.pass@<k>` aggregate and section 8's entry are both made from the one
+column (`projections.kernels.column_figures`), so they agree to the bit. Summed afresh from the
+columns rather than kept as a running float total, which would drift from that sum by an ulp:
 progress must say exactly what the summary would.
 """
 
@@ -19,9 +19,8 @@ from typing import Any, Final, final
 
 import orjson
 
-from projections.figures.aggregates import Center, Spread, finite_center_and_spread
-from projections.figures.statistics import entry
-from projections.kernels import transposed
+from projections.figures.aggregates import Center, Spread
+from projections.kernels import column_figures, pass_at_k_estimates, pass_hat_k_estimates, transposed
 
 Tally = tuple[int, int]
 """(n, c): a task's attempts for a key, and how many of them pass."""
@@ -35,41 +34,13 @@ def passes(value: float | None) -> bool:
     return value is not None and value >= 1.0
 
 
-@lru_cache(maxsize=65_536)
-def estimates(n: int, c: int) -> tuple[float, ...]:
-    """Per-task pass@k for k = 1..n: 1 - C(n-c, k) / C(n, k).
+estimates: Final = lru_cache(maxsize=65_536)(pass_at_k_estimates)
+"""Per-task pass@k for k = 1..n from (n, c): section 2's product form, as the NeMo evaluator
+multiplies (`projections.kernels.pass_at_k_estimates_in_python`)."""
 
-    The product form 1 - prod_{i=n-c+1..n} (1 - k/i), i ascending, as the NeMo evaluator
-    computes it, so the floats agree with it to the last bit; 1.0 when n - c < k.
-    """
-    figures: list[float] = []
-    for k in range(1, n + 1):
-        if n - c < k:
-            figures.append(1.0)
-            continue
-        product = 1.0
-        for i in range(n - c + 1, n + 1):
-            product *= 1.0 - k / i
-        figures.append(1.0 - product)
-    return tuple(figures)
-
-
-@lru_cache(maxsize=65_536)
-def hat_estimates(n: int, c: int) -> tuple[float, ...]:
-    """Per-task pass^k for k = 1..n (SEMANTICS.md section 8): prod_{i=0..k-1} (c-i)/(n-i).
-
-    Multiplied in that order, each k's product extending the one before (the same floats as
-    computing each k afresh); 0.0 when c < k, where the product would reach -0.0.
-    """
-    figures: list[float] = []
-    product = 1.0
-    for i in range(n):
-        if c <= i:
-            figures.extend([0.0] * (n - i))
-            break
-        product *= (c - i) / (n - i)
-        figures.append(product)
-    return tuple(figures)
+hat_estimates: Final = lru_cache(maxsize=65_536)(pass_hat_k_estimates)
+"""Per-task pass^k for k = 1..n from (n, c): section 8's product, each k's extending the one
+before (`projections.kernels.pass_hat_k_estimates_in_python`)."""
 
 
 @final
@@ -153,8 +124,9 @@ def _columns(figures: list[list[float]], unmeasured: int, *known: list[Column]) 
                 columns.append(kept[k - 1])
                 break
         else:
-            middle, spreads = finite_center_and_spread(values, len(values) + unmeasured)
-            columns.append(Column(middle, spreads, entry(k, middle, spreads)))
+            summed, mean, variance, sample_variance, entry = column_figures(values, len(values) + unmeasured, k)
+            middle = Center(values, entry["count"], entry["nan_count"], summed, mean)
+            columns.append(Column(middle, Spread(variance, sample_variance), entry))
     return columns
 
 

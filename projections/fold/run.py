@@ -132,6 +132,11 @@ class RunState:
         return count
 
 
+def started_twice(run_id: str, started_event_id: str | None) -> str:
+    """Why a second run.started is refused (the native fold's refusals are worded here too)."""
+    return f"run {run_id!r} already started with event {started_event_id!r}; a run has one run.started"
+
+
 def summary_due(run: RunState, applied: Applied) -> bool:
     """A new summary revision is published after every event applied to a closed run."""
     return run.closed and applied.outcome is Outcome.APPLIED
@@ -148,10 +153,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     of records that came later in the log."""
     kind = event.type  # not isinstance: pydantic's model classes make that a slow check
     if kind == "run.started" and run.started_event_id not in (None, event.event_id):
-        return Applied(
-            Outcome.REFUSED,
-            f"run {run.run_id!r} already started with event {run.started_event_id!r}; a run has one run.started",
-        )
+        return Applied(Outcome.REFUSED, started_twice(run.run_id, run.started_event_id))
     hi, lo = fingerprint(event.event_id)
     if kind == "run.closed" and run.closed and not run.applied.contains(hi, lo, run.run_events, run.fingerprints):
         return Applied(Outcome.IGNORED, f"run {run.run_id!r} is already closed")
@@ -170,7 +172,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
         run.last_position = max(run.last_position, at)
     if run.closed and at > run.closed_position:
         run.after_close += 1
-    moment = _moment(event)
+    moment = moment_of(event)
     if kind == "score.emitted":
         return _score(run, _task(run, task_id), cast(ScoreEmitted, event), hi, lo, moment=moment, at=at)
     if kind == "trial.finished":
@@ -187,7 +189,7 @@ def apply(run: RunState, event: InputEvent, position: int | None = None) -> Appl
     return _APPLIED
 
 
-def _moment(event: InputEvent) -> float | None:
+def moment_of(event: InputEvent) -> float | None:
     """`event.occurred_at` in epoch seconds (None: not given). Decoding read it and kept it on
     the event (`MOMENT`): an attribute read here, not a second parse of the text (nor a call
     out of the compiled fold into Python). An event built without validation (`model_construct`,

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events import compiled
+from events.builds import PURE_SETTING
 from events.codec import DecodeError, decode
 from events.timestamps import PROBLEM, epoch_seconds, rfc3339
 
@@ -86,7 +87,7 @@ def test_every_value_reads_as_the_rule_reads_it(minutes: list[str], data: st.Dat
 @pytest.fixture(scope="module")
 def compiled_reading() -> Callable[[str], float | None]:
     if compiled.NATIVE is None:
-        pytest.fail(f"the compiled recogniser is not built, or {compiled.PURE_SETTING}=1 is set: run `make install`")
+        pytest.fail(f"the compiled recogniser is not built, or {PURE_SETTING}=1 is set: run `make install`")
     reading: Callable[[str], float | None] = compiled.NATIVE.epoch_seconds_of
     return reading
 

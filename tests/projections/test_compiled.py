@@ -18,15 +18,13 @@ from pathlib import Path
 import orjson
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 import projections
-from events.codec import encode
-from events.compiled import PURE_SETTING
+from events.builds import PURE_SETTING
 from events.synthetic import interleave, synthetic_run
 from tests.projections.examples import EXAMPLE_LOG
 from tests.projections.trace import read_frame, trace, write_frame
-from tests.strategies import run_logs
+from tests.strategies import mixed_logs
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_BUILT = "the compiled fold is not built from these sources: run `make install` (it compiles projections/)"
@@ -77,22 +75,7 @@ def test_this_process_runs_the_reference() -> None:
     assert projections.step.__file__.endswith(".py")
 
 
-@st.composite
-def logs(draw: st.DrawFn) -> bytes:
-    """Up to three runs interleaved, redeliveries, and now and then a line that is no event."""
-    runs = [draw(run_logs(run_id=f"run-{i}")) for i in range(draw(st.integers(1, 3)))]
-    lines: list[bytes] = []
-    while any(runs):
-        source = draw(st.sampled_from([run for run in runs if run]))
-        lines.append(encode(source.pop(0)))
-        if draw(st.integers(0, 7)) == 0:
-            lines.append(draw(st.sampled_from(lines)))
-        if draw(st.integers(0, 15)) == 0:
-            lines.append(draw(st.sampled_from([b"{", b"{}", b'{"type": "score.emitted"}', b"[1]"])))
-    return b"\n".join(lines) + b"\n"
-
-
-@given(logs())
+@given(mixed_logs(late=True))
 def test_random_logs_trace_alike_in_both_builds(compiled: CompiledPeer, log: bytes) -> None:
     assert compiled.trace(log) == trace(log)
 
@@ -125,9 +108,9 @@ def test_a_source_changed_since_its_compilation_runs_every_module_as_python(
     compiled: CompiledPeer, tmp_path: Path
 ) -> None:
     shutil.copytree(ROOT / "projections", tmp_path / "projections", ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in projections.KERNEL_CRATE.shared:  # the kernels' crate is current only beside what it compiles
-        (tmp_path / shared).parent.mkdir(parents=True)
-        shutil.copyfile(ROOT / shared, tmp_path / shared)
+    for shared in projections.KERNEL_CRATE.shared:  # the kernels' crate is current only beside the crates it uses
+        ignored = shutil.ignore_patterns("target", "*.so")
+        shutil.copytree(ROOT / shared, tmp_path / shared, ignore=ignored)
     assert build_in(tmp_path).stdout.split() == ["compiled", "so", "so"]
     assert build_in(tmp_path, pure=True).stdout.split() == ["pure", "py", "py"]
     source = tmp_path / "projections" / "figures" / "t975.py"

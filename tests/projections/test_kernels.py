@@ -7,28 +7,44 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from hashlib import blake2b
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from events.synthetic import interleave, synthetic_run
 from projections import kernels
 from projections.figures import aggregates
 from projections.figures.aggregates import center_and_spread, compensated_sum, range_aggregate, squares_sum
-from projections.figures.passk import by_k, estimates, hat_estimates
+from projections.figures.passk import by_k, estimates, hat_estimates, key_figures_of
+from projections.figures.t975 import t975
 from projections.fold.redelivery import AppliedEvents
 from projections.kernels import (
     Keys,
     KeySet,
+    column_figures,
+    column_figures_in_python,
     digest_of_id,
+    encode_float,
+    encode_float_in_python,
     fingerprint,
     finite_running_sum,
     finite_running_sum_in_python,
+    harbor_pass_at_k,
+    harbor_pass_at_k_in_python,
     pairs_with,
+    pass_at_k_estimates,
+    pass_at_k_estimates_in_python,
+    pass_hat_k_estimates,
+    pass_hat_k_estimates_in_python,
+    percentiles,
+    percentiles_in_python,
     running_sum,
     running_sum_in_python,
     squares_running_sum_in_python,
@@ -42,17 +58,37 @@ from projections.packed.trial_ids import joined
 from tests.native import kernels as built
 from tests.native import native
 from tests.projections.reference import bits
+from tests.projections.trace import trace
+from tests.strategies import mixed_logs
 
-_KERNELS = ("_RUNNING_SUM", "_FINITE_RUNNING_SUM", "_SQUARES_RUNNING_SUM", "_TRANSPOSED", "_TRIAL_INDEX")
+_KERNELS = (
+    "_RUNNING_SUM",
+    "_FINITE_RUNNING_SUM",
+    "_SQUARES_RUNNING_SUM",
+    "_TRANSPOSED",
+    "_TRIAL_INDEX",
+    "_PASS_AT_K_ESTIMATES",
+    "_PASS_HAT_K_ESTIMATES",
+    "_COLUMN_FIGURES",
+    "_PERCENTILES",
+    "_HARBOR_PASS_AT_K",
+)
 
 
 @contextmanager
 def twins_only() -> Iterator[None]:
-    """The seam with every kernel it may leave to Python left out: the twins answer."""
+    """The seam with every kernel it may leave to Python left out: the twins answer (and the
+    caches of a task's figures are emptied, before and after, so they do too)."""
     with pytest.MonkeyPatch.context() as patch:
         for name in _KERNELS:
             patch.setattr(kernels, name, None)
-        yield
+        estimates.cache_clear()
+        hat_estimates.cache_clear()
+        try:
+            yield
+        finally:
+            estimates.cache_clear()
+            hat_estimates.cache_clear()
 
 
 def same(left: Any, right: Any) -> bool:
@@ -88,6 +124,12 @@ def test_every_kernel_is_built_and_used() -> None:
     assert kernels._SQUARES_RUNNING_SUM is module.squares_running_sum
     assert kernels._TRANSPOSED is module.transposed
     assert kernels._TRIAL_INDEX is module.trial_index
+    assert kernels._PASS_AT_K_ESTIMATES is module.pass_at_k_estimates
+    assert kernels._PASS_HAT_K_ESTIMATES is module.pass_hat_k_estimates
+    assert kernels._COLUMN_FIGURES is module.column_figures
+    assert kernels._PERCENTILES is module.percentiles
+    assert kernels._HARBOR_PASS_AT_K is module.harbor_pass_at_k
+    assert kernels.encode_float is module.encode_float
 
 
 # An event id's fingerprint, and a part's fingerprints with one more.
@@ -194,7 +236,7 @@ def test_a_sum_resumed_in_the_kernel_is_the_sum_at_once(values: list[float], dat
         expected = compensated_sum(values)
     total, compensation = built().running_sum(values[:cut], 0.0, 0.0)
     total, compensation = built().running_sum(values[cut:], total, compensation)
-    assert same(aggregates.finished_sum(total, compensation), expected)
+    assert same(kernels.finished_sum(total, compensation), expected)
 
 
 @given(ANY_LENGTH, FLOATS, FLOATS)
@@ -221,9 +263,9 @@ def test_the_squares_sum_is_the_twins(values: list[float], mean: float) -> None:
     and means that are infinite (a sum of finite values past the largest double)."""
     expected = squares_running_sum_in_python(values, mean)
     assert same(built().squares_running_sum(values, mean), expected)
-    assert same(squares_sum(values, mean), aggregates.finished_sum(*expected))
+    assert same(squares_sum(values, mean), kernels.finished_sum(*expected))
     with twins_only():
-        assert same(squares_sum(values, mean), aggregates.finished_sum(*expected))
+        assert same(squares_sum(values, mean), kernels.finished_sum(*expected))
 
 
 @pytest.mark.parametrize("value", [-834.4018745313673, -213.78370474343592, -329.655741390696, -721.4074814104423])
@@ -288,7 +330,9 @@ TALLIES = st.lists(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st
 
 @given(TALLIES, st.sampled_from([estimates, hat_estimates]))
 def test_by_k_holds_the_very_figures_either_way(measured: list[tuple[int, int]], estimator: Any) -> None:
-    with twins_only():
+    """The tasks' figures (cached tuples) moved by reference, with the kernel or its twin."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernels, "_TRANSPOSED", None)
         expected = by_k(measured, estimator)
     columns = by_k(measured, estimator)
     assert [[id(value) for value in column] for column in columns] == [
@@ -326,3 +370,230 @@ def test_the_kernel_finds_what_the_twin_finds(trial_ids: list[str], data: st.Dat
     if other.isalpha() and all(ord(character) < 256 for character in held + other):
         assert built().trial_index(held, other) == expected
     assert trial_index(held, other) == expected
+
+
+# pass@k's and pass^k's figures of a task, from its (n, c).
+
+SMALL_TALLY = st.integers(1, 60).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n)))
+HUGE_TALLY = st.integers(1_000, 20_000).flatmap(
+    lambda n: st.tuples(st.just(n), st.sampled_from([0, 1, n - 1, n]) | st.integers(0, min(n, 3)))
+)
+"""Many attempts, with the counts of passes whose figures cost O(n) to compute (every k's
+product runs over c terms, or stops at once)."""
+NO_ATTEMPT = st.just((0, 0))
+
+
+@given(SMALL_TALLY | HUGE_TALLY | NO_ATTEMPT)
+def test_a_tasks_pass_at_k_and_pass_hat_k_are_the_twins(tally: tuple[int, int]) -> None:
+    n, c = tally
+    for kernel, twin, seam in (
+        (built().pass_at_k_estimates, pass_at_k_estimates_in_python, pass_at_k_estimates),
+        (built().pass_hat_k_estimates, pass_hat_k_estimates_in_python, pass_hat_k_estimates),
+    ):
+        expected = twin(n, c)
+        assert type(expected) is tuple
+        assert len(expected) == n
+        assert same(kernel(n, c), expected)
+        assert same(seam(n, c), expected)
+
+
+@pytest.mark.parametrize(("n", "c"), [(3, 5), (-1, 0), (2, -1), (2**53 + 1, 0), (2**70, 2**70)])
+def test_a_tally_past_the_kernels_domain_is_left_to_the_twins(n: int, c: int) -> None:
+    """c > n, a negative count, or n past 2^53 (where an int is no longer a double exactly):
+    the kernel answers None, the seam the twin's answer."""
+    assert built().pass_at_k_estimates(n, c) is None
+    assert built().pass_hat_k_estimates(n, c) is None
+    if 0 <= n < 10:
+        assert same(pass_at_k_estimates(n, c), pass_at_k_estimates_in_python(n, c))
+        assert same(pass_hat_k_estimates(n, c), pass_hat_k_estimates_in_python(n, c))
+
+
+def test_the_figures_are_the_product_forms() -> None:
+    """Section 2's example (n = 3, c = 1: pass@1 = 1 - (1 - 1/3)) and pass^k's product."""
+    assert built().pass_at_k_estimates(3, 1) == (1 - (1 - 1 / 3), 1 - (1 - 2 / 3), 1.0)
+    assert built().pass_hat_k_estimates(3, 2) == (2 / 3, 2 / 3 * (1 / 2), 0.0)
+    assert built().pass_at_k_estimates(4, 0) == (0.0,) * 4
+    assert built().pass_hat_k_estimates(4, 4) == (1.0,) * 4
+
+
+# A key's column at one k: its center, spread and section 8 entry.
+
+FIGURES = st.floats(0.0, 1.0)
+"""Per-task figures as the fold makes them."""
+HUGE = st.sampled_from([sys.float_info.max, -sys.float_info.max, 1e308, 8.98846567431158e307, 1.3407807929942596e154])
+"""Values whose sums or squares pass the largest double."""
+
+
+@given(
+    st.lists(FIGURES, min_size=1, max_size=80) | st.lists(FLOATS | HUGE, min_size=1, max_size=40),
+    st.integers(0, 5),
+    st.integers(1, 1_200),
+)
+def test_a_columns_figures_are_the_twins(values: list[float], unmeasured: int, k: int) -> None:
+    """Figures as the fold makes them, and any doubles, near overflow, -0.0, NaN and the
+    infinities included (the kernel does the same IEEE arithmetic whatever the input)."""
+    total = len(values) + unmeasured
+    expected = column_figures_in_python(values, total, k)
+    assert same(built().column_figures(values, total, k), expected)
+    assert same(column_figures(values, total, k), expected)
+    assert list(expected[4]) == ["k", "count", "nan_count", "mean", "stderr", "ci95_low", "ci95_high"]
+
+
+@given(st.lists(FIGURES | st.floats(allow_nan=False, allow_infinity=False) | HUGE, min_size=1, max_size=60))
+def test_a_columns_center_and_spread_are_its_range_aggregates(values: list[float]) -> None:
+    """The `<key>.pass@<k>` aggregate's count, sum, mean and variances and section 8's entry
+    come from the one computation: the column's are the range aggregate's of its values."""
+    summed, mean, variance, sample_variance, entry = column_figures(values, len(values) + 2, 1)
+    middle, spreads = center_and_spread(values, len(values) + 2)
+    assert spreads is not None
+    assert same((middle.sum, middle.mean, middle.count, middle.nan_count), (summed, mean, entry["count"], 2))
+    assert same((spreads.variance, spreads.sample_variance), (variance, sample_variance))
+    assert same(entry["mean"], mean)
+
+
+def test_one_figure_has_no_interval_and_two_have_students_t() -> None:
+    assert built().column_figures([0.5], 3, 1)[4] == {
+        "k": 1,
+        "count": 1,
+        "nan_count": 2,
+        "mean": 0.5,
+        "stderr": None,
+        "ci95_low": None,
+        "ci95_high": None,
+    }
+    _, mean, _, sample_variance, entry = built().column_figures([1.0, 0.0], 2, 2)
+    stderr = math.sqrt(sample_variance) / math.sqrt(2.0)
+    assert (entry["stderr"], entry["ci95_low"], entry["ci95_high"]) == (stderr, 0.0, 1.0)
+    assert mean + t975(1) * stderr > 1.0  # clipped
+
+
+@pytest.mark.parametrize("values", [[], [0.5, 1], [True]], ids=["empty", "an int", "a bool"])
+def test_a_column_the_kernel_does_not_read_is_left_to_the_twin(values: list[Any]) -> None:
+    assert built().column_figures(values, len(values), 1) is None
+
+
+def test_students_t_is_the_tables() -> None:
+    """Every df of the table, past it the normal quantile, and none for df 0."""
+    for df in [*range(1, 1_100), 10**6, 2**63]:
+        assert bits(built().t975(df)) == bits(t975(df))
+    with pytest.raises(ValueError, match="at least one degree of freedom"):
+        built().t975(0)
+
+
+@given(TALLIES, st.integers(0, 4))
+def test_a_keys_columns_in_rust_are_the_folds(measured: list[tuple[int, int]], unmeasured: int) -> None:
+    """The crate's own columns (`by_k` and a column per k, for a fold written in Rust) are
+    `key_figures_of`'s, value by value and figure by figure."""
+    with twins_only():
+        expected = key_figures_of(measured, unmeasured, None)
+    at_k, hat_k = built().key_figures(measured, unmeasured)
+    for columns, made in ((expected.at_k, at_k), (expected.hat_k, hat_k)):
+        assert len(columns) == len(made)
+        for column, (values, (summed, mean, variance, sample_variance, entry)) in zip(columns, made, strict=True):
+            assert column.spreads is not None
+            assert same(values, column.values)
+            assert same((summed, mean), (column.middle.sum, column.middle.mean))
+            assert same((variance, sample_variance), (column.spreads.variance, column.spreads.sample_variance))
+            assert same(entry, column.entry)
+
+
+# A range aggregate's percentiles.
+
+
+@given(st.lists(FLOATS | HUGE, min_size=1, max_size=300).map(sorted) | st.lists(FLOATS, min_size=1, max_size=30))
+def test_the_percentiles_are_the_twins(ordered: list[float]) -> None:
+    """Sorted lists of any length (every position of section 4's rule), NaN, the
+    infinities (0.0 times an infinite difference) and -0.0 included; and lists not sorted,
+    which both read at the same places."""
+    expected = percentiles_in_python(ordered)
+    assert len(expected) == 10
+    assert same(built().percentiles(ordered), expected)
+    assert same(percentiles(ordered), expected)
+
+
+def test_the_percentiles_read_only_their_places() -> None:
+    """An item the rule does not read may be anything; one it reads must be a float, or the
+    twin answers; and an empty list has none."""
+    ordered: list[Any] = [float(at) for at in range(99)]
+    ordered[3] = "not read"
+    assert built().percentiles(ordered) == percentiles_in_python(ordered)
+    ordered[98] = 98  # read: p100
+    assert built().percentiles(ordered) is None
+    assert percentiles(ordered) == percentiles_in_python(ordered)
+    assert built().percentiles([]) is None
+
+
+# Harbor's pass@k.
+
+HARBOR_TALLIES = st.lists(
+    st.integers(1, 40).flatmap(lambda n: st.tuples(st.just(n), st.sampled_from([0, n]) | st.integers(0, n))),
+    min_size=1,
+    max_size=60,
+) | st.lists(st.sampled_from([(2_000, 0), (2_000, 2_000), (2_000, 1), (2_500, 3)]), min_size=1, max_size=5)
+
+
+@given(HARBOR_TALLIES)
+def test_harbors_pass_at_k_is_the_twins(tallies: list[tuple[int, int]]) -> None:
+    expected = harbor_pass_at_k_in_python(tallies)
+    assert same(built().harbor_pass_at_k(tallies), expected)
+    assert same(harbor_pass_at_k(tallies), expected)
+
+
+def test_harbors_ks_are_its_own() -> None:
+    assert list(built().harbor_pass_at_k([(20, 10)])) == ["2", "4", "5", "8", "10", "15", "16", "20"]
+    assert built().harbor_pass_at_k([(1, 1)]) == {}
+
+
+@pytest.mark.parametrize("tallies", [[], [(3, 4)], [(2**54, 0)], [(2, 1), (3, "1")]], ids=str)
+def test_tallies_the_harbor_kernel_does_not_read_are_left_to_the_twin(tallies: list[Any]) -> None:
+    assert built().harbor_pass_at_k(tallies) is None
+
+
+# A float's JSON text.
+
+FINITE_DOUBLES = (
+    st.integers(0, 2**64 - 1).map(lambda word: struct.unpack("<d", struct.pack("<Q", word))[0]).filter(math.isfinite)
+)
+"""Every finite double alike, by its bits: subnormals and huge exponents as often as the rest."""
+ROUND_NUMBERS = st.sampled_from(
+    [0.0, -0.0, 1e16, 1e15, 1e17, 1e-7, 1e-5, 1e-4, 2.5e-5, 5e-324, 2.2250738585072014e-308, sys.float_info.max, 0.1]
+) | st.integers(-(2**63), 2**63).map(float)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False) | FINITE_DOUBLES | ROUND_NUMBERS)
+def test_a_floats_text_is_orjsons(value: float) -> None:
+    """Shortest round-trip digits, ".0" on an integer's, orjson's exponent form ("1e+16",
+    "1e-7") past its bounds, "-0.0": the very bytes."""
+    expected = orjson.dumps(value)
+    assert built().encode_float(value) == expected
+    assert encode_float_in_python(value) == expected
+    assert encode_float(value) == expected
+    assert float(built().encode_float(value)) == value
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_float_without_json_text_is_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="not a finite float"):
+        built().encode_float(value)
+    with pytest.raises(ValueError, match="not a finite float"):
+        encode_float_in_python(value)
+
+
+# The fold's every output, with the kernels and with their twins.
+
+
+@given(mixed_logs(late=True))
+def test_a_logs_trace_is_the_same_with_the_kernels_or_their_twins(log: bytes) -> None:
+    """Every step's outcome and summary revision, every run's stored form, progress and
+    summary: the same bytes whichever answers."""
+    with twins_only():
+        expected = trace(log)
+    assert trace(log) == expected
+
+
+def test_a_log_of_big_runs_is_the_same_with_the_kernels_or_their_twins() -> None:
+    sources = [synthetic_run(f"run-{i}", tasks=60, attempts=5, seed=i) for i in range(3)]
+    log = b"".join(orjson.dumps(event) + b"\n" for event in interleave(sources, 3))
+    with twins_only():
+        expected = trace(log)
+    assert trace(log) == expected

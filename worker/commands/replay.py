@@ -19,6 +19,7 @@ import pickle
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import astuple
+from io import IOBase
 from itertools import islice
 from multiprocessing.connection import Connection
 from multiprocessing.queues import Queue
@@ -27,11 +28,13 @@ from typing import BinaryIO, TextIO
 import orjson
 
 from projections.closed_caches import CLOSED_CACHES_BYTES
-from projections.replayer import STDOUT, Output, Replayer, ReplayStats
+from projections.native_replay import replayer
+from projections.replayer import STDOUT, Output, ReplayStats
 
 Chunk = tuple[list[int], list[bytes]]
 """Line numbers and lines sent to one process."""
 CHUNK_LINES = 2048
+"""Lines folded in one call (and sent to a process in one chunk)."""
 IN_FLIGHT = 4
 
 
@@ -43,20 +46,27 @@ def replay(
     progress_every: int | None = None,
     jobs: int = 1,
     closed_caches_bytes: int = CLOSED_CACHES_BYTES,
+    native: bool = True,
 ) -> ReplayStats:
     """Fold `lines` (one event each) and write summaries (and progress, when
     `progress_every` is set: every that many applied events of a run, and at close).
     `closed_caches_bytes`: each process's budget for closed runs' summary caches
-    (`projections.closed_caches`)."""
+    (`projections.closed_caches`); `native`: False for the Python fold even where the native
+    one is built (`projections.native_replay.replayer`)."""
     stats = ReplayStats()
     if jobs > 1:
         write(_sharded(_counted(lines, stats), jobs, progress_every, closed_caches_bytes, stats), out, err)
         return stats
-    replayer = Replayer(progress_every, closed_caches_bytes)
-    for stats.lines, line in enumerate(lines, 1):
-        if outputs := replayer.feed(stats.lines, line):
+    folding = replayer(progress_every, closed_caches_bytes, native=native)
+    # Lines are folded CHUNK_LINES a call, but a pipe's line by line, so that a summary comes
+    # out as soon as the line that makes it goes in, however slowly the pipe fills.
+    chunk_lines = 1 if isinstance(lines, IOBase) and not lines.seekable() else CHUNK_LINES
+    stream = iter(lines)
+    while chunk := list(islice(stream, chunk_lines)):
+        if outputs := folding.feed_lines(stats.lines + 1, chunk):
             write(outputs, out, err)
-    stats.add(replayer.finish())
+        stats.lines += len(chunk)
+    stats.add(folding.finish())
     return stats
 
 
@@ -97,13 +107,13 @@ def route_key(line: bytes) -> bytes:
 def _shard_main(
     inbox: Queue[Chunk | None], outbox: Connection, progress_every: int | None, closed_caches_bytes: int
 ) -> None:
-    replayer = Replayer(progress_every, closed_caches_bytes)
+    folding = replayer(progress_every, closed_caches_bytes)
     while (chunk := inbox.get()) is not None:
         numbers, lines = chunk
         outbox.send_bytes(
-            pickle.dumps([output for n, line in zip(numbers, lines, strict=True) for output in replayer.feed(n, line)])
+            pickle.dumps([output for n, line in zip(numbers, lines, strict=True) for output in folding.feed(n, line)])
         )
-    outbox.send_bytes(pickle.dumps(astuple(replayer.finish())))
+    outbox.send_bytes(pickle.dumps(astuple(folding.finish())))
 
 
 def _sharded(

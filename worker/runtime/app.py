@@ -191,7 +191,7 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
         reclaim_after=settings.session_timeout,
         write_timeout=settings.transaction_timeout,
     )
-    metrics = WorkerMetrics(processor, engine.counts, highwater, hooks.last_timestamp)
+    metrics = WorkerMetrics(processor, engine.counts, highwater, hooks.last_timestamp, store_memory=store.memory)
     engine.on_checkpoint = metrics.checkpoint_seconds.observe
 
     def not_ready() -> str | None:

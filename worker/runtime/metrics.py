@@ -56,7 +56,9 @@ class WorkerMetrics(Collector):
         engine: EngineCounts,
         highwater: Callable[[int], int | None],
         last_timestamp: Mapping[int, int],
+        *,
         clock: Callable[[], float] = time.time,
+        store_memory: Callable[[], int] = lambda: 0,
     ) -> None:
         """`highwater`: the consumer's last known highwater of an events partition (None:
         not fetched yet); `last_timestamp`: partition -> Kafka timestamp (ms) of the last
@@ -66,6 +68,7 @@ class WorkerMetrics(Collector):
         self.highwater = highwater
         self.last_timestamp = last_timestamp
         self.clock = clock
+        self.store_memory = store_memory
         self.registry = CollectorRegistry(auto_describe=False)
         self.checkpoint_seconds = Histogram(
             "evalstream_checkpoint_duration_seconds",
@@ -112,6 +115,11 @@ class WorkerMetrics(Collector):
             "evalstream_run_cache_bytes",
             "Estimated memory of the runs in the run cache, as of its last eviction",
             cache.held_bytes,
+        )
+        yield GaugeMetricFamily(
+            "evalstream_store_memory_bytes",
+            "Memory the local copy of the changelog holds (RocksDB's block caches, write buffers and table readers)",
+            self.store_memory(),
         )
         yield from self.processor.progress.figures.collect()
 

@@ -40,6 +40,14 @@ BLOCK_CACHE_BYTES = 32 * 2**20
 """Per partition. RocksDB's defaults (64 MiB write buffers, an 8 MiB block cache growing with
 the store under faust's 2 GiB) let RSS grow with the store for as long as the worker ran; the
 run cache in front of the store is what keeps hot runs in memory."""
+MEMORY_PROPERTIES = (
+    "rocksdb.block-cache-usage",
+    "rocksdb.cur-size-all-mem-tables",
+    "rocksdb.estimate-table-readers-mem",
+)
+"""RocksDB's own account of the memory a database holds: its block cache, its write buffers,
+its table readers' indexes and filters (each bounded by the options above but the last,
+which grows with the files)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,10 @@ class PartitionStore:
     def identity(self) -> Identity | None:
         return Identity.of(self._db.get(IDENTITY_KEY))
 
+    def memory(self) -> int:
+        """The bytes RocksDB says the database holds in memory (`MEMORY_PROPERTIES`)."""
+        return sum(self._db.property_int_value(name) or 0 for name in MEMORY_PROPERTIES)
+
     def apply(self, changes: Iterable[Change], offset: int, identity: Identity | None = None) -> None:
         """Put committed changelog records, in their changelog order, and the offset they
         reach (and the identity, when given), in one write."""
@@ -159,6 +171,10 @@ class LocalStore:
 
     def scan(self, partition: int, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         return self.partition(partition).scan(prefix)
+
+    def memory(self) -> int:
+        """The bytes the open copies hold in memory, as RocksDB counts them."""
+        return sum(store.memory() for store in self._partitions.values())
 
     def close(self) -> None:
         for store in self._partitions.values():

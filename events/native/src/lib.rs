@@ -43,7 +43,7 @@ fn given<'de, D: Deserializer<'de>, T: Deserialize<'de>>(input: D) -> Result<Opt
 type Given<T> = Option<Option<T>>;
 
 /// A JSON string, borrowed from the message unless it holds an escape.
-struct Text<'a>(Cow<'a, str>);
+pub struct Text<'a>(Cow<'a, str>);
 
 impl std::ops::Deref for Text<'_> {
     type Target = str;
@@ -83,7 +83,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 
 /// A record, read from a JSON object only: serde's derived readers take a struct's fields
 /// given as an array, in order, too (`"usage": [1, 2, 0.5]`), where the models want an object.
-struct Object<T>(T);
+pub struct Object<T>(T);
 
 impl<T> std::ops::Deref for Object<T> {
     type Target = T;
@@ -115,7 +115,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Message<'a> {
+pub struct Message<'a> {
     #[serde(borrow, rename = "type")]
     kind: Text<'a>,
     schema_version: u64,
@@ -147,7 +147,7 @@ struct Message<'a> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct OutputMessage<'a> {
+pub struct OutputMessage<'a> {
     #[serde(borrow)]
     name: Text<'a>,
     value: Box<RawValue>,
@@ -155,7 +155,7 @@ struct OutputMessage<'a> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ErrorMessage<'a> {
+pub struct ErrorMessage<'a> {
     #[serde(borrow, rename = "type", default, deserialize_with = "given")]
     kind: Given<Text<'a>>,
     #[serde(borrow, default, deserialize_with = "given")]
@@ -164,7 +164,7 @@ struct ErrorMessage<'a> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct UsageMessage {
+pub struct UsageMessage {
     #[serde(default, deserialize_with = "given")]
     input_tokens: Option<Box<RawValue>>,
     #[serde(default, deserialize_with = "given")]
@@ -309,7 +309,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Labels<'a> {
 }
 
 /// A JSON scalar as the models take it.
-enum Scalar {
+pub enum Scalar {
     Null,
     Bool(bool),
     Int(i64),
@@ -354,7 +354,7 @@ fn finite_float(raw: &RawValue) -> Option<f64> {
 /// and this float division agree). None for anything else: `events.timestamps` decides it.
 /// What Python's `datetime.fromisoformat(value.upper()).timestamp()` gives, to the bit: the
 /// exact microseconds since the epoch, divided by 10^6 once.
-fn common_epoch_seconds(value: &str) -> Option<f64> {
+pub fn common_epoch_seconds(value: &str) -> Option<f64> {
     let b = value.as_bytes();
     let digits = |from: usize, count: usize| -> Option<i64> {
         let part = b.get(from..from + count)?;
@@ -453,6 +453,193 @@ fn distinct<'t>(texts: impl ExactSizeIterator<Item = &'t str>) -> bool {
 fn within(text: &str, most: usize) -> bool {
     // Python's len: code points.
     !text.is_empty() && text.chars().count() <= most
+}
+
+/// The bounds of `events.models` an event's ids and names must be within.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub event_id_max: usize,
+    pub run_id_max: usize,
+    pub name_max: usize,
+}
+
+/// How a `score.emitted` ends, as its `status` and `failure` say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScoreStatus {
+    Completed,
+    Partial,
+    /// `failed` with `failure: "trial"`.
+    TrialFailed,
+    /// `failed` with `failure: "metric"`.
+    MetricFailed,
+}
+
+/// What a message of one of the three common types holds, read with every check the
+/// recogniser makes before it builds the event: what the fold applies without a model
+/// (`projections/native`), and what the recogniser builds its models of.
+pub struct Read<'m> {
+    pub event_id: &'m str,
+    pub run_id: &'m str,
+    /// `occurred_at`, when given and not null.
+    pub occurred_at: Option<&'m str>,
+    pub kind: ReadKind<'m>,
+}
+
+pub enum ReadKind<'m> {
+    Score {
+        task_id: &'m str,
+        trial_id: &'m str,
+        metric_type: &'m str,
+        status: ScoreStatus,
+        /// Each output's name and value; the non-finite strings stay strings here.
+        outputs: Vec<(&'m str, Scalar)>,
+    },
+    Trial {
+        task_id: &'m str,
+        trial_id: &'m str,
+        completed: bool,
+        /// The error's `type`, when an error with a type is given.
+        error_type: Option<&'m str>,
+    },
+    Closed {
+        reason: &'static str,
+    },
+}
+
+/// Whether an envelope is one the models take: schema version 1, ids within their bounds.
+fn enveloped(envelope: &Envelope<'_, '_>, limits: &Limits) -> bool {
+    envelope.schema_version == 1
+        && within(envelope.event_id, limits.event_id_max)
+        && within(envelope.run_id, limits.run_id_max)
+}
+
+/// A given, non-null name within the bound.
+fn named<'m>(field: &'m Given<Text<'_>>, limits: &Limits) -> Option<&'m str> {
+    match field {
+        Some(Some(text)) if within(text, limits.name_max) => Some(text),
+        _ => None,
+    }
+}
+
+/// The message of a common type, read (`Read`); None where the recogniser is not certain
+/// of it: a run.started, a field of another type, a value past what it reads itself.
+pub fn read<'m>(message: &'m Message<'_>, limits: &Limits) -> Option<Read<'m>> {
+    if !enveloped(&message.envelope(), limits) {
+        return None;
+    }
+    let kind = match &*message.kind {
+        "score.emitted" => read_score(message, limits)?,
+        "trial.finished" => read_trial(message, limits)?,
+        "run.closed" => read_closed(message)?,
+        _ => return None,
+    };
+    let occurred_at = match &message.occurred_at {
+        Some(Some(at)) => Some(&**at),
+        _ => None,
+    };
+    Some(Read { event_id: &message.event_id, run_id: &message.run_id, occurred_at, kind })
+}
+
+fn read_score<'m>(message: &'m Message<'_>, limits: &Limits) -> Option<ReadKind<'m>> {
+    if message.usage.is_some() || message.reason.is_some() {
+        return None;
+    }
+    let (task_id, trial_id) = (named(&message.task_id, limits)?, named(&message.trial_id, limits)?);
+    let metric_type = named(&message.metric_type, limits)?;
+    let failure = match message.failure.as_ref().and_then(Option::as_deref) {
+        None => None,
+        Some("trial") => Some(ScoreStatus::TrialFailed),
+        Some("metric") => Some(ScoreStatus::MetricFailed),
+        Some(_) => return None,
+    };
+    let outputs: &[Object<OutputMessage<'_>>] = match &message.outputs {
+        Some(None) => return None, // outputs is a list, never null
+        Some(Some(outputs)) => outputs,
+        None => &[],
+    };
+    let status = match message.status.as_ref().and_then(Option::as_deref) {
+        Some("completed") if failure.is_none() => ScoreStatus::Completed,
+        Some("partial") if failure.is_none() => ScoreStatus::Partial,
+        // A failed score says why, and carries no outputs.
+        Some("failed") if outputs.is_empty() => failure?,
+        _ => return None,
+    };
+    if !distinct(outputs.iter().map(|output| &*output.name)) {
+        return None;
+    }
+    let outputs = outputs
+        .iter()
+        .map(|output| Some((&*output.name, scalar(&output.value)?)).filter(|(name, _)| within(name, limits.name_max)))
+        .collect::<Option<Vec<_>>>()?;
+    Some(ReadKind::Score { task_id, trial_id, metric_type, status, outputs })
+}
+
+fn read_trial<'m>(message: &'m Message<'_>, limits: &Limits) -> Option<ReadKind<'m>> {
+    if message.metric_type.is_some()
+        || message.failure.is_some()
+        || message.outputs.is_some()
+        || message.reason.is_some()
+    {
+        return None;
+    }
+    let (task_id, trial_id) = (named(&message.task_id, limits)?, named(&message.trial_id, limits)?);
+    let completed = match message.status.as_ref().and_then(Option::as_deref) {
+        Some("completed") => true,
+        Some("failed") => false,
+        _ => return None,
+    };
+    if let Some(Some(usage)) = &message.usage {
+        let tokens = |raw: &Option<Box<RawValue>>| match raw.as_deref().map(scalar) {
+            None | Some(Some(Scalar::Null)) => true,
+            Some(Some(Scalar::Int(tokens))) => tokens >= 0,
+            Some(_) => false,
+        };
+        let cost = match usage.cost_usd.as_deref() {
+            None => true,
+            Some(raw) if raw.get().trim() == "null" => true,
+            Some(raw) => finite_float(raw).is_some_and(|cost| cost >= 0.0),
+        };
+        if !(tokens(&usage.input_tokens) && tokens(&usage.output_tokens) && cost) {
+            return None;
+        }
+    }
+    let error_type = match &message.error {
+        Some(Some(error)) => error.kind.as_ref().and_then(Option::as_deref),
+        _ => None,
+    };
+    Some(ReadKind::Trial { task_id, trial_id, completed, error_type })
+}
+
+fn read_closed<'m>(message: &'m Message<'_>) -> Option<ReadKind<'m>> {
+    let others = [
+        message.task_id.is_some(),
+        message.trial_id.is_some(),
+        message.metric_type.is_some(),
+        message.status.is_some(),
+        message.failure.is_some(),
+        message.outputs.is_some(),
+        message.error.is_some(),
+        message.usage.is_some(),
+    ];
+    if others.contains(&true) {
+        return None;
+    }
+    let reason = match &message.reason {
+        None => "completed",
+        Some(reason) => match reason.as_deref() {
+            Some("completed") => "completed",
+            Some("cancelled") => "cancelled",
+            Some("failed") => "failed",
+            _ => return None,
+        },
+    };
+    Some(ReadKind::Closed { reason })
+}
+
+/// The message `text` holds, as serde reads it: None where it is not one of the shapes the
+/// recogniser reads (a run.started has a shape of its own: `StartedMessage`).
+pub fn message(text: &str) -> Option<Message<'_>> {
+    serde_json::from_str::<Object<Message<'_>>>(text).ok().map(|Object(message)| message)
 }
 
 /// What the recogniser must agree with, handed over by `events/compiled.py` as a dict: the
@@ -568,23 +755,27 @@ impl Recogniser {
         } else {
             return None;
         };
-        match serde_json::from_str::<Object<Message<'_>>>(text) {
-            Ok(Object(message)) => self.build(py, message).ok(),
+        match message(text) {
+            Some(message) => self.build(py, message).ok(),
             // Its fields are none of the other types': a run.started fails that shape.
-            Err(_) if text.contains("\"run.started\"") => {
+            None if text.contains("\"run.started\"") => {
                 self.started(py, serde_json::from_str::<Object<_>>(text).ok()?.0).ok()
             }
-            Err(_) => None,
+            None => None,
         }
     }
 
     fn build(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
-        match &*message.kind {
-            "score.emitted" => self.score(py, message),
-            "trial.finished" => self.trial(py, message),
-            "run.closed" => self.closed(py, message),
-            _ => Err(Unsure),
+        let read = read(&message, &self.limits()).ok_or(Unsure)?;
+        match &read.kind {
+            ReadKind::Score { .. } => self.score(py, &message, read),
+            ReadKind::Trial { .. } => self.trial(py, &message, read),
+            ReadKind::Closed { reason } => self.closed(py, &message, reason),
         }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits { event_id_max: self.event_id_max, run_id_max: self.run_id_max, name_max: self.name_max }
     }
 
     /// What pydantic's validator builds: the values in field order, the fields given, no
@@ -644,8 +835,7 @@ impl Recogniser {
         given: &Py<PyFrozenSet>,
         size: isize,
     ) -> Built<Head<'py>> {
-        sure(message.schema_version == 1)?;
-        sure(within(message.event_id, self.event_id_max) && within(message.run_id, self.run_id_max))?;
+        sure(enveloped(message, &self.limits()))?;
         // SAFETY: the call returns a new dict or NULL with an exception set.
         let values = unsafe {
             Bound::from_owned_ptr_or_err(py, ffi::_PyDict_NewPresized(size))?.downcast_into_unchecked::<PyDict>()
@@ -679,67 +869,38 @@ impl Recogniser {
         Ok(Head { values, fields, moment })
     }
 
-    fn name<'py>(&self, py: Python<'py>, field: &Given<Text<'_>>) -> Built<Bound<'py, PyString>> {
-        match field {
-            Some(Some(text)) => self.name_of(py, text),
-            _ => Err(Unsure),
-        }
-    }
-
     /// A name (task id, trial id, metric type, output or view name) within `events.models`' bound.
     fn name_of<'py>(&self, py: Python<'py>, text: &str) -> Built<Bound<'py, PyString>> {
         sure(within(text, self.name_max))?;
         Ok(self.names.get(py, text))
     }
 
-    fn score(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
-        sure(message.usage.is_none() && message.reason.is_none())?;
+    fn score(&self, py: Python<'_>, message: &Message<'_>, read: Read<'_>) -> Built<PyObject> {
+        let ReadKind::Score { task_id, trial_id, metric_type, status, outputs } = read.kind else {
+            return Err(Unsure);
+        };
         let head = self.envelope(py, &message.envelope(), intern!(py, "score.emitted"), &self.score_given, 12)?;
         let (values, fields) = (&head.values, &head.fields);
-        values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
-        values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
-        values.set_item(intern!(py, "metric_type"), self.name(py, &message.metric_type)?)?;
-        let status = match message.status.as_ref().and_then(Option::as_deref) {
-            Some("completed") => intern!(py, "completed"),
-            Some("partial") => intern!(py, "partial"),
-            Some("failed") => intern!(py, "failed"),
-            _ => return Err(Unsure),
+        values.set_item(intern!(py, "task_id"), self.name_of(py, task_id)?)?;
+        values.set_item(intern!(py, "trial_id"), self.name_of(py, trial_id)?)?;
+        values.set_item(intern!(py, "metric_type"), self.name_of(py, metric_type)?)?;
+        let (status, failure, class) = match status {
+            ScoreStatus::Completed => (intern!(py, "completed"), None, &self.score_measured),
+            ScoreStatus::Partial => (intern!(py, "partial"), None, &self.score_measured),
+            ScoreStatus::TrialFailed => (intern!(py, "failed"), Some(intern!(py, "trial")), &self.score_failed),
+            ScoreStatus::MetricFailed => (intern!(py, "failed"), Some(intern!(py, "metric")), &self.score_failed),
         };
         values.set_item(intern!(py, "status"), status)?;
-        let failure = match &message.failure {
-            None => None,
-            Some(None) => Some(None),
-            Some(Some(text)) => match &**text {
-                "trial" => Some(Some(intern!(py, "trial"))),
-                "metric" => Some(Some(intern!(py, "metric"))),
-                _ => return Err(Unsure),
-            },
-        };
-        if failure.is_some() {
+        if message.failure.is_some() {
             fields.add(intern!(py, "failure"))?;
         }
-        values.set_item(intern!(py, "failure"), failure.flatten())?;
-        let outputs = match message.outputs {
-            Some(None) => return Err(Unsure), // outputs is a list, never null
-            Some(Some(outputs)) => {
-                fields.add(intern!(py, "outputs"))?;
-                outputs
-            }
-            None => Vec::new(),
-        };
-        let failed = message.status.as_ref().and_then(Option::as_deref) == Some("failed");
-        let class = if failed {
-            // A failed score says why, and carries no outputs.
-            sure(failure.flatten().is_some() && outputs.is_empty())?;
-            &self.score_failed
-        } else {
-            sure(failure.flatten().is_none())?;
-            &self.score_measured
-        };
-        sure(distinct(outputs.iter().map(|output| &*output.name)))?;
+        values.set_item(intern!(py, "failure"), failure)?;
+        if message.outputs.is_some() {
+            fields.add(intern!(py, "outputs"))?;
+        }
         let built = PyList::empty(py);
-        for output in &outputs {
-            built.append(self.output(py, output)?)?;
+        for (name, value) in outputs {
+            built.append(self.output(py, name, value)?)?;
         }
         values.set_item(intern!(py, "outputs"), built)?;
         let error = self.error(py, &message.error, fields)?;
@@ -747,8 +908,8 @@ impl Recogniser {
         self.event(py, class, head)
     }
 
-    fn output(&self, py: Python<'_>, output: &OutputMessage<'_>) -> Built<PyObject> {
-        let value: PyObject = match scalar(&output.value).ok_or(Unsure)? {
+    fn output(&self, py: Python<'_>, name: &str, value: Scalar) -> Built<PyObject> {
+        let value: PyObject = match value {
             Scalar::Null => py.None(),
             Scalar::Bool(flag) => PyBool::new(py, flag).to_owned().into_any().unbind(),
             Scalar::Int(number) => number.into_pyobject(py)?.into_any().unbind(),
@@ -762,7 +923,7 @@ impl Recogniser {
             }
         };
         let values = PyDict::new(py);
-        values.set_item(intern!(py, "name"), self.name_of(py, &output.name)?)?;
+        values.set_item(intern!(py, "name"), self.names.get(py, name))?;
         values.set_item(intern!(py, "value"), value)?;
         self.model(py, &self.output, values, given_set(py, &self.output_given)?)
     }
@@ -794,24 +955,17 @@ impl Recogniser {
         self.model(py, &self.error_info, values, fields)
     }
 
-    fn trial(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
-        sure(
-            message.metric_type.is_none()
-                && message.failure.is_none()
-                && message.outputs.is_none()
-                && message.reason.is_none(),
-        )?;
+    fn trial(&self, py: Python<'_>, message: &Message<'_>, read: Read<'_>) -> Built<PyObject> {
+        let ReadKind::Trial { task_id, trial_id, completed, .. } = read.kind else {
+            return Err(Unsure);
+        };
         let head = self.envelope(py, &message.envelope(), intern!(py, "trial.finished"), &self.trial_given, 10)?;
         let (values, fields) = (&head.values, &head.fields);
-        values.set_item(intern!(py, "task_id"), self.name(py, &message.task_id)?)?;
-        values.set_item(intern!(py, "trial_id"), self.name(py, &message.trial_id)?)?;
-        let status = match message.status.as_ref().and_then(Option::as_deref) {
-            Some("completed") => intern!(py, "completed"),
-            Some("failed") => intern!(py, "failed"),
-            _ => return Err(Unsure),
-        };
+        values.set_item(intern!(py, "task_id"), self.name_of(py, task_id)?)?;
+        values.set_item(intern!(py, "trial_id"), self.name_of(py, trial_id)?)?;
+        let status = if completed { intern!(py, "completed") } else { intern!(py, "failed") };
         values.set_item(intern!(py, "status"), status)?;
-        let error = self.error(py, &message.error, &fields)?;
+        let error = self.error(py, &message.error, fields)?;
         values.set_item(intern!(py, "error"), error)?;
         let usage = match &message.usage {
             None => py.None(),
@@ -827,6 +981,7 @@ impl Recogniser {
         self.event(py, &self.trial_finished, head)
     }
 
+    /// A usage `read_trial` checked.
     fn usage(&self, py: Python<'_>, usage: &UsageMessage) -> Built<PyObject> {
         let values = PyDict::new(py);
         let fields = PySet::empty(py)?;
@@ -834,23 +989,17 @@ impl Recogniser {
             [(intern!(py, "input_tokens"), &usage.input_tokens), (intern!(py, "output_tokens"), &usage.output_tokens)]
         {
             let value: PyObject = match raw.as_deref().map(scalar) {
-                None => py.None(),
-                Some(Some(Scalar::Null)) => py.None(),
-                Some(Some(Scalar::Int(tokens))) if tokens >= 0 => tokens.into_pyobject(py)?.into_any().unbind(),
-                Some(_) => return Err(Unsure),
+                Some(Some(Scalar::Int(tokens))) => tokens.into_pyobject(py)?.into_any().unbind(),
+                _ => py.None(),
             };
             if raw.is_some() {
                 fields.add(name)?;
             }
             values.set_item(name, value)?;
         }
-        let cost: PyObject = match usage.cost_usd.as_deref() {
+        let cost: PyObject = match usage.cost_usd.as_deref().and_then(finite_float) {
+            Some(cost) => PyFloat::new(py, cost).into_any().unbind(),
             None => py.None(),
-            Some(raw) if raw.get().trim() == "null" => py.None(),
-            Some(raw) => match finite_float(raw) {
-                Some(cost) if cost >= 0.0 => PyFloat::new(py, cost).into_any().unbind(),
-                _ => return Err(Unsure),
-            },
         };
         if usage.cost_usd.is_some() {
             fields.add(intern!(py, "cost_usd"))?;
@@ -988,32 +1137,12 @@ impl Recogniser {
         self.model(py, &self.view_spec, values, given_set(py, &self.view_given)?)
     }
 
-    fn closed(&self, py: Python<'_>, message: Message<'_>) -> Built<PyObject> {
-        sure(
-            message.task_id.is_none()
-                && message.trial_id.is_none()
-                && message.metric_type.is_none()
-                && message.status.is_none()
-                && message.failure.is_none()
-                && message.outputs.is_none()
-                && message.error.is_none()
-                && message.usage.is_none(),
-        )?;
+    fn closed(&self, py: Python<'_>, message: &Message<'_>, reason: &str) -> Built<PyObject> {
         let head = self.envelope(py, &message.envelope(), intern!(py, "run.closed"), &self.envelope_given, 6)?;
-        let (values, fields) = (&head.values, &head.fields);
-        let reason = match &message.reason {
-            None => intern!(py, "completed"),
-            Some(reason) => {
-                fields.add(intern!(py, "reason"))?;
-                match reason.as_deref() {
-                    Some("completed") => intern!(py, "completed"),
-                    Some("cancelled") => intern!(py, "cancelled"),
-                    Some("failed") => intern!(py, "failed"),
-                    _ => return Err(Unsure),
-                }
-            }
-        };
-        values.set_item(intern!(py, "reason"), reason)?;
+        if message.reason.is_some() {
+            head.fields.add(intern!(py, "reason"))?;
+        }
+        head.values.set_item(intern!(py, "reason"), PyString::intern(py, reason))?;
         self.event(py, &self.run_closed, head)
     }
 }

@@ -2,7 +2,8 @@
 //! fingerprints by, with the rules of `projections.kernels.Keys` (its twin): an
 //! open-addressing table of the keys of the fingerprints' `hi` halves (`Slot::of`), slots by
 //! key modulo the width, linear probing, at a load of at most 3/4, the same width for the
-//! same capacities; keys of 4 bytes, or of 8 for a wide table.
+//! same capacities; keys of 4 bytes, or of 8 for a wide table. The native fold's runs index
+//! their applied events in the same tables (`fold::applied`).
 //!
 //! In the compiled fold each probe of `Keys`' `array` made an integer object of the slot it
 //! read: ~500 instructions a probe, 3.4 probes an event on a 40k-trial run, and a growth
@@ -132,9 +133,50 @@ macro_rules! on_table {
     };
 }
 
+/// A table of either width: the native fold's runs' (`fold::applied`) and `KeyTable`'s.
+pub(crate) struct Keys(Tables);
+
+impl Keys {
+    pub(crate) fn sized(capacity: usize, wide: bool) -> Self {
+        Keys(if wide { Tables::Wide(Table::sized(capacity)) } else { Tables::Narrow(Table::sized(capacity)) })
+    }
+
+    /// Place `hi`'s key unless a slot holds it already: true when placed.
+    pub(crate) fn add(&mut self, hi: u64) -> bool {
+        on_table!(&mut self.0, table => table.add(hi))
+    }
+
+    /// Place `hi`'s key, known to stand for a fingerprint not indexed yet, even if a slot holds it.
+    pub(crate) fn put(&mut self, hi: u64) {
+        on_table!(&mut self.0, table => table.put(hi))
+    }
+
+    /// Whether a slot holds `hi`'s key.
+    pub(crate) fn holds(&self, hi: u64) -> bool {
+        on_table!(&self.0, table => table.holds(hi))
+    }
+
+    /// Make room for `capacity` keys without growing again.
+    pub(crate) fn reserve(&mut self, capacity: usize) {
+        on_table!(&mut self.0, table => table.grow(capacity))
+    }
+
+    pub(crate) fn width(&self) -> usize {
+        on_table!(&self.0, table => table.slots.len())
+    }
+
+    pub(crate) fn wide(&self) -> bool {
+        matches!(self.0, Tables::Wide(_))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        on_table!(&self.0, table => table.size)
+    }
+}
+
 #[pyclass(module = "projections._kernels")]
 pub struct KeyTable {
-    table: Tables,
+    table: Keys,
 }
 
 #[pymethods]
@@ -142,43 +184,42 @@ impl KeyTable {
     #[new]
     #[pyo3(signature = (capacity, wide = false))]
     fn new(capacity: usize, wide: bool) -> Self {
-        let table = if wide { Tables::Wide(Table::sized(capacity)) } else { Tables::Narrow(Table::sized(capacity)) };
-        KeyTable { table }
+        KeyTable { table: Keys::sized(capacity, wide) }
     }
 
     /// Place `hi`'s key unless a slot holds it already: True when placed.
     fn add(&mut self, hi: u64) -> bool {
-        on_table!(&mut self.table, table => table.add(hi))
+        self.table.add(hi)
     }
 
     /// Place `hi`'s key, known to stand for a fingerprint not indexed yet, even if a slot holds it.
     fn put(&mut self, hi: u64) {
-        on_table!(&mut self.table, table => table.put(hi))
+        self.table.put(hi)
     }
 
     /// Whether a slot holds `hi`'s key.
     fn holds(&self, hi: u64) -> bool {
-        on_table!(&self.table, table => table.holds(hi))
+        self.table.holds(hi)
     }
 
     /// Make room for `capacity` keys without growing again.
     fn reserve(&mut self, capacity: usize) {
-        on_table!(&mut self.table, table => table.grow(capacity))
+        self.table.reserve(capacity)
     }
 
     /// The slots.
     #[getter]
     fn width(&self) -> usize {
-        on_table!(&self.table, table => table.slots.len())
+        self.table.width()
     }
 
     /// Whether keys are the whole `hi` (8 bytes a slot), not its top 31 bits (4).
     #[getter]
     fn wide(&self) -> bool {
-        matches!(self.table, Tables::Wide(_))
+        self.table.wide()
     }
 
     fn __len__(&self) -> usize {
-        on_table!(&self.table, table => table.size)
+        self.table.len()
     }
 }

@@ -7,14 +7,25 @@
 //! `KeyTable` (`keys.rs`) is the table the fold indexes those fingerprints by, `pairs.rs` how a
 //! part keeps them; `sums.rs` the range aggregate's loops over a list of floats;
 //! `transpose.rs` section 8's columns; `trials.rs` a trial id's search among a task's
-//! (`projections.packed.trial_ids`).
+//! (`projections.packed.trial_ids`); `fold` the fold's state in native code. The figures, as plain functions a native fold can call and
+//! as kernels: `passk.rs` pass@k's and pass^k's per-task figures and a key's columns,
+//! `ranges.rs` a range aggregate's center, spread and percentiles, `statistics.rs` section 8's
+//! entries (with `t975.rs`, Student's t), `harbor.rs` Harbor's pass@k; `floats.rs` a float's
+//! JSON text as orjson writes it, and its text as Python's `repr` writes it.
 
-// The recogniser's allocator, compiled into this crate too: one file for both.
-#[path = "../../../events/native/src/allocator.rs"]
-mod allocator;
+// The recogniser (a dependency: the fold reads events with it) brings its allocator, the
+// one this module's memory comes from too.
+use _native as _;
+mod floats;
+mod fold;
+mod harbor;
 mod keys;
 mod pairs;
+mod passk;
+mod ranges;
+mod statistics;
 mod sums;
+mod t975;
 mod transpose;
 mod trials;
 
@@ -33,11 +44,23 @@ fn event_fingerprint(event_id: &str) -> (u64, u64) {
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::KeyTable>()?;
+    module.add_class::<fold::door::NativeTask>()?;
+    module.add_class::<fold::door::NativeRun>()?;
+    module.add_class::<fold::door::FoldReader>()?;
     module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
     module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::squares_running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(transpose::transposed, module)?)?;
     module.add_function(wrap_pyfunction!(pairs::with_pair, module)?)?;
-    module.add_function(wrap_pyfunction!(trials::trial_index, module)?)
+    module.add_function(wrap_pyfunction!(trials::trial_index, module)?)?;
+    module.add_function(wrap_pyfunction!(passk::pass_at_k_estimates, module)?)?;
+    module.add_function(wrap_pyfunction!(passk::pass_hat_k_estimates, module)?)?;
+    module.add_function(wrap_pyfunction!(passk::key_figures, module)?)?;
+    module.add_function(wrap_pyfunction!(ranges::percentiles_of, module)?)?;
+    module.add_function(wrap_pyfunction!(statistics::column_figures, module)?)?;
+    module.add_function(wrap_pyfunction!(statistics::t975_of, module)?)?;
+    module.add_function(wrap_pyfunction!(harbor::harbor_pass_at_k, module)?)?;
+    module.add_function(wrap_pyfunction!(floats::float_repr_of, module)?)?;
+    module.add_function(wrap_pyfunction!(floats::encode_float, module)?)
 }

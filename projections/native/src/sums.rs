@@ -19,7 +19,7 @@ extern "C" {
 
 /// Calls `step` with each item's double, in order; false, stopping there, at an item that is
 /// not exactly a float.
-fn each_double(values: &Bound<'_, PyList>, mut step: impl FnMut(f64)) -> bool {
+pub fn each_double(values: &Bound<'_, PyList>, mut step: impl FnMut(f64)) -> bool {
     let list = values.as_ptr();
     for at in 0..values.len() {
         // SAFETY: `at` is within the list, which no Python code runs to change while the GIL
@@ -36,13 +36,15 @@ fn each_double(values: &Bound<'_, PyList>, mut step: impl FnMut(f64)) -> bool {
 }
 
 /// A running sum: `running_sum`'s total and compensation, one value at a time.
-struct Running {
-    total: f64,
-    compensation: f64,
+pub struct Running {
+    pub total: f64,
+    pub compensation: f64,
 }
 
 impl Running {
-    fn add(&mut self, value: f64) {
+    pub const ZERO: Running = Running { total: 0.0, compensation: 0.0 };
+
+    pub fn add(&mut self, value: f64) {
         let total = self.total;
         let step = total + value;
         // `abs` as the Python loop spells it: the same branches for every double, NaN included.
@@ -53,6 +55,41 @@ impl Running {
         }
         self.total = step;
     }
+
+    /// The sum kept (`projections.kernels.finished_sum`): the compensation added once, unless
+    /// it is zero (which would turn a -0.0 sum into 0.0) or not finite (after an infinite or
+    /// overflowed sum, which it would turn into NaN).
+    pub fn finished(&self) -> f64 {
+        if self.compensation != 0.0 && self.compensation.is_finite() {
+            self.total + self.compensation
+        } else {
+            self.total
+        }
+    }
+}
+
+/// CPython 3.12's `sum` of `values` (`projections.figures.aggregates.compensated_sum`).
+pub fn compensated_sum(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut sum = Running::ZERO;
+    values.into_iter().for_each(|value| sum.add(value));
+    sum.finished()
+}
+
+/// `pow(value - mean, 2.0)`: `projections.kernels.square` of the deviation, the C library's
+/// `pow` as `math.pow` calls it (+Infinity past the largest double, where `math.pow` raises).
+fn squared_deviation(value: f64, mean: f64) -> f64 {
+    // Through `black_box`, the exponent is not a constant the optimiser would turn
+    // `pow(x, 2.0)` into `x * x` for: the two differ in the last bit of some values.
+    let two = std::hint::black_box(2.0);
+    // SAFETY: `pow` is the C library's, pure, defined for every pair of doubles.
+    unsafe { pow(value - mean, two) }
+}
+
+/// The running sum, from zero, of the squared deviations of `values` from `mean`.
+pub fn squares_sum(values: impl IntoIterator<Item = f64>, mean: f64) -> Running {
+    let mut sum = Running::ZERO;
+    values.into_iter().for_each(|value| sum.add(squared_deviation(value, mean)));
+    sum
 }
 
 /// `projections.kernels.running_sum_in_python(values, total, compensation)`.
@@ -99,10 +136,6 @@ pub fn finite_running_sum<'py>(
 /// is +Infinity, which `math.pow` raises for and `square` then gives).
 #[pyfunction]
 pub fn squares_running_sum(values: &Bound<'_, PyList>, mean: f64) -> Option<(f64, f64)> {
-    // Through `black_box`, the exponent is not a constant the optimiser would turn
-    // `pow(x, 2.0)` into `x * x` for: the two differ in the last bit of some values.
-    let two = std::hint::black_box(2.0);
-    let mut sum = Running { total: 0.0, compensation: 0.0 };
-    // SAFETY: `pow` is the C library's, pure, defined for every pair of doubles.
-    each_double(values, |value| sum.add(unsafe { pow(value - mean, two) })).then_some((sum.total, sum.compensation))
+    let mut sum = Running::ZERO;
+    each_double(values, |value| sum.add(squared_deviation(value, mean))).then_some((sum.total, sum.compensation))
 }

@@ -383,6 +383,6 @@ def test_a_bad_line_is_named_by_file_and_line_exit_2_and_nothing_is_written(
     (bundle / "scores.jsonl").write_text("\n".join(scores) + "\n")
     done = evalstream("import", "nemo", str(bundle))
     assert (done.returncode, done.stdout) == (2, "")
-    assert f"{bundle / 'scores.jsonl'}:3: " in done.stderr
+    assert f"{bundle / 'scores.jsonl'}, line 3: " in done.stderr
     assert says in done.stderr
     assert "Traceback" not in done.stderr

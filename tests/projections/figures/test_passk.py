@@ -11,6 +11,7 @@ from events.models import InputEvent
 from projections.assembly.summary import summary
 from tests.builders import broken, dead, fold, score, started, task_spec
 from tests.projections.examples import reward, reward_tasks, section_2_example
+from tests.projections.oracle import unbiased
 
 
 def passk(events: Sequence[InputEvent]) -> dict[str, dict[str, Any]]:
@@ -46,16 +47,6 @@ def test_pass_at_k_is_a_full_range_aggregate_of_the_per_task_figures() -> None:
     assert record["percentiles"]["p90"] == 1.0
 
 
-def product_form(n: int, c: int, k: int) -> float:
-    """The spec's 1 - prod_{i=n-c+1..n}(1 - k/i), multiplied left to right with i ascending; 1.0 when n - c < k."""
-    if n - c < k:
-        return 1.0
-    product = 1.0
-    for i in range(n - c + 1, n + 1):
-        product *= 1 - k / i
-    return 1 - product
-
-
 @pytest.mark.parametrize(
     ("values", "k"),
     [([1, 0, 1, 0, 0], k) for k in range(1, 6)] + [([0, 1, 0, 1, 0, 1], k) for k in range(1, 7)],
@@ -64,7 +55,7 @@ def test_per_task_figure_is_the_product_form_to_the_last_bit(values: list[int], 
     """n = 5, c = 2 and n = 6, c = 3 (where pass@1 is 0.4999999999999999 in the product form, not 0.5)."""
     log = [reward_tasks("t"), *(reward("t", f"r{i}", value) for i, value in enumerate(values))]
     record = passk(log)[f"reward.score.pass@{k}"]
-    assert record["mean"] == product_form(len(values), sum(values), k)
+    assert record["mean"] == unbiased(len(values), sum(values), k)
     assert (record["count"], record["nan_count"]) == (1, 0)
 
 

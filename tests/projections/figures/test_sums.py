@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from projections.figures.aggregates import compensated_sum, finished_sum
-from projections.kernels import running_sum
+from projections.figures.aggregates import compensated_sum
+from projections.kernels import finished_sum, running_sum
 from tests.projections.reference import bits, cpython_312_sum
 
 INF = math.inf

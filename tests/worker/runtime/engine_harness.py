@@ -33,6 +33,8 @@ from worker.runtime.transactions import Stream
 EVENTS_TOPIC_ID = "events-topic-id"
 WRITTEN = datetime(2026, 12, 5, tzinfo=UTC)
 """The outputs' `ce_time`: one instant, so that two workers' outputs compare."""
+OUTPUT_OFFSETS = 1_000_000
+"""The first offset of each output topic."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Write:
     """None: a changelog tombstone."""
     headers: Headers = ()
     offset: int = -1
-    """Its offset in its changelog or archive partition (-1: an output)."""
+    """Its offset in its partition: of the changelog, the archive or an output topic."""
 
     @property
     def place(self) -> tuple[str, object]:
@@ -109,7 +111,8 @@ class Broker:
     refused: list[Write] = field(default_factory=list)
     epochs: dict[int, int] = field(default_factory=dict)
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
-    """(changelog or archive, partition) -> its next offset (aborted records take offsets too)."""
+    """(topic, partition) -> its next offset (aborted records take offsets too); an output
+    topic's partition is -1 (one sequence of offsets a topic is enough)."""
     commits: int = 0
     batched: bool = False
     """A refusal takes every write to its place that is still waiting, as a refused batch does."""
@@ -197,11 +200,16 @@ class Producer:
     ) -> Awaitable[int]:
         self._check("send")
         assert self.open is not None, "a send outside a transaction"
-        offset = -1
+        place: tuple[str, int] = (stream, self.partition)
         if stream in ("changelog", "archive"):
             assert partition == self.partition
-            offset = self.broker.ends.get((stream, self.partition), 0)
-            self.broker.ends[stream, self.partition] = offset + 1
+            offset = self.broker.ends.get(place, 0)
+        else:
+            # An output topic's offsets run far ahead of the changelog's, as a busy topic's do:
+            # an output's offset taken for a changelog one would show.
+            place = (stream, -1)
+            offset = self.broker.ends.get(place, OUTPUT_OFFSETS)
+        self.broker.ends[place] = offset + 1
         write = Write(stream, self.partition, key, value, headers, offset)
         if self.broker.refuse(write) == "at once":
             self.broker.refused.append(write)

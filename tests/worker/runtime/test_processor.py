@@ -318,7 +318,7 @@ def test_a_step_that_raises_is_dead_lettered_and_leaves_its_run_as_before_it(mon
     assert sent == [encode_payload(summary(fold(events)))]
     monkeypatch.setattr(projections.step, "summary_bytes", failing_once(summary_bytes))
     out, err = io.BytesIO(), io.StringIO()
-    replay([encode(event) for event in log], out, err)
+    replay([encode(event) for event in log], out, err, native=False)  # the worker's fold, failing the same way
     assert out.getvalue().splitlines() == sent
     assert err.getvalue().startswith(f"line {len(events)}: internal-error: run.closed")
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from worker.runtime.restore import unfit
-from worker.runtime.store import Identity, LocalStore, PartitionStore
+from worker.runtime.store import (
+    BLOCK_CACHE_BYTES,
+    WRITE_BUFFER_BYTES,
+    WRITE_BUFFERS,
+    Identity,
+    LocalStore,
+    PartitionStore,
+)
 
 IDENTITY = Identity("cluster", "topic-id", "app")
 
@@ -49,3 +56,19 @@ def test_a_copy_is_kept_only_when_it_is_a_prefix_of_this_changelog(tmp_path: Pat
     assert "past the changelog's end" in (unfit(store, IDENTITY, 0, 4) or "")
     assert "were deleted" in (unfit(store, IDENTITY, 6, 10) or "")
     assert unfit(store, IDENTITY, 5, 10) is None
+
+
+def test_the_memory_a_copy_holds_grows_with_what_it_holds_up_to_its_bounds(tmp_path: Path) -> None:
+    """RocksDB's own account (write buffers, then block cache as records are read back), summed
+    over the open copies, within the write buffers' and the block cache's bounds."""
+    store = LocalStore(tmp_path)
+    empty = store.memory()
+    value = bytes(range(256)) * 16
+    for batch in range(8):
+        store.partition(batch % 2).apply([(f"t{batch}-{n}".encode(), value) for n in range(500)], batch)
+    written = store.memory()
+    for partition in (0, 1):
+        assert sum(1 for _ in store.scan(partition, b"t")) == 2000
+    assert empty < written <= store.memory()
+    assert store.memory() <= 2 * (WRITE_BUFFERS * WRITE_BUFFER_BYTES + BLOCK_CACHE_BYTES) + 2**20
+    store.close()
