@@ -123,15 +123,16 @@ async def _summarised(consumer: AIOKafkaConsumer, runs: set[bytes]) -> None:
             waiting -= {record.key for record in batch}
 
 
-async def latency(settings: Settings, rate: float, seconds: float) -> list[float]:
-    """Seconds from each event's publish to the progress event that first counts it."""
+async def paced(settings: Settings, rate: float, seconds: float) -> tuple[str, list[float], list[tuple[float, int]]]:
+    """A run published at `rate` events/s: its id, each event's publish time, and each of its
+    progress events' (read at, events counted)."""
     run_id = f"paced-{rate:.0f}"
     events = list(synthetic_run(run_id, tasks=int(rate * seconds / 30) + 1, attempts=6, seed=3))[:-1]
     sent_at: list[float] = []
+    reads: list[tuple[float, int]] = []
     consumer = await _consumer(settings, settings.progress_topic)
     producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0, max_request_size=MAX_EVENT_BYTES + 4096)
     await producer.start()
-    delays: list[float] = []
 
     async def send() -> None:
         start = time.perf_counter()
@@ -142,17 +143,23 @@ async def latency(settings: Settings, rate: float, seconds: float) -> list[float
 
     sender = asyncio.create_task(send())
     try:
-        while len(delays) < len(events):
+        while not reads or reads[-1][1] < len(events):
             for batch in (await consumer.getmany(timeout_ms=50)).values():
                 now = time.perf_counter()
-                for record in batch:
-                    if record.key == run_id.encode():
-                        counted = orjson.loads(record.value)["event_count"]
-                        delays.extend(now - sent_at[i] for i in range(len(delays), min(counted, len(sent_at))))
+                reads += [(now, orjson.loads(r.value)["event_count"]) for r in batch if r.key == run_id.encode()]
         await sender
     finally:
         await producer.stop()
         await consumer.stop()
+    return run_id, sent_at, reads
+
+
+async def latency(settings: Settings, rate: float, seconds: float) -> list[float]:
+    """Seconds from each event's publish to the progress event that first counts it."""
+    _, sent_at, reads = await paced(settings, rate, seconds)
+    delays: list[float] = []
+    for read_at, counted in reads:
+        delays.extend(read_at - sent_at[index] for index in range(len(delays), min(counted, len(sent_at))))
     return delays
 
 

@@ -28,54 +28,16 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-from aiokafka import AIOKafkaProducer
-
-from bench.e2e import _consumer, warm
-from events.codec import MAX_EVENT_BYTES
-from events.synthetic import synthetic_run
+from bench.e2e import paced, warm
 from worker.local.clusters import cluster
 from worker.local.processes import WorkerProcess, isolated_settings
 from worker.runtime.topics import ensure_topics
-from worker.settings import Settings
 
 PARTS = ("arrival", "window", "to write", "records", "commit", "to reader")
-
-
-async def paced(settings: Settings, rate: float, seconds: float) -> tuple[str, list[float], list[tuple[float, int]]]:
-    """A run published at `rate` events/s: its id, each event's publish time, and each of its
-    progress events' (read at, events counted)."""
-    run_id = f"paced-{rate:.0f}"
-    events = list(synthetic_run(run_id, tasks=int(rate * seconds / 30) + 1, attempts=6, seed=3))[:-1]
-    sent_at: list[float] = []
-    reads: list[tuple[float, int]] = []
-    consumer = await _consumer(settings, settings.progress_topic)
-    producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0, max_request_size=MAX_EVENT_BYTES + 4096)
-    await producer.start()
-
-    async def send() -> None:
-        start = time.perf_counter()
-        for index, event in enumerate(events):
-            await asyncio.sleep(max(0.0, start + index / rate - time.perf_counter()))
-            sent_at.append(time.perf_counter())
-            await producer.send(settings.events_topic, value=orjson.dumps(event), key=run_id.encode())
-
-    sender = asyncio.create_task(send())
-    try:
-        while not reads or reads[-1][1] < len(events):
-            for batch in (await consumer.getmany(timeout_ms=50)).values():
-                now = time.perf_counter()
-                reads += [(now, orjson.loads(r.value)["event_count"]) for r in batch if r.key == run_id.encode()]
-        await sender
-    finally:
-        await producer.stop()
-        await consumer.stop()
-    return run_id, sent_at, reads
 
 
 def parts(
