@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -57,71 +59,63 @@ def late_attempt(run_id: str, task: int, number: int) -> InputEvent:
     )
 
 
-def measure(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any]:
+Fold = tuple[Callable[[InputEvent], object], Callable[[], bytes], Callable[[], int]]
+"""A fresh run of a fold: apply an event to it, its summary encoded, the trials it holds."""
+
+
+def python_fold() -> Fold:
+    """The Python fold's run, its summary through the run's summary cache."""
+    run, cache = RunState("r"), SummaryCache()
+    return (
+        lambda event: apply(run, event),
+        lambda: summary_bytes(run, cache),
+        lambda: sum(count(task.trials) for task in run.tasks.values()),
+    )
+
+
+def native_fold() -> Fold:
+    """The native fold's run (`projections.native_replay`), each summary made from scratch."""
+    assert NATIVE is not None, "the native fold is not built"
+    run = NATIVE.NativeRun("r")
+    # A task's third field (`NativeRun.tasks`): its trial ids.
+    return (
+        lambda event: native_apply(run, event, None),
+        run.summary_bytes,
+        lambda: sum(len(task[2]) for task in run.tasks()),
+    )
+
+
+def measure(tasks: int, attempts: int, rounds: int, seed: int, fold: Fold) -> dict[str, Any]:
+    """The fold's figures; "digests": of its summary at close, then of each revision."""
+    apply_event, encode, held = fold
     # Validated from Python objects: a run.started of thousands of tasks is over the wire limit.
     events = [EVENT.validate_python(event) for event in synthetic_run("r", tasks=tasks, attempts=attempts, seed=seed)]
-    run, cache = RunState("r"), SummaryCache()
     began = time.process_time()
     for event in events:
-        apply(run, event)
-    fold = time.process_time() - began
+        apply_event(event)
+    fold_cost = time.process_time() - began
     del events
     gc.collect()
     began = time.process_time()
-    first = summary_bytes(run, cache)
+    encoded = encode()
     at_close = time.process_time() - began
+    digests = [hashlib.blake2b(encoded).digest()]
     costs = []
-    encoded = first
     for number in range(rounds):
         event = late_attempt("r", number * 7919 % tasks, number)
         began = time.process_time()
-        apply(run, event)
-        encoded = summary_bytes(run, cache)
+        apply_event(event)
+        encoded = encode()
         costs.append(time.process_time() - began)
+        digests.append(hashlib.blake2b(encoded).digest())
     return {
-        "fold": fold,
+        "fold": fold_cost,
         "at_close": at_close,
         "median": statistics.median(costs) if costs else None,
         "best": min(costs, default=None),
         "bytes": len(encoded),
-        "first_bytes": len(first),
-        "attempts": sum(count(task.trials) for task in run.tasks.values()),
-    }
-
-
-def measure_native(tasks: int, attempts: int, rounds: int, seed: int) -> dict[str, Any] | None:
-    """`measure`'s figures through the native fold (`projections.native_replay`), where it is
-    built: each revision made from scratch, its bytes checked equal to the Python fold's."""
-    if NATIVE is None:
-        return None
-    events = [EVENT.validate_python(event) for event in synthetic_run("r", tasks=tasks, attempts=attempts, seed=seed)]
-    native, python, cache = NATIVE.NativeRun("r"), RunState("r"), SummaryCache()
-    began = time.process_time()
-    for event in events:
-        native_apply(native, event, None)
-    fold = time.process_time() - began
-    for event in events:
-        apply(python, event)
-    del events
-    gc.collect()
-    began = time.process_time()
-    first = native.summary_bytes()
-    at_close = time.process_time() - began
-    assert first == summary_bytes(python, cache), "the native fold's summary is not the Python fold's"
-    costs = []
-    for number in range(rounds):
-        event = late_attempt("r", number * 7919 % tasks, number)
-        began = time.process_time()
-        native_apply(native, event, None)
-        encoded = native.summary_bytes()
-        costs.append(time.process_time() - began)
-        apply(python, event)
-        assert encoded == summary_bytes(python, cache), "the native fold's revision is not the Python fold's"
-    return {
-        "fold": fold,
-        "at_close": at_close,
-        "median": statistics.median(costs) if costs else None,
-        "best": min(costs, default=None),
+        "trials": held(),
+        "digests": digests,
     }
 
 
@@ -138,9 +132,9 @@ def main() -> None:
     quiet_collector()
     build = getattr(projections, "BUILD", "pure")  # a tree older than the compiled fold has only its source
     print(f"python {sys.version.split()[0]}, seed {args.seed}, the fold {build}")
-    figures = measure(args.tasks, args.attempts, args.rounds, args.seed)
+    figures = measure(args.tasks, args.attempts, args.rounds, args.seed, python_fold())
     print(
-        f"run: {args.tasks:,} tasks x {args.attempts} trials ({figures['attempts']:,} trials), "
+        f"run: {args.tasks:,} tasks x {args.attempts} trials ({figures['trials']:,} trials), "
         f"summary {figures['bytes'] / 1e6:.1f} MB encoded"
     )
     print(f"fold of the whole run (baseline): {figures['fold'] * 1e3:9.1f} ms CPU")
@@ -152,10 +146,12 @@ def main() -> None:
         f"one revision after a late attempt: {median * 1e3:8.1f} ms CPU median, {best * 1e3:.1f} ms best of "
         f"{args.rounds}; revision/fold = {median / figures['fold']:.3f}"
     )
-    native = measure_native(args.tasks, args.attempts, args.rounds, args.seed)
-    if native is None:
+    if NATIVE is None:
         print("the native fold is not built")
         return
+    native = measure(args.tasks, args.attempts, args.rounds, args.seed, native_fold())
+    assert native["trials"] == figures["trials"], "the native fold holds other trials than the Python fold"
+    assert native["digests"] == figures["digests"], "the native fold's summaries are not the Python fold's"
     print("the native fold (each revision from scratch, its bytes checked equal):")
     print(f"  fold of the whole run (models):   {native['fold'] * 1e3:9.1f} ms CPU")
     print(f"  summary at close:                 {native['at_close'] * 1e3:9.1f} ms CPU")
