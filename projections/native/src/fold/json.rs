@@ -71,30 +71,12 @@ fn escaped(byte: u8) -> bool {
     byte < 0x20 || byte == b'"' || byte == b'\\'
 }
 
-/// Whether some byte of `bytes` is written as an escape: eight at a time, each word tested for
-/// a byte below 0x20, a quote or a backslash (the bit tricks' `hasless` and `haszero`, exact
-/// for "is there one"; a byte past 0x7f, of a UTF-8 sequence, is none of them).
-fn any_escaped(bytes: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_in = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let word = u64::from_ne_bytes(word.try_into().expect("8 bytes"));
-        let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-        if below_space | zero_in(word ^ (ONES * u64::from(b'"'))) | zero_in(word ^ (ONES * u64::from(b'\\'))) != 0 {
-            return true;
-        }
-    }
-    words.remainder().iter().any(|&byte| escaped(byte))
-}
-
 /// `value` as a JSON string.
 pub fn string(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
     let bytes = value.as_bytes();
     // Ids and names seldom hold a character to escape: those go in one copy.
-    if !any_escaped(bytes) {
+    if !bytes.iter().any(|&byte| escaped(byte)) {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;

@@ -22,12 +22,12 @@ use crate::floats::{python_repr, write_repr};
 use crate::harbor;
 use crate::passk::{estimates, hat_estimates, key_columns};
 use crate::ranges::{center_and_spread, percentiles_by, Center, Spread, PERCENTILES};
+use crate::statistics::{Column, Entry};
 
 /// The names of the percentiles in an aggregate's record, as `Items::known` takes them
 /// (`"p10":` ...), made once.
 static PERCENTILE_NAMES: LazyLock<Vec<String>> =
     LazyLock::new(|| PERCENTILES.iter().map(|p| format!("\"p{p}\":")).collect());
-use crate::statistics::{Column, Entry};
 
 fn key_name(key: &Key) -> String {
     let mut name = String::with_capacity(key.0.len() + 1 + key.1.len());
@@ -115,28 +115,30 @@ struct Output<'a> {
     numeric: Vec<(i64, f64)>,
 }
 
+/// The place among `items` of the first that `is`, `made` and added last when none is (a
+/// run's metrics, a metric's outputs and its key names are a handful each).
+fn place_of<T>(items: &mut Vec<T>, is: impl Fn(&T) -> bool, made: impl FnOnce() -> T) -> usize {
+    items.iter().position(is).unwrap_or_else(|| {
+        items.push(made());
+        items.len() - 1
+    })
+}
+
 impl<'a> Metric<'a> {
     fn output(&mut self, name: &'a str) -> &mut Output<'a> {
-        let at = match self.outputs.iter().position(|output| output.name == name) {
-            Some(at) => at,
-            None => {
-                self.outputs.push(Output { name, carried: 0, numeric: Vec::new() });
-                self.outputs.len() - 1
-            }
-        };
+        let at = place_of(
+            &mut self.outputs,
+            |output| output.name == name,
+            || Output { name, carried: 0, numeric: Vec::new() },
+        );
         &mut self.outputs[at]
     }
 }
 
-/// The metric named `name` among `metrics`, added when new (a run has a handful).
+/// The metric named `name` among `metrics`, added when new.
 fn metric_of<'a, 'b>(metrics: &'b mut Vec<Metric<'a>>, name: &'a str) -> &'b mut Metric<'a> {
-    let at = match metrics.iter().position(|metric| metric.name == name) {
-        Some(at) => at,
-        None => {
-            metrics.push(Metric { name, scores: 0, failed: 0, outputs: Vec::new() });
-            metrics.len() - 1
-        }
-    };
+    let at =
+        place_of(metrics, |metric| metric.name == name, || Metric { name, scores: 0, failed: 0, outputs: Vec::new() });
     &mut metrics[at]
 }
 
@@ -360,11 +362,7 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
             if valued.peek().is_none() {
                 continue;
             }
-            let names = &mut gathered.reward_names;
-            let place = names.iter().position(|held| held == name).unwrap_or_else(|| {
-                names.push(name);
-                names.len() - 1
-            }) as u32;
+            let place = place_of(&mut gathered.reward_names, |held| held == name, || name) as u32;
             gathered.rewards.extend(valued.map(|(trial_id, value, seq)| (place, label_of(value), seq, trial_id)));
         }
     }
