@@ -1,8 +1,9 @@
 """The worker's own work on a backlog of many small runs, in process, without Kafka.
 
 Run: `python -m bench.processor` (by default `bench.e2e`'s backlog of small runs, 120k
-events over 2,385 runs of two tasks; `--against PYTHON` also runs it first with another
-checkout's interpreter, and that checkout's code).
+events over 2,385 runs of two tasks), with the runs held in the Python fold, then in the
+native one (`--fold` picks one); `--against PYTHON` also runs it first with another
+checkout's interpreter, and that checkout's code.
 `worker.runtime.processor.Processor` over a dict store: batches of `--batch` records handed
 to `handle` with a clock advancing as if they came at `--rate` events/s, `progress_due`
 after each, and a checkpoint's snapshot whenever one is due, its records put in the store.
@@ -72,12 +73,12 @@ class DictStore:
         self.values[key] = value
 
 
-def measure(events: int, runs: int, batch: int, rate: float) -> str:
+def measure(events: int, runs: int, batch: int, rate: float, native: bool) -> str:
     lines = backlog(events, runs)
     records = [Record(offset, orjson.loads(line)["run_id"].encode(), line) for offset, line in enumerate(lines)]
     quiet_collector()
     store = DictStore()
-    processor = Processor(store)
+    processor = Processor(store, native=native)
     processor.assign([0])
     spent = {"handle": 0.0, "progress": 0.0, "checkpoint": 0.0}
     made = {"progress": 0, "tasks": 0, "headers": 0, "retired": 0}
@@ -121,10 +122,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500, help="records a batch")
     parser.add_argument("--rate", type=float, default=10_000.0, help="events/s the clock advances as")
     parser.add_argument("--against", metavar="PYTHON", help="another checkout's interpreter, run first")
+    parser.add_argument(
+        "--fold", choices=["both", "native", "python"], default="both", help="the fold the runs are held in"
+    )
     parser.add_argument("--figure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.figure:
-        print(measure(args.events, args.runs, args.batch, args.rate))
+        print(measure(args.events, args.runs, args.batch, args.rate, args.fold == "native"))
         return
     print(f"{args.events:,} events over {args.runs:,} runs, batches of {args.batch}, at {args.rate:,.0f} events/s:")
     given = [
@@ -137,13 +141,15 @@ def main() -> None:
         "--rate",
         str(args.rate),
     ]
+    folds = ["python", "native"] if args.fold == "both" else [args.fold]
     for python in [*([args.against] if args.against else []), sys.executable]:
-        # This file, by its path, with the code of that interpreter's checkout (PYTHONSAFEPATH:
-        # not this directory's), which may not have it.
-        environment = {**os.environ, "PYTHONSAFEPATH": "1"}
-        command = [python, __file__, "--figure", *given]
-        result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
-        print(f"  {python}: {result.stdout.strip() or result.stderr.strip().splitlines()[-1]}")
+        for fold in folds:
+            # This file, by its path, with the code of that interpreter's checkout (PYTHONSAFEPATH:
+            # not this directory's), which may not have it.
+            environment = {**os.environ, "PYTHONSAFEPATH": "1"}
+            command = [python, __file__, "--figure", "--fold", fold, *given]
+            result = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+            print(f"  {python}, {fold} fold: {result.stdout.strip() or result.stderr.strip().splitlines()[-1]}")
 
 
 if __name__ == "__main__":

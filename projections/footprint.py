@@ -14,7 +14,8 @@ from typing import Final
 
 from projections.assembly.contributions import SummaryCache
 from projections.fold.run import RunState
-from projections.held import HeldRun
+from projections.held import FoldState, HeldRun
+from projections.native_state import NativeState
 
 RUN_BYTES: Final = 4096
 """A run before any event: its objects and dicts (its run.started as kept is counted apart)."""
@@ -34,8 +35,12 @@ CONTRIBUTION_EVENT_BYTES: Final = 200
 (attempt lists, Harbor lists, values in log order)."""
 
 
-def footprint(run: RunState, cache: SummaryCache | None = None) -> int:
-    """An estimate from above of the bytes `run` and its summary `cache` hold in memory."""
+def footprint(run: FoldState, cache: SummaryCache | None = None) -> int:
+    """An estimate from above of the bytes `run` and its summary `cache` hold in memory (the
+    native fold's runs measure what they hold, and keep no summary cache)."""
+    if isinstance(run, NativeState):
+        measured: int = run.native.footprint()
+        return measured + (len(run.declarations.started) if run.declarations is not None else 0)
     tasks = len(run.tasks)
     held = RUN_BYTES + TASK_BYTES * tasks + EVENT_BYTES * run.event_count + run.applied.table_bytes
     if run.declarations is not None:

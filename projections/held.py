@@ -12,12 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from events.codec import encode_payload
 from projections.assembly.contributions import SummaryCache
+from projections.assembly.progress import progress
 from projections.fold.run import RunState
+from projections.native_state import NativeState
+
+FoldState = RunState | NativeState
+"""A run's state in the Python fold, or in the native one (`projections.native_step`)."""
 
 
 class HeldRun(Protocol):
-    run: RunState
+    @property
+    def run(self) -> FoldState: ...
+
     summaries: SummaryCache | None
     """None: no cache, or it was dropped."""
 
@@ -34,3 +42,18 @@ def summaries_of(held: HeldRun) -> SummaryCache:
     if cache is None:
         cache = held.summaries = SummaryCache()
     return cache
+
+
+def progress_bytes(held: HeldRun, seq: int) -> bytes:
+    """The encoded `run.progress` number `seq` of a held run of either fold, the span of its
+    events for the ETA (the native fold writes `projections.assembly.progress`'s bytes)."""
+    run = held.run
+    if isinstance(run, NativeState):
+        written: bytes = run.native.progress_bytes(seq, None)
+        return written
+    return encode_payload(progress(run, seq, cache=summaries_of(held)))
+
+
+def task_count(run: FoldState) -> int:
+    """The tasks the run holds: declared, or named by an event."""
+    return run.native.task_count() if isinstance(run, NativeState) else len(run.tasks)

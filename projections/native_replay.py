@@ -31,15 +31,17 @@ NATIVE: Final = native_fold()
 """The native fold's module (None: not built; `Replayer` alone replays)."""
 
 
-def native_apply(run: Any, event: InputEvent, position: int | None) -> str:
+def native_apply(run: Any, event: InputEvent, position: int | None, declarations: Declarations | None = None) -> str:
     """Apply a decoded `event` to the `NativeRun` `run`: its outcome's name. A run.started
-    goes with its declarations as the Python fold reads them (`Declarations.of`): per task its
-    keys and views, the labels in order, the Harbor rules; any other event through its model."""
+    goes with its declarations as the Python fold reads them (`Declarations.of`; by default
+    read here, without its encoding, which only a stored header needs): per task its keys and
+    views, the labels in order, the Harbor rules; any other event through its model."""
     moment = moment_of(event)
     if not isinstance(event, RunStarted):
         outcome: str = run.apply(event, moment, position)
         return outcome
-    declarations = Declarations.of(event, wire=b"")  # the native fold keeps no run.started to store
+    if declarations is None:
+        declarations = Declarations.of(event, wire=b"")
     tasks = [
         (
             task_id,

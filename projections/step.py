@@ -28,7 +28,7 @@ from events.models import InputEvent
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import Outcome, RunState, apply, summary_due
 from projections.fold.savepoint import Savepoint
-from projections.held import HeldRun, summaries_of
+from projections.held import FoldState, HeldRun, summaries_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ class Stepped:
 
     def __init__(
         self,
-        run: RunState | None,
+        run: FoldState | None,
         outcome: Outcome | None,
         rejected: Rejected | None = None,
         task_id: str | None = None,
@@ -95,6 +95,7 @@ def step(
         return event
     held = runs(event.run_id)
     run = held.run
+    assert isinstance(run, RunState), "a run of the native fold given to the Python step"
     saved = Savepoint(run, event)
     try:
         applied = apply(run, event, position)
@@ -107,7 +108,7 @@ def step(
             saved.rollback(run)
         except Exception as failed:
             raise RollbackFailed(event.run_id, error, failed) from failed
-        return Stepped(run, None, Rejected("internal-error", _failed(event, error)), failure=error)
+        return Stepped(run, None, Rejected("internal-error", failure_detail(event, error)), failure=error)
     except BaseException:  # an interrupt: the run stays consistent for whoever goes on with it
         saved.rollback(run)
         raise
@@ -142,7 +143,8 @@ class RollbackFailed(Exception):
         self.run_id = run_id
 
 
-def _failed(event: InputEvent, error: Exception) -> str:
+def failure_detail(event: InputEvent, error: Exception) -> str:
+    """What an "internal-error" rejection of `event` says: what raised, and that the run is as before."""
     return (
         f"{event.type} {event.event_id!r} of run {event.run_id!r} could not be applied: "
         f"{type(error).__name__}: {error}. The run is as it was before this event. This is a bug in "

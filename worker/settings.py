@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from events.clients.security import Security
 from events.outputs import SUMMARY_MAX_BYTES
+from projections.kernels import native_fold
 from worker.failure import CommandError
 
 N = TypeVar("N", int, float)
@@ -43,6 +44,20 @@ def _number(name: str, default: str, kind: Callable[[str], N], wanted: str) -> N
             f"EVALSTREAM_{name} is {value!r}, which is not {wanted}: set it to one (the default is {default}), "
             "or unset it"
         ) from None
+
+
+def _fold(name: str) -> bool:
+    """Whether EVALSTREAM_FOLD (`name`) asks for the native fold: "native", "python", or unset
+    (native where it is built)."""
+    built = native_fold() is not None
+    if name == "native" and not built:
+        raise CommandError(
+            "EVALSTREAM_FOLD is 'native', but the native fold is not built (it needs cargo when installing: "
+            "see the build page of the docs); unset it to use the Python fold"
+        )
+    if name not in ("", "native", "python"):
+        raise CommandError(f"EVALSTREAM_FOLD is {name!r}: set it to 'native' or 'python', or unset it")
+    return built and name != "python"
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,9 @@ class Settings:
     """Retire closed runs out of the changelog into the archive topic once durable, so that a
     partition's restore reads only open runs (retired ones are restored on a late event
     either way)."""
+    native_fold: bool = field(default_factory=lambda: _fold(_env("FOLD", "")))
+    """Hold runs in the native fold (the default where it is built), or in the Python fold
+    (EVALSTREAM_FOLD=python); both store the same records, so a worker may switch between them."""
     instance_id: str | None = field(default_factory=lambda: _env("INSTANCE_ID", "") or None)
     """The worker's stable name in its group (KIP-345 static membership): a worker restarted
     under the same name takes its partitions back at once; unset, every start is a new member."""

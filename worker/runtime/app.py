@@ -161,6 +161,7 @@ def build_app(settings: Settings, stopped: list[BaseException] | None = None) ->
         cache_runs=settings.cache_runs,
         cache_bytes=settings.cache_mb * 2**20,
         retire=settings.retire_closed,
+        native=settings.native_fold,
     )
     archive = TopicArchive(settings)
 

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 
 from projections.assembly.contributions import SummaryCache
 from projections.fold.declarations import Declarations
-from projections.fold.run import RunState
 from projections.footprint import footprint, footprints
+from projections.held import FoldState
 from projections.storage import ArchiveRef
 
 
 @dataclass(slots=True, eq=False)
 class CachedRun:
-    run: RunState
+    run: FoldState
     partition: int
     """The events partition the run's events come from (its key's), where its records go."""
     summaries: SummaryCache | None = None

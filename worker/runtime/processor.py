@@ -25,7 +25,9 @@ from enum import Enum
 from typing import NamedTuple
 
 from projections.fold.run import Outcome
-from projections.step import Rejected, RollbackFailed, step
+from projections.native_state import NATIVE
+from projections.native_step import NativeStepper
+from projections.step import Rejected, RollbackFailed, RunLookup, Stepped, step
 from projections.storage import (
     ArchiveMismatch,
     ArchiveRef,
@@ -112,9 +114,12 @@ class Processor:
         cache_runs: int = 10_000,
         cache_bytes: int = 64 * 2**20,
         retire: bool = True,
+        native: bool = NATIVE is not None,
     ) -> None:
         """`store` None: nothing is stored or restored (an oracle over a whole topic).
-        `retire`: retire closed runs once committed (retired ones are restored either way)."""
+        `retire`: retire closed runs once committed (retired ones are restored either way).
+        `native`: hold the runs in the native fold (the default where it is built), else in
+        the Python fold; both store the same records."""
         self.retire = retire
         self.topic = topic
         self.flush_every = flush_every
@@ -122,7 +127,8 @@ class Processor:
         checkpoints on a timer): more means fewer changelog bytes and more events redone
         after a crash."""
         cache = RunCache(cache_runs, cache_bytes) if store is not None else RunCache(2**62, 2**62)
-        self.runs = RunStore(store, cache)
+        self.runs = RunStore(store, cache, native=native)
+        self._step = NativeStepper().step if native else _python_step
         self.progress = Progress(progress_interval)
         self.partitions: dict[int, PartitionState] = {}
         self.counts = Counts()
@@ -285,7 +291,7 @@ class Processor:
                 out.append(self._dead_letter(key, value, parked, source, None))
                 continue
             try:
-                stepped = step(value, lookup, position=offset, keyed=True, key=key)
+                stepped = self._step(value, lookup, position=offset, key=key)
             except Exception as error:  # outside the step's rollback (restoring the run failed): nothing applied
                 if self.refused is not None or isinstance(error, ArchiveNeeded | ArchiveMismatch | RollbackFailed):
                     raise  # not the event's fault: the store is newer, the batch was not prepared, the run is lost
@@ -362,3 +368,7 @@ class Processor:
             log.error("internal error on %s: %s", source, rejected.detail, exc_info=failure)
         self.counts.dead_letter(rejected.code)
         return dead_letter(key, value, rejected.code, rejected.detail, source)
+
+
+def _python_step(value: bytes, runs: RunLookup, *, position: int | None, key: bytes | None) -> Stepped:
+    return step(value, runs, position=position, keyed=True, key=key)

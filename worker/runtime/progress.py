@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from events.codec import encode_payload
-from projections.assembly.progress import progress
-from projections.held import summaries_of
+import orjson
+
+from projections.held import progress_bytes, task_count
 from worker.runtime.cache import CachedRun
 from worker.runtime.eval_figures import EvalFigures
 from worker.runtime.outputs import Publish
@@ -62,7 +62,7 @@ class Progress:
         for entry in entries:
             if not entry.progress_pending:
                 entry.progress_pending = True
-                entry.progress_tasks = len(entry.run.tasks) + PROGRESS_RUN_TASKS
+                entry.progress_tasks = task_count(entry.run) + PROGRESS_RUN_TASKS
                 self._pending_tasks += entry.progress_tasks
                 self._pending.setdefault(entry.partition, {})[entry.run.run_id] = entry
             if entry.run.closed:
@@ -111,7 +111,6 @@ class Progress:
         del self._pending[entry.partition][run.run_id]
         # seq = events applied so far: increasing per run, and the same after a restart.
         seq = run.event_count
-        payload = progress(run, seq, cache=summaries_of(entry))
-        self.figures.update(payload, entry.partition)
-        event = encode_payload(payload)
+        event = progress_bytes(entry, seq)
+        self.figures.update(orjson.loads(event), entry.partition)
         return Publish("progress", run.run_id.encode(), event, event_id=f"{run.run_id}/progress/{seq}")

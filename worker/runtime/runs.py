@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from projections.fold.run import RunState
+from projections.held import FoldState
+from projections.native_state import NativeState
 from projections.storage import ArchiveRef, NewerStore, marker_of, restore, restore_archived, task_from_bytes
 from worker.runtime.cache import CachedRun, RunCache
 from worker.runtime.keys import header_key, task_id_of, task_prefix
@@ -34,10 +36,12 @@ class ArchiveNeeded(LookupError):
 
 
 class RunStore:
-    def __init__(self, store: StoredState | None, cache: RunCache) -> None:
-        """`store` None: nothing is stored or restored (an oracle over a whole topic)."""
+    def __init__(self, store: StoredState | None, cache: RunCache, *, native: bool = False) -> None:
+        """`store` None: nothing is stored or restored (an oracle over a whole topic).
+        `native`: runs are held in the native fold, else in the Python fold."""
         self.store = store
         self.cache = cache
+        self.native = native
         self.refused: NewerStore | None = None
         """Set when a run's stored state was written by a newer version: nothing more is
         checkpointed (the event it was read for is not in the state), the worker must stop."""
@@ -70,7 +74,7 @@ class RunStore:
         """The run from the store (a new one if it holds nothing of it): from its parts, or
         from its archive record and what late events wrote beside its marker."""
         if self.store is None:
-            return CachedRun(RunState(run_id), partition)
+            return CachedRun(self._new(run_id), partition)
         header = self._get(partition, header_key(run_id))
         tasks = [
             task_from_bytes(task_id_of(key), blob) for key, blob in self.store.scan(partition, task_prefix(run_id))
@@ -84,6 +88,9 @@ class RunStore:
             raise ArchiveNeeded(f"run {run_id!r} is retired and its archive record was not fetched")
         run = restore_archived(run_id, ref, archive, header, tasks)
         return CachedRun(run, partition, retired=ref, retired_with=run.declarations)
+
+    def _new(self, run_id: str) -> FoldState:
+        return NativeState(run_id) if self.native else RunState(run_id)
 
     def _get(self, partition: int, key: bytes) -> bytes | None:
         assert self.store is not None

@@ -1,31 +1,38 @@
 """The worker's decisions without Kafka: dead letters, admission, snapshots, the bounded
-cache and progress windows (the crash law over all of it: `test_engine.py`)."""
+cache and progress windows (the crash law over all of it: `test_engine.py`), with the runs
+held in each fold the machine has."""
 
 from __future__ import annotations
 
-import io
 import itertools
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+import sys
+from collections.abc import Iterable, Sequence
+from functools import partial
 
 import orjson
 import pytest
 
-import projections.step
-from events.codec import encode, encode_payload
+from events.codec import encode
 from events.models import InputEvent
-from projections.assembly.summary import summary, summary_bytes
-from projections.fold.run import RunState
 from projections.footprint import footprint
+from projections.native_state import NATIVE
 from projections.storage import checkpoint_to_bytes
 from tests import builders
-from tests.builders import fold
 from tests.worker.runtime.engine_harness import Store
-from worker.commands.replay import replay
+from worker.runtime import processor as processor_module
 from worker.runtime.keys import checkpoint_key
 from worker.runtime.outputs import Publish
 from worker.runtime.processor import Admission, Processor, Record
 from worker.runtime.progress import PROGRESS_RUN_TASKS, PROGRESS_TASKS
+
+FOLDS = ["python", *(["native"] if NATIVE is not None else [])]
+
+
+@pytest.fixture(autouse=True, params=FOLDS)
+def fold_of_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Processor` here holds its runs in the fold the test is run for."""
+    held = partial(processor_module.Processor, native=request.param == "native")
+    monkeypatch.setattr(sys.modules[__name__], "Processor", held)
 
 
 def records(events: Sequence[InputEvent], first: int = 0) -> list[Record]:
@@ -296,39 +303,3 @@ def test_counts_say_what_became_of_every_record() -> None:
     assert counts.dead_lettered == {"not-json": 1, "key-mismatch": 1}
     processor.forget()  # a revocation drops the state, not what was counted
     assert processor.counts.applied == len(run)
-
-
-def test_a_step_that_raises_is_dead_lettered_and_leaves_its_run_as_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The close's summary raises once (after apply closed the run): the close is
-    dead-lettered as internal-error, the run is open again, and the same close sent again
-    gives revision 1, the bytes replay gives for the same log and the same failure."""
-    events = small_run("run")
-    log = [*events, events[-1]]
-    monkeypatch.setattr(projections.step, "summary_bytes", failing_once(summary_bytes))
-    processor = Processor()
-    published = processor.handle(0, records(log), 0.0)
-    [dead] = [item for item in published if item.stream == "deadletter"]
-    headers = dict(dead.headers)
-    assert (headers["evalstream.reason"], headers["evalstream.source.offset"]) == (b"internal-error", b"3")
-    assert b"RuntimeError: injected" in headers["evalstream.detail"]
-    assert b"The run is as it was before this event" in headers["evalstream.detail"]
-    assert processor.counts.dead_lettered == {"internal-error": 1}
-    assert processor.counts.applied == len(events)
-    sent = [item.value for item in published if item.stream == "summary"]
-    assert sent == [encode_payload(summary(fold(events)))]
-    monkeypatch.setattr(projections.step, "summary_bytes", failing_once(summary_bytes))
-    out, err = io.BytesIO(), io.StringIO()
-    replay([encode(event) for event in log], out, err, native=False)  # the worker's fold, failing the same way
-    assert out.getvalue().splitlines() == sent
-    assert err.getvalue().startswith(f"line {len(events)}: internal-error: run.closed")
-
-
-def failing_once(function: Callable[..., bytes]) -> Callable[..., bytes]:
-    calls = itertools.count()
-
-    def failing(run: RunState, *args: Any) -> bytes:
-        if next(calls) == 0:
-            raise RuntimeError("injected")
-        return function(run, *args)
-
-    return failing

@@ -369,6 +369,15 @@ impl NativeRun {
         self.run.event_count
     }
 
+    /// `RunState.revision`: 1 for the summary at close, +1 for each event applied after it.
+    fn revision(&self) -> i64 {
+        self.run.after_close + 1
+    }
+
+    fn task_count(&self) -> usize {
+        self.run.tasks.len()
+    }
+
     /// The header's fields and the run-wide counts, by the names `RunState` gives them.
     fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let run = &self.run;
@@ -458,6 +467,35 @@ impl FoldReader {
         Ok(applied.map(|(run, outcome)| (PyString::new(runs.py(), &run.borrow().run.run_id), outcome_name(outcome))))
     }
 
+    /// Apply message `raw`, keyed by `key`, to the run `lookup(run_id)` gives: (the outcome's
+    /// name, the task it names); None where the message is left to Python, and where `key`
+    /// is not the event's run id (Python words the mismatch), before any lookup.
+    #[pyo3(signature = (lookup, raw, key, position))]
+    fn apply_keyed<'py>(
+        &self,
+        lookup: &Bound<'py, PyAny>,
+        raw: &Bound<'py, PyBytes>,
+        key: Option<&[u8]>,
+        position: Option<i64>,
+    ) -> PyResult<Option<(&'static str, Option<Bound<'py, PyString>>)>> {
+        let py = lookup.py();
+        let read = self.read(raw.as_bytes(), |read, moment| {
+            if key != Some(read.run_id.as_bytes()) {
+                return Ok(None);
+            }
+            let run = lookup.call1((PyString::new(py, read.run_id),))?.downcast_into::<NativeRun>()?;
+            let outcome = self.apply_read(&mut run.borrow_mut().run, read, moment, position);
+            let task_id = match &read.kind {
+                _native::ReadKind::Score { task_id, .. } | _native::ReadKind::Trial { task_id, .. } => {
+                    Some(PyString::new(py, task_id))
+                }
+                _native::ReadKind::Closed { .. } => None,
+            };
+            Ok(Some((outcome_name(outcome), task_id)))
+        })?;
+        Ok(read.flatten())
+    }
+
     /// Replay's lines `lines[start:]` (each with its line end, as a file gives them), applied
     /// in order up to the first that is left to Python: (its index, or the count of lines
     /// when none is; (index, the run's summary and a newline) for each line applied to a
@@ -513,17 +551,13 @@ impl FoldReader {
         }
     }
 
-    /// Apply message `bytes` to its run in `runs` (made there when new): the run and the
-    /// outcome; None where the message is left to Python. `held`: the runs of `runs` found so
-    /// far by their ids, which a run of lines looks up without making a Python string.
-    fn applied<'py>(
+    /// `bytes` read as a message of a common type, and its moment, handed to `then`; None where
+    /// the message is left to Python.
+    fn read<R>(
         &self,
-        runs: &Bound<'py, PyDict>,
-        held: &mut HashMap<String, Bound<'py, NativeRun>>,
         bytes: &[u8],
-        position: Option<i64>,
-    ) -> PyResult<Option<(Bound<'py, NativeRun>, Outcome)>> {
-        let py = runs.py();
+        then: impl FnOnce(&_native::Read<'_>, Option<f64>) -> PyResult<R>,
+    ) -> PyResult<Option<R>> {
         if bytes.len() > self.most {
             return Ok(None);
         }
@@ -543,24 +577,18 @@ impl FoldReader {
                 None => return Ok(None), // a form only Python's reading decides
             },
         };
-        let run = match held.get(read.run_id) {
-            Some(run) => run.clone(),
-            None => {
-                let run_id = PyString::new(py, read.run_id);
-                let run = match runs.get_item(&run_id)? {
-                    Some(run) => run.downcast_into::<NativeRun>()?,
-                    None => {
-                        let run = Bound::new(py, NativeRun::new(read.run_id))?;
-                        runs.set_item(&run_id, &run)?;
-                        run
-                    }
-                };
-                held.insert(read.run_id.to_owned(), run.clone());
-                run
-            }
-        };
-        let mut state = run.borrow_mut();
-        let outcome = match &read.kind {
+        then(&read, moment).map(Some)
+    }
+
+    /// Apply a message read by `read` to `run`.
+    fn apply_read(
+        &self,
+        run: &mut RunState,
+        read: &_native::Read<'_>,
+        moment: Option<f64>,
+        position: Option<i64>,
+    ) -> Outcome {
+        match &read.kind {
             _native::ReadKind::Score { task_id, trial_id, metric_type, status, outputs } => {
                 let cells: Vec<(&str, Cell)> = outputs.iter().map(|(name, value)| (*name, self.cell(value))).collect();
                 let status = match status {
@@ -569,17 +597,48 @@ impl FoldReader {
                     _native::ScoreStatus::MetricFailed => Status::MetricFailed,
                 };
                 let event = Event::Score { task_id, trial_id, metric: metric_type, status, outputs: &cells };
-                state.run.apply(read.event_id, &event, moment, position)
+                run.apply(read.event_id, &event, moment, position)
             }
             _native::ReadKind::Trial { task_id, trial_id, completed, error_type } => {
                 let event = Event::Trial { task_id, trial_id, completed: *completed, error_type: *error_type };
-                state.run.apply(read.event_id, &event, moment, position)
+                run.apply(read.event_id, &event, moment, position)
             }
             _native::ReadKind::Closed { reason } => {
-                state.run.apply(read.event_id, &Event::Closed { reason }, moment, position)
+                run.apply(read.event_id, &Event::Closed { reason }, moment, position)
             }
-        };
-        drop(state);
-        Ok(Some((run, outcome)))
+        }
+    }
+
+    /// Apply message `bytes` to its run in `runs` (made there when new): the run and the
+    /// outcome; None where the message is left to Python. `held`: the runs of `runs` found so
+    /// far by their ids, which a run of lines looks up without making a Python string.
+    fn applied<'py>(
+        &self,
+        runs: &Bound<'py, PyDict>,
+        held: &mut HashMap<String, Bound<'py, NativeRun>>,
+        bytes: &[u8],
+        position: Option<i64>,
+    ) -> PyResult<Option<(Bound<'py, NativeRun>, Outcome)>> {
+        let py = runs.py();
+        self.read(bytes, |read, moment| {
+            let run = match held.get(read.run_id) {
+                Some(run) => run.clone(),
+                None => {
+                    let run_id = PyString::new(py, read.run_id);
+                    let run = match runs.get_item(&run_id)? {
+                        Some(run) => run.downcast_into::<NativeRun>()?,
+                        None => {
+                            let run = Bound::new(py, NativeRun::new(read.run_id))?;
+                            runs.set_item(&run_id, &run)?;
+                            run
+                        }
+                    };
+                    held.insert(read.run_id.to_owned(), run.clone());
+                    run
+                }
+            };
+            let outcome = self.apply_read(&mut run.borrow_mut().run, read, moment, position);
+            Ok((run, outcome))
+        })
     }
 }

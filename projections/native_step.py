@@ -1,0 +1,67 @@
+"""The step (`projections.step`) through the native fold, for a keyed source (the worker's
+events topic): the same rejections, outcomes and summary revisions as `step` gives through the
+Python fold, the run held natively (`NativeState`).
+
+A message of a common type that the native reader is certain of is applied to its run from its
+bytes, with no model built; any other is decoded in Python (`projections.step.checked`) and its
+event applied to the native run through its model. The native apply checks everything before
+it changes a run, so there is nothing to roll back: a conversion that raises has changed
+nothing, and the message is rejected as "internal-error" as `step` rejects it. A panic inside
+the native fold (a bug) is not an `Exception`: it stops the caller, as `RollbackFailed` does.
+"""
+
+from __future__ import annotations
+
+from typing import Final, final
+
+from events.models import RunStarted
+from projections.fold.declarations import Declarations
+from projections.fold.run import Outcome, started_twice
+from projections.native_replay import fold_reader, native_apply
+from projections.native_state import NativeState
+from projections.step import Rejected, RunLookup, Stepped, checked, failure_detail
+
+_OUTCOMES: Final = {outcome.value: outcome for outcome in Outcome}
+
+
+@final
+class NativeStepper:
+    """`step` for keyed messages, through the native fold. `runs` gives held runs whose `run`
+    is a `NativeState`."""
+
+    def __init__(self) -> None:
+        self._reader = fold_reader()
+
+    def step(self, value: bytes, runs: RunLookup, *, position: int | None, key: bytes | None) -> Stepped:
+        read = self._reader.apply_keyed(lambda run_id: _state(runs, run_id).native, value, key, position)
+        if read is not None:
+            assert key is not None  # read only when the key is the event's run id
+            outcome_name, task_id = read
+            state = _state(runs, key.decode())
+        else:
+            event = checked(value, keyed=True, key=key)
+            if isinstance(event, Stepped):
+                return event
+            state = _state(runs, event.run_id)
+            declarations = Declarations.of(event) if isinstance(event, RunStarted) else None
+            try:
+                outcome_name = native_apply(state.native, event, position, declarations)
+            except Exception as error:  # a conversion refused it before the run changed: a bug
+                return Stepped(state, None, Rejected("internal-error", failure_detail(event, error)), failure=error)
+            if declarations is not None and outcome_name == Outcome.APPLIED.value:
+                state.declarations = declarations
+            task_id = getattr(event, "task_id", None)
+        outcome = _OUTCOMES[outcome_name]
+        if outcome is Outcome.REFUSED:
+            started = state.native.header()["started_event_id"]
+            return Stepped(state, None, Rejected("refused", started_twice(state.run_id, started)))
+        if outcome is not Outcome.APPLIED:
+            return Stepped(state, outcome)
+        summary = state.native.summary_bytes() if state.closed else None
+        return Stepped(state, outcome, None, task_id, summary)
+
+
+def _state(runs: RunLookup, run_id: str) -> NativeState:
+    state = runs(run_id).run
+    assert isinstance(state, NativeState), "a run of the Python fold given to the native step"
+    return state
