@@ -450,9 +450,17 @@ def test_lines_replayed_in_runs_write_what_each_line_replayed_alone_writes(
         lines = [line.rstrip(b"\n") + b"\r\n" for line in lines]
     for place, line in odd:
         lines.insert(place % (len(lines) + 1), line)
+    assert_runs_of_lines_write_what_replayer_writes(NativeReplayer(progress_every), lines, sizes, progress_every)
+
+
+def assert_runs_of_lines_write_what_replayer_writes(
+    native: NativeReplayer, lines: list[bytes], sizes: list[int], progress_every: int | None
+) -> None:
+    """`native.feed_lines` over runs of `sizes` lines in turn writes what `Replayer` writes of
+    each line alone, in the same order, and ends with the same stats."""
     python = Replayer(progress_every)
     expected = [output for number, line in enumerate(lines, 1) for output in python.feed(number, line)]
-    native, written, at = NativeReplayer(progress_every), [], 0
+    written, at = [], 0
     for size in itertools.cycle(sizes):
         if at >= len(lines):
             break

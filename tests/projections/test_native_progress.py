@@ -6,7 +6,6 @@ progress through the native fold (`NativeReplayer`) against `Replayer`."""
 
 from __future__ import annotations
 
-import itertools
 from random import Random
 from typing import Any
 
@@ -21,11 +20,11 @@ from projections.assembly.progress import progress
 from projections.fold import run as run_module
 from projections.fold.run import RunState
 from projections.native_replay import NativeReplayer, native_apply, replayer
-from projections.replayer import Replayer
 from tests import builders
 from tests.native import kernels
 from tests.projections.test_native_fold import (
     EXAMPLES,
+    assert_runs_of_lines_write_what_replayer_writes,
     assert_same_bytes,
     log_positions,
     logs_of_any_names,
@@ -133,6 +132,35 @@ def test_percent_done_and_the_eta_round_as_python_rounds(
     assert (figures["trials"]["percent_done"], figures["eta_seconds"]) == shown
 
 
+@pytest.mark.parametrize("closed", [False, True])
+def test_two_keys_of_one_name_show_as_the_python_fold_shows_them(closed: bool) -> None:
+    """`a.b` `c` and `a` `b.c` are both `a.b.c`: pass@k and statistics over the tasks of both,
+    the verdicts of the later key in the run's key order, as the reference's dicts keep them."""
+    outputs = [{"name": "c", "kind": "boolean"}]
+    spec = {
+        "task_id": "t",
+        "metrics": [
+            {"metric_type": "a.b", "outputs": outputs},
+            {"metric_type": "a", "outputs": [{**outputs[0], "name": "b.c"}]},
+        ],
+        "views": [],
+    }
+    events: list[InputEvent] = [
+        builders.started("run", [spec, builders.task_spec("u"), builders.task_spec("w", {"a.b.c": "boolean"})]),
+        builders.score("t", "t-0", "a.b", {"c": 1.0}),
+        builders.score("t", "t-1", "a", {"b.c": 0.0}),
+        builders.score("u", "u-0", "a", {"b.c": 1.0}),
+        *([builders.closed("run")] if closed else []),
+    ]
+    assert_progress_after_every_event(events, [60.0])
+    run = RunState("run")
+    for event in events:
+        run_module.apply(run, event)
+    shown = progress(run, 1)  # the case the comparison above goes through:
+    assert shown["pass_at_k"]["a.b.c"]["1"]["count"] == 3  # t's both keys and u's
+    assert shown["verdicts"] == {"a.b.c": {"solved": 1, "flaky": 0, "failed": 0, "unmeasured": 0, "pending": 0}}
+
+
 def test_the_contract_s_example_log_gives_the_python_fold_s_progress() -> None:
     """docs/spec/examples/mixed-runs.jsonl, several runs interleaved: after each event applied
     to its run, its progress with the span and with an elapsed time."""
@@ -170,15 +198,6 @@ def test_replay_with_progress_through_the_native_fold_writes_what_replayer_write
     """With `occurred_at`s the native reader reads from the bytes (the span, the ETA),
     `replayer(progress_every)` is the native fold, and its runs of lines of any length write
     `Replayer`'s progress lines and summaries, in the same order, with the same stats."""
-    python = Replayer(progress_every)
-    expected = [output for number, line in enumerate(lines, 1) for output in python.feed(number, line)]
     native = replayer(progress_every)
     assert isinstance(native, NativeReplayer)
-    written, at = [], 0
-    for size in itertools.cycle(sizes):
-        if at >= len(lines):
-            break
-        written.extend(native.feed_lines(at + 1, lines[at : at + size]))
-        at += size
-    assert written == expected
-    assert native.finish() == python.finish()
+    assert_runs_of_lines_write_what_replayer_writes(native, lines, sizes, progress_every)

@@ -7,7 +7,8 @@
 //! the bytes a rebuild gives, so a rebuild is the reference). The floats come from the same
 //! operations in the same order as the Python's: metric values in run log order, views and
 //! pass@k in summary task order, the sums compensated (`sums`), the figures of `ranges`,
-//! `passk`, `statistics` and `harbor`.
+//! `passk`, `statistics` and `harbor`; the pass@k columns and the statistics object are
+//! `key_figures`', which a progress event shows too.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
