@@ -1,6 +1,6 @@
 """What each line of an event log makes `evalstream replay` write, through the native fold
-(`projections.kernels.native_fold`): `Replayer`'s outputs, byte for byte, for a file replayed
-without progress (tests/projections/test_native_fold.py holds the two to each other).
+(`projections.kernels.native_fold`): `Replayer`'s outputs, byte for byte, progress included
+(tests/projections/test_native_fold.py and test_native_progress.py hold the two to each other).
 
 A line of a common type that the native reader is certain of is applied to its run from its
 bytes; any other line is decoded in Python (`projections.step.checked`, the same rejections as
@@ -78,9 +78,12 @@ def fold_reader() -> Any:
 class NativeReplayer:
     """Every run seen so far, held by the native fold, and what each line makes replay write."""
 
-    def __init__(self) -> None:
+    def __init__(self, progress_every: int | None = None) -> None:
+        """`progress_every`: a run's progress is written every that many applied events of
+        it, and at its close, as `Replayer` writes it (None or 0: never)."""
         assert NATIVE is not None, "the native fold is not built"
         self._native = NATIVE
+        self.progress_every = progress_every
         self.runs: dict[str, Any] = {}
         """Run id -> its `NativeRun`."""
         self.stats = ReplayStats()
@@ -105,10 +108,17 @@ class NativeReplayer:
             return ()
         self.stats.applied += 1
         run = self.runs[run_id]
-        if not run.closed():
+        closed = run.closed()
+        if not closed and not self.progress_every:
             return ()
-        self.stats.summaries += 1
-        return [(number, STDOUT, run.summary_bytes() + b"\n")]
+        outputs = []
+        count = run.event_count()
+        if self.progress_every and (closed or count % self.progress_every == 0):
+            outputs.append((number, STDOUT, run.progress_bytes(count) + b"\n"))
+        if closed:
+            self.stats.summaries += 1
+            outputs.append((number, STDOUT, run.summary_bytes() + b"\n"))
+        return outputs
 
     def feed_lines(self, first: int, lines: list[bytes]) -> list[Output]:
         """What lines `first`, `first` + 1, ... of a file make replay write: those the native
@@ -116,12 +126,13 @@ class NativeReplayer:
         outputs: list[Output] = []
         at = 0
         while at < len(lines):
-            stop, summaries, (applied, redelivered, ignored) = self._reader.replay_lines(self.runs, lines, at)
-            outputs.extend((first + index, STDOUT, summary) for index, summary in summaries)
+            stop, written, counts = self._reader.replay_lines(self.runs, lines, at, self.progress_every)
+            outputs.extend((first + index, STDOUT, output) for index, output in written)
+            applied, redelivered, ignored, summaries = counts
             self.stats.applied += applied
             self.stats.redeliveries += redelivered
             self.stats.ignored += ignored
-            self.stats.summaries += len(summaries)
+            self.stats.summaries += summaries
             if stop < len(lines):
                 outputs.extend(self.feed(first + stop, lines[stop]))
             at = stop + 1
@@ -169,8 +180,8 @@ def replayer(
     progress_every: int | None = None, closed_caches_bytes: int = CLOSED_CACHES_BYTES, *, native: bool = True
 ) -> LineReplayer:
     """The fold a replay of a file goes through: the native one where it is built, unless
-    progress is asked for (the native fold writes no progress yet) or `native` is False (a
-    benchmark's baseline); else the Python fold."""
-    if native and NATIVE is not None and not progress_every:
-        return NativeReplayer()
+    `native` is False (a benchmark's baseline); else the Python fold (`closed_caches_bytes`
+    bounds its closed runs' summary caches: the native fold keeps none)."""
+    if native and NATIVE is not None:
+        return NativeReplayer(progress_every)
     return Replayer(progress_every, closed_caches_bytes)

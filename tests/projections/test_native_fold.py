@@ -208,14 +208,18 @@ def test_a_run_s_log_gives_the_python_fold_s_state_event_by_event(
         assert_same_run(run, native)
 
 
-def assert_same_summary(run: RunState, native: Any) -> None:
-    """The native run's summary bytes are the Python fold's (built from its state alone)."""
-    expected = summary_bytes(run)
-    got = native.summary_bytes()
-    if got != expected:  # where they first differ: a summary is kilobytes
+def assert_same_bytes(got: bytes, expected: bytes) -> None:
+    """The native fold's output is the Python fold's, else where they first differ: an output
+    is kilobytes."""
+    if got != expected:
         at = next((at for at, pair in enumerate(zip(got, expected, strict=False)) if pair[0] != pair[1]), len(got))
         start = max(at - 80, 0)
         raise AssertionError(f"at byte {at}: native {got[start : at + 80]!r}, python {expected[start : at + 80]!r}")
+
+
+def assert_same_summary(run: RunState, native: Any) -> None:
+    """The native run's summary bytes are the Python fold's (built from its state alone)."""
+    assert_same_bytes(native.summary_bytes(), summary_bytes(run))
 
 
 ORDERED_VALUES = st.sampled_from([LARGEST, -LARGEST, 1e308, -1e308, 1.0, 0.5, 3.0, 1e-16, -1e-16, 0.1, math.nan, True])
@@ -432,21 +436,31 @@ rejects."""
     st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(ODD_LINES)), max_size=6),
     st.lists(st.integers(1, 9), min_size=1),
     st.booleans(),
+    st.sampled_from([None, 0, 1, 3]),
 )
 def test_lines_replayed_in_runs_write_what_each_line_replayed_alone_writes(
-    log: bytes, odd: list[tuple[int, bytes]], sizes: list[int], crlf: bool
+    log: bytes, odd: list[tuple[int, bytes]], sizes: list[int], crlf: bool, progress_every: int | None
 ) -> None:
     """`NativeReplayer.feed_lines` over runs of lines of any length (the native reader's loop,
     stopping at each line left to Python) writes what `Replayer` writes of each line alone, in
-    the same order and with the same stats: summaries, rejections and blank lines skipped."""
+    the same order and with the same stats: progress (every `progress_every` applied events of
+    a run and at its close; None and 0, none), summaries, rejections and blank lines skipped."""
     lines = log.splitlines(keepends=True)
     if crlf:
         lines = [line.rstrip(b"\n") + b"\r\n" for line in lines]
     for place, line in odd:
         lines.insert(place % (len(lines) + 1), line)
-    python = Replayer()
+    assert_runs_of_lines_write_what_replayer_writes(NativeReplayer(progress_every), lines, sizes, progress_every)
+
+
+def assert_runs_of_lines_write_what_replayer_writes(
+    native: NativeReplayer, lines: list[bytes], sizes: list[int], progress_every: int | None
+) -> None:
+    """`native.feed_lines` over runs of `sizes` lines in turn writes what `Replayer` writes of
+    each line alone, in the same order, and ends with the same stats."""
+    python = Replayer(progress_every)
     expected = [output for number, line in enumerate(lines, 1) for output in python.feed(number, line)]
-    native, written, at = NativeReplayer(), [], 0
+    written, at = [], 0
     for size in itertools.cycle(sizes):
         if at >= len(lines):
             break
@@ -456,17 +470,22 @@ def test_lines_replayed_in_runs_write_what_each_line_replayed_alone_writes(
     assert native.finish() == python.finish()
 
 
-def test_the_native_replayer_writes_what_replay_writes() -> None:
-    """The contract's example log, line by line: `NativeReplayer` writes the summaries (and
-    rejections) `Replayer` writes without progress, byte for byte."""
-    native, python = NativeReplayer(), Replayer()
+@pytest.mark.parametrize("progress_every", [None, 1, 5])
+def test_the_native_replayer_writes_what_replay_writes(progress_every: int | None) -> None:
+    """The contract's example log, line by line: `NativeReplayer` writes the progress,
+    summaries (and rejections) `Replayer` writes, byte for byte."""
+    native, python = NativeReplayer(progress_every), Replayer(progress_every)
     lines = (EXAMPLES / "mixed-runs.jsonl").read_bytes().splitlines(keepends=True)
-    written = 0
+    written, progressed = 0, 0
     for number, line in enumerate(lines, start=1):
         outputs = native.feed(number, line)
         assert outputs == python.feed(number, line)
         written += len(outputs)
+        progressed += sum(b'"type":"run.progress"' in output for _, _, output in outputs)
     assert written >= 12
+    if progress_every == 1:  # one after every applied event
+        assert progressed == python.stats.applied
+    assert bool(progressed) == bool(progress_every)
     assert native.finish() == python.stats
 
 

@@ -13,15 +13,15 @@ use rustc_hash::FxHashMap as HashMap;
 use super::records::Cell;
 use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
 use super::sharing::Shared;
-use super::summary;
 use super::task::{Declared, DeclaredParts, Key, KeyTally, Reducer, Status, Tallies, TaskState, View};
+use super::{progress, summary};
 
-/// The largest summary buffer kept between summaries (a bigger one is dropped once copied out).
+/// The largest output buffer kept between outputs (a bigger one is dropped once copied out).
 const SUMMARY_KEPT: usize = 1 << 20;
 
 thread_local! {
-    /// Where a summary is written before Python gets its copy: kept between summaries, so a
-    /// revision does not grow a buffer of its size again.
+    /// Where a summary or a progress event is written before Python gets its copy: kept
+    /// between them, so a revision does not grow a buffer of its size again.
     static SUMMARY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -230,11 +230,11 @@ type TaskView<'py> = (
     Option<Vec<(i64, String, String)>>,
 );
 
-/// The `run.summary` of `run`, then `end`, as Python bytes.
-fn summary_of<'py>(py: Python<'py>, run: &RunState, end: &[u8]) -> Bound<'py, PyBytes> {
+/// What `write` writes, then `end`, as Python bytes.
+fn written<'py>(py: Python<'py>, write: impl FnOnce(&mut Vec<u8>), end: &[u8]) -> Bound<'py, PyBytes> {
     SUMMARY.with_borrow_mut(|out| {
         out.clear();
-        summary::write_summary(out, run);
+        write(out);
         out.extend_from_slice(end);
         let bytes = PyBytes::new(py, out);
         if out.capacity() > SUMMARY_KEPT {
@@ -358,7 +358,15 @@ impl NativeRun {
 
     /// The run's `run.summary` as `projections.assembly.summary.summary_bytes` encodes it.
     fn summary_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        summary_of(py, &self.run, b"")
+        written(py, |out| summary::write_summary(out, &self.run), b"")
+    }
+
+    /// The run's `run.progress` number `seq` as `events.codec.encode_payload` encodes
+    /// `projections.assembly.progress.progress(run, seq, elapsed)`: `elapsed` None, the span
+    /// of the applied events' `occurred_at`.
+    #[pyo3(signature = (seq, elapsed=None))]
+    fn progress_bytes<'py>(&self, py: Python<'py>, seq: i64, elapsed: Option<f64>) -> Bound<'py, PyBytes> {
+        written(py, |out| progress::write_progress(out, &self.run, seq, elapsed), b"")
     }
 
     fn closed(&self) -> bool {
@@ -498,19 +506,24 @@ impl FoldReader {
 
     /// Replay's lines `lines[start:]` (each with its line end, as a file gives them), applied
     /// in order up to the first that is left to Python: (its index, or the count of lines
-    /// when none is; (index, the run's summary and a newline) for each line applied to a
-    /// closed run; the lines applied, redelivered and ignored). A blank line is skipped.
-    #[pyo3(signature = (runs, lines, start))]
+    /// when none is; (index, output and a newline) for what each line applied writes, as
+    /// `projections.replayer.Replayer` writes it: with `progress_every`, the run's progress
+    /// where its event count is a multiple of it or the run is closed, then the run's summary
+    /// where it is closed; the lines applied, redelivered and ignored, and the summaries
+    /// written). A blank line is skipped.
+    #[pyo3(signature = (runs, lines, start, progress_every=None))]
     #[allow(clippy::type_complexity)]
     fn replay_lines<'py>(
         &self,
         runs: &Bound<'py, PyDict>,
         lines: &Bound<'py, PyList>,
         start: usize,
-    ) -> PyResult<(usize, Vec<(usize, Bound<'py, PyBytes>)>, (u64, u64, u64))> {
+        progress_every: Option<i64>,
+    ) -> PyResult<(usize, Vec<(usize, Bound<'py, PyBytes>)>, (u64, u64, u64, u64))> {
         let py = runs.py();
-        let mut summaries = Vec::new();
-        let (mut applied, mut redelivered, mut ignored) = (0, 0, 0);
+        let every = progress_every.filter(|&every| every != 0);
+        let mut outputs = Vec::new();
+        let (mut applied, mut redelivered, mut ignored, mut summaries) = (0, 0, 0, 0);
         let mut held = HashMap::default();
         for index in start..lines.len() {
             let line = lines.get_item(index)?;
@@ -522,18 +535,26 @@ impl FoldReader {
             match self.applied(runs, &mut held, &bytes[..end], None)? {
                 Some((run, Outcome::Applied)) => {
                     applied += 1;
-                    let run = run.borrow();
-                    if run.run.closed() {
-                        summaries.push((index, summary_of(py, &run.run, b"\n")));
+                    let state = run.borrow();
+                    let run = &state.run;
+                    if every.is_some_and(|every| run.closed() || run.event_count % every == 0) {
+                        let progress = |out: &mut Vec<u8>| progress::write_progress(out, run, run.event_count, None);
+                        outputs.push((index, written(py, progress, b"\n")));
+                    }
+                    if run.closed() {
+                        summaries += 1;
+                        outputs.push((index, written(py, |out| summary::write_summary(out, run), b"\n")));
                     }
                 }
                 Some((_, Outcome::Redelivery)) => redelivered += 1,
                 Some((_, Outcome::Ignored)) => ignored += 1,
                 // Refused (a run.started's, never read here) changes nothing: Python words it.
-                Some((_, Outcome::Refused)) | None => return Ok((index, summaries, (applied, redelivered, ignored))),
+                Some((_, Outcome::Refused)) | None => {
+                    return Ok((index, outputs, (applied, redelivered, ignored, summaries)))
+                }
             }
         }
-        Ok((lines.len(), summaries, (applied, redelivered, ignored)))
+        Ok((lines.len(), outputs, (applied, redelivered, ignored, summaries)))
     }
 }
 

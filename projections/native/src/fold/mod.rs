@@ -1,12 +1,14 @@
 //! The fold's state in native code, held byte for byte to the Python fold's
 //! (`projections/fold`, `projections/packed`): a task's packed records (`records`) and its
-//! state and key rules (`task`); a run's state and `apply` (`run`); its `run.summary` encoded
-//! (`summary`, written as orjson writes JSON: `json`). `door` reaches them from Python, for the
-//! parity tests.
+//! state and key rules (`task`); a run's state and `apply` (`run`); its `run.summary` and
+//! `run.progress` encoded (`summary`, `progress`, over the eligible keys' figures of
+//! `key_figures`, written as orjson writes JSON: `json`). `door` reaches them from Python.
 
 pub mod applied;
 pub mod door;
 pub mod json;
+pub mod key_figures;
+pub mod progress;
 pub mod records;
 pub mod run;
 pub mod sharing;

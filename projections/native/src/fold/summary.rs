@@ -7,35 +7,27 @@
 //! the bytes a rebuild gives, so a rebuild is the reference). The floats come from the same
 //! operations in the same order as the Python's: metric values in run log order, views and
 //! pass@k in summary task order, the sums compensated (`sums`), the figures of `ranges`,
-//! `passk`, `statistics` and `harbor`.
+//! `passk`, `statistics` and `harbor`; the pass@k columns and the statistics object are
+//! `key_figures`', which a progress event shows too.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::json::{float, integer, known, null, optional_float, optional_wire, string, wire, Items};
+use super::json::{float, integer, known, null, optional_wire, string, wire, Items};
+use super::key_figures::{eligible_by_name, key_columns_of, key_name, write_statistics, KeyColumns};
 use super::records::OK;
 use super::run::{HarborRules, RunState, Task};
 use super::task::{Declared, Key};
 use crate::floats::{python_repr, write_repr};
 use crate::harbor;
-use crate::passk::{estimates, hat_estimates, key_columns};
 use crate::ranges::{center_and_spread, percentiles_by, Center, Spread, PERCENTILES};
-use crate::statistics::{Column, Entry};
 
 /// The names of the percentiles in an aggregate's record, as `Items::known` takes them
 /// (`"p10":` ...), made once.
 static PERCENTILE_NAMES: LazyLock<Vec<String>> =
     LazyLock::new(|| PERCENTILES.iter().map(|p| format!("\"p{p}\":")).collect());
-
-fn key_name(key: &Key) -> String {
-    let mut name = String::with_capacity(key.0.len() + 1 + key.1.len());
-    name.push_str(&key.0);
-    name.push('.');
-    name.push_str(&key.1);
-    name
-}
 
 /// (trial_id, value, run sequence number of the score that made it): one attempt.
 type Attempt<'a> = (&'a str, Option<f64>, i64);
@@ -84,7 +76,7 @@ fn attempt_lists(task: &Task) -> Lists<'_> {
 
 /// Declared tasks in declaration order, then tasks named only by scores by first score
 /// (`attempts.summary_tasks`): indices into the run's tasks.
-fn summary_tasks(run: &RunState) -> Vec<usize> {
+pub(super) fn summary_tasks(run: &RunState) -> Vec<usize> {
     let index: HashMap<&str, usize> =
         run.tasks.iter().enumerate().map(|(at, task)| (task.state.task_id.as_str(), at)).collect();
     let declared: &[(String, Declared)] = run.declarations.as_ref().map_or(&[], |declarations| &declarations.tasks);
@@ -189,19 +181,6 @@ fn range_aggregate(out: &mut Vec<u8>, name: &str, values: impl IntoIterator<Item
     let (finite, ordered) = finite_and_sorted(values);
     let (middle, spreads) = center_and_spread(&finite, total);
     aggregate(out, name, &middle, spreads.as_ref(), &ordered);
-}
-
-/// Section 8's entry (`statistics`): the figures as orjson writes floats given raw.
-fn entry(out: &mut Vec<u8>, figures: &Entry) {
-    let mut entry = Items::object(out);
-    integer(entry.known(known!("k")), figures.k);
-    integer(entry.known(known!("count")), figures.count);
-    integer(entry.known(known!("nan_count")), figures.nan_count);
-    optional_float(entry.known(known!("mean")), figures.mean);
-    optional_float(entry.known(known!("stderr")), figures.stderr);
-    optional_float(entry.known(known!("ci95_low")), figures.low);
-    optional_float(entry.known(known!("ci95_high")), figures.high);
-    entry.end();
 }
 
 fn verdict(n: i64, c: i64) -> &'static str {
@@ -384,46 +363,6 @@ fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
     gathered
 }
 
-/// An eligible key's pass@k and pass^k columns (none where no task is measured).
-struct KeyColumns<'a> {
-    name: &'a str,
-    measured: usize,
-    at_k: Vec<Column>,
-    hat_k: Vec<Column>,
-}
-
-/// Every eligible key's columns, by name, from the (n, c) of its measured tasks in summary
-/// task order and its unmeasured ones (`attempts.task_tallies`, `passk.key_figures_of`).
-fn key_columns_of<'a>(run: &RunState, order: &[usize], eligible: &'a BTreeMap<String, &Key>) -> Vec<KeyColumns<'a>> {
-    // Each eligible key's place among the names (two keys of one name share it).
-    let places: HashMap<&str, usize> = eligible.keys().enumerate().map(|(at, name)| (name.as_str(), at)).collect();
-    let place: HashMap<&Key, usize> = run.passk.keys().map(|key| (key, places[key_name(key).as_str()])).collect();
-    let mut measured: Vec<(Vec<(u64, u64)>, usize)> = vec![Default::default(); eligible.len()];
-    for &at in order {
-        let state = &run.tasks[at].state;
-        for (key, &(n, c)) in state.keys.iter().zip(&state.counts) {
-            if let Some(&at) = place.get(key) {
-                let tallies = &mut measured[at];
-                if n > 0 {
-                    tallies.0.push((n as u64, c as u64));
-                } else {
-                    tallies.1 += 1;
-                }
-            }
-        }
-    }
-    eligible
-        .keys()
-        .zip(measured)
-        .map(|(name, (tallies, unmeasured))| KeyColumns {
-            name,
-            measured: tallies.len(),
-            at_k: key_columns(&tallies, unmeasured, estimates),
-            hat_k: key_columns(&tallies, unmeasured, hat_estimates),
-        })
-        .collect()
-}
-
 /// A run and what its summary is made of.
 struct Parts<'a> {
     run: &'a RunState,
@@ -441,7 +380,7 @@ struct Parts<'a> {
 /// appended to `out`.
 pub fn write_summary(out: &mut Vec<u8>, run: &RunState) {
     let order = summary_tasks(run);
-    let eligible: BTreeMap<String, &Key> = run.passk.keys().map(|key| (key_name(key), key)).collect();
+    let eligible = eligible_by_name(run);
     let lists: Vec<Lists<'_>> = run.tasks.iter().map(attempt_lists).collect();
     let gathered = gather(run, &lists);
     let keys = key_columns_of(run, &order, &eligible);
@@ -474,7 +413,7 @@ pub fn write_summary(out: &mut Vec<u8>, run: &RunState) {
     summary.end();
     parts.harbor(payload.known(known!("harbor")));
     parts.verdicts(payload.known(known!("verdicts")));
-    parts.statistics(payload.known(known!("statistics")));
+    write_statistics(payload.known(known!("statistics")), &parts.keys);
     payload.end();
 }
 
@@ -571,24 +510,6 @@ impl Parts<'_> {
             by_key.end();
         }
         verdicts.end();
-    }
-
-    /// `statistics` (section 8): every eligible key with a measured task.
-    fn statistics(&self, out: &mut Vec<u8>) {
-        let mut statistics = Items::object(out);
-        for key in self.keys.iter().filter(|key| key.measured > 0) {
-            let mut figures = Items::object(statistics.key(key.name));
-            integer(figures.known(known!("tasks")), key.measured);
-            for (field, columns) in [("pass_at_k", &key.at_k), ("pass_hat_k", &key.hat_k)] {
-                let mut entries = Items::array(figures.key(field));
-                for column in columns {
-                    entry(entries.item(), &column.entry);
-                }
-                entries.end();
-            }
-            figures.end();
-        }
-        statistics.end();
     }
 
     /// The `harbor` object (`harbor_stats.harbor_stats`), SEMANTICS.md section 6.
