@@ -24,6 +24,7 @@ from projections.storage import (
     archive_to_bytes,
     checkpoint_to_bytes,
     digest_of,
+    header_of,
     header_to_bytes,
     marker_of,
     marker_to_bytes,
@@ -119,9 +120,9 @@ class PartitionChanges:
             if task_id is not None:
                 records.append((task_key(run_id, task_id), task_to_bytes(entry.run.tasks[task_id])))
             elif entry.retired is not None:
-                records.append((header_key(run_id), marker_to_bytes(entry.retired, entry.run)))
+                records.append((header_key(run_id), marker_to_bytes(entry.retired, header_of(entry.run))))
             else:
-                records.append((header_key(run_id), header_to_bytes(entry.run)))
+                records.append((header_key(run_id), header_to_bytes(header_of(entry.run))))
         for entry in self.changed_runs.values():
             if _whole(entry):
                 run = entry.run
@@ -132,7 +133,7 @@ class PartitionChanges:
                     for task in run.tasks.values()
                     if task.touched
                 ]
-                records.append((header_key(run.run_id), header_to_bytes(run)))
+                records.append((header_key(run.run_id), header_to_bytes(header_of(run))))
                 entry.retired, entry.retired_with, entry.whole = None, None, False
         retirements = self._retirements(partition, store)
         if not self.handled and not retirements:

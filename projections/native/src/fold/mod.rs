@@ -1,8 +1,8 @@
 //! The fold's state in native code, held byte for byte to the Python fold's
 //! (`projections/fold`, `projections/packed`): a task's packed records (`records`) and its
 //! state and key rules (`task`); a run's state and `apply` (`run`); its `run.summary` encoded
-//! (`summary`, written as orjson writes JSON: `json`). `door` reaches them from Python, for the
-//! parity tests.
+//! (`summary`, written as orjson writes JSON: `json`); its stored form, as `projections.storage`
+//! writes and reads it (`stored`). `door` reaches them from Python.
 
 pub mod applied;
 pub mod door;
@@ -11,6 +11,7 @@ pub mod records;
 pub mod run;
 pub mod sharing;
 pub mod snug;
+pub mod stored;
 pub mod summary;
 pub mod task;
 pub mod task_index;
