@@ -246,6 +246,9 @@ pub fn restored(
 
 /// What a heap block costs besides the bytes asked for (the allocator's header and rounding), from above.
 const BLOCK: usize = 16;
+/// The run's Python object (`door::NativeRun`, which holds the state) besides the state, and
+/// what holding it costs its holder: its id as a Python string, a map's slot (~300 B measured).
+const HELD: usize = 1024;
 
 fn vec_bytes<T>(held: &Vec<T>) -> usize {
     match held.capacity() {
@@ -291,7 +294,7 @@ fn task_bytes(task: &Task) -> usize {
 /// run.started they keep (`projections.footprint.footprint` is the Python fold's). What runs
 /// share (declared keys and views, output and metric names) is counted by none of them.
 pub fn footprint(run: &RunState) -> usize {
-    let mut held = size_of::<RunState>() + BLOCK + string_bytes(&run.run_id);
+    let mut held = HELD + size_of::<RunState>() + string_bytes(&run.run_id);
     held +=
         run.started_event_id.as_deref().map_or(0, string_bytes) + run.closed_reason.as_deref().map_or(0, string_bytes);
     held += vec_bytes(&run.run_events) + vec_bytes(&run.run_positions) + vec_bytes(&run.tasks);
