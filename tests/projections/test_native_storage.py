@@ -32,6 +32,7 @@ from projections.storage import (
     ArchiveMismatch,
     ArchiveRef,
     NewerStore,
+    StoredRun,
     archive_to_bytes,
     archived_run,
     digest_of,
@@ -130,6 +131,13 @@ def stored(run: RunState) -> tuple[bytes | None, dict[str, bytes]]:
     return header, {task_id: task_to_bytes(task) for task_id, task in run.tasks.items() if task.touched}
 
 
+def natively(stored: StoredRun) -> Any:
+    """The native run of `stored`; the test fails, saying what to do, where the native fold is
+    not built."""
+    kernels()
+    return native_store.restored(stored)
+
+
 def read(tasks: dict[str, bytes]) -> list[TaskState]:
     return [task_from_bytes(task_id, blob) for task_id, blob in tasks.items()]
 
@@ -168,7 +176,7 @@ def test_a_native_run_restored_from_the_python_fold_s_records_goes_on_as_it_does
         run_module.apply(original, event, position)
     header, tasks = stored(original)
     run = restore("run", header, read(tasks))
-    native = native_store.restored(stored_run("run", header, read(tasks)))
+    native = natively(stored_run("run", header, read(tasks)))
     assert_same_run(run, native)
     assert_same_records(run, native)
     assert_same_summary(run, native)
@@ -207,7 +215,7 @@ def test_a_native_run_restored_from_an_archive_goes_on_as_the_python_fold_does(
         elif applied.outcome is run_module.Outcome.APPLIED:
             marker = marker_to_bytes(ref, header_of(original))
     run = restore_archived("run", ref, archive, marker, read(residue))
-    native = native_store.restored(archived_run("run", ref, archive, marker, read(residue)))
+    native = natively(archived_run("run", ref, archive, marker, read(residue)))
     assert_same_run(run, native)
     assert_same_records(run, native)
     go_on(run, native, events[restored_at:], [None] * (len(events) - restored_at))
@@ -225,7 +233,7 @@ def test_records_of_version_3_restore_natively_as_the_python_fold_restores_them(
     older = {task_id: version_3(task_from_bytes(task_id, blob)) for task_id, blob in tasks.items()}
     old_header = None if header is None else header.replace(b'"v":5', b'"v":3', 1)
     run = restore("run", old_header, read(older))
-    native = native_store.restored(stored_run("run", old_header, read(older)))
+    native = natively(stored_run("run", old_header, read(older)))
     assert_same_run(run, native)
     assert_same_records(run, native)
     assert_same_summary(run, native)
@@ -305,12 +313,12 @@ def test_damaged_and_newer_parts_raise_for_the_native_run_what_they_raise_for_th
         with pytest.raises(error) as python:
             restore_archived("run", parts["ref"], parts["archive"])
         with pytest.raises(error) as native:
-            native_store.restored(archived_run("run", parts["ref"], parts["archive"]))
+            natively(archived_run("run", parts["ref"], parts["archive"]))
     else:
         with pytest.raises(error) as python:
             restore("run", parts["header"], read(parts["tasks"]))
         with pytest.raises(error) as native:
-            native_store.restored(stored_run("run", parts["header"], read(parts["tasks"])))
+            natively(stored_run("run", parts["header"], read(parts["tasks"])))
     assert str(native.value) == str(python.value)
     assert (
         "wipe the store and replay" in str(native.value)
@@ -327,7 +335,7 @@ def test_records_that_name_a_trial_the_task_has_not_are_refused_natively() -> No
     task = next(task for task in run.tasks.values() if task.metric_names)
     bare = TaskState(task.task_id, metrics=dict(task.metrics()), trials=joined([]), events=task.events)
     with pytest.raises(ValueError, match=f"task '{task.task_id}', metric 'reward' is damaged .*a trial"):
-        native_store.restored(stored_run("run", None, [bare]))
+        natively(stored_run("run", None, [bare]))
 
 
 def natively_folded(replayer: NativeReplayer, tasks: int, attempts: int, *, close: bool, events: int | None) -> Any:
