@@ -143,6 +143,7 @@ class StoredHeader(NamedTuple):
 
 
 def header_of(run: RunState) -> StoredHeader:
+    """The header parts of the Python fold's `run`."""
     return StoredHeader(
         run.started_event_id,
         run.closed_reason,
