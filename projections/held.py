@@ -5,6 +5,11 @@ the cache (`projections.assembly.contributions.SummaryCache`) only saves work, a
 dropped at any time (a budget, an eviction): the next summary or progress event makes it
 again from the state, to the same bytes. So the state never holds it, and whoever holds a
 run holds its cache beside it: `Held` in replay, the worker's `CachedRun`.
+
+The worker holds its runs in either fold (`FoldState`: the Python fold's `RunState`, or the
+native fold's `NativeState`, which keeps no summary cache), and asks of both what only the
+fold knows through the functions here: a run's progress, its stored parts, a run made of
+stored parts, and its task count. Both give the same bytes.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from events.codec import encode_payload
+from projections import native_store
 from projections.assembly.contributions import SummaryCache
 from projections.assembly.progress import progress
 from projections.fold.run import RunState
 from projections.native_state import NativeState
+from projections.storage import StoredHeader, StoredRun, header_of, run_of, task_to_bytes
 
 FoldState = RunState | NativeState
 """A run's state in the Python fold, or in the native one (`projections.native_step`)."""
@@ -56,4 +63,36 @@ def progress_bytes(held: HeldRun, seq: int) -> bytes:
 
 def task_count(run: FoldState) -> int:
     """The tasks the run holds: declared, or named by an event."""
-    return run.native.task_count() if isinstance(run, NativeState) else len(run.tasks)
+    if isinstance(run, NativeState):
+        count: int = run.native.task_count()
+        return count
+    return len(run.tasks)
+
+
+def header_parts(run: FoldState) -> StoredHeader:
+    """The run's header as `projections.storage` writes it."""
+    return native_store.header_of(run.native) if isinstance(run, NativeState) else header_of(run)
+
+
+def task_record(run: FoldState, task_id: str) -> bytes:
+    """Task `task_id`'s stored record (`projections.storage.task_to_bytes`)."""
+    if isinstance(run, NativeState):
+        record: bytes = run.native.task_record(task_id)
+        return record
+    return task_to_bytes(run.tasks[task_id])
+
+
+def task_records(run: FoldState) -> list[tuple[str, bytes]]:
+    """(task id, stored record) of every task some event named, in the run's order: a declared
+    task nothing arrived for has no record."""
+    if isinstance(run, NativeState):
+        return [(task_id, run.native.task_record(task_id)) for task_id in run.native.touched_tasks()]
+    return [(task.task_id, task_to_bytes(task)) for task in run.tasks.values() if task.touched]
+
+
+def run_of_parts(stored: StoredRun, native: bool) -> FoldState:
+    """A run of either fold made of stored parts (`projections.storage.stored_run`,
+    `archived_run`)."""
+    if native:
+        return NativeState(stored.run_id, native_store.restored(stored), stored.declarations)
+    return run_of(stored)

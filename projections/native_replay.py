@@ -21,7 +21,7 @@ from events.codec import MAX_EVENT_BYTES
 from events.models import EVENT_ID_MAX, NAME_MAX, RUN_ID_MAX, InputEvent, RunStarted
 from events.nonfinite import NONFINITE_STRINGS
 from projections.closed_caches import CLOSED_CACHES_BYTES
-from projections.fold.declarations import Declarations
+from projections.fold.declarations import Declarations, Key
 from projections.fold.run import moment_of, started_twice
 from projections.kernels import native_fold
 from projections.replayer import STDOUT, Output, Replayer, ReplayStats, message_of, rejected
@@ -33,16 +33,38 @@ NATIVE: Final = native_fold()
 
 def native_apply(run: Any, event: InputEvent, position: int | None, declarations: Declarations | None = None) -> str:
     """Apply a decoded `event` to the `NativeRun` `run`: its outcome's name. A run.started
-    goes with its declarations as the Python fold reads them (`Declarations.of`; by default
-    read here, without its encoding, which only a stored header needs): per task its keys and
-    views, the labels in order, the Harbor rules; any other event through its model."""
+    goes with its declarations as the Python fold reads them (`declarations`, read here when
+    not given; `declaration_args`); any other event through its model."""
     moment = moment_of(event)
     if not isinstance(event, RunStarted):
         outcome: str = run.apply(event, moment, position)
         return outcome
     if declarations is None:
-        declarations = Declarations.of(event, wire=b"")
-    tasks = [
+        declarations = Declarations.of(event)
+    started: str = run.apply_started(event.event_id, declaration_args(declarations), moment, position)
+    return started
+
+
+ViewArgs = tuple[str, str, list[tuple[str, str, float]]]
+"""A view: its name, its reducer, its signals' (metric, output, weight) in order."""
+TaskArgs = tuple[str, tuple[list[Key], list[Key], list[Key]], list[ViewArgs]]
+"""A declared task: its id, its keys (attempt keys in order, excluded, every declared key), its views."""
+DeclarationArgs = tuple[
+    list[TaskArgs],
+    list[Key],
+    int | None,
+    list[tuple[str, str]],
+    str,
+    bytes,
+]
+"""A run.started's declarations as `NativeRun` takes them: the declared tasks in order, the
+eligible keys, the plan, the labels in order, the Harbor rules, and the run.started as kept
+(`Declarations.started`, which the run header stores)."""
+
+
+def declaration_args(declarations: Declarations) -> DeclarationArgs:
+    """`declarations` (the Python fold's reading of a run.started) as `NativeRun` takes them."""
+    tasks: list[TaskArgs] = [
         (
             task_id,
             (list(declared.attempt_keys), sorted(declared.excluded), list(declared.kinds)),
@@ -53,19 +75,14 @@ def native_apply(run: Any, event: InputEvent, position: int | None, declarations
         )
         for task_id, declared in declarations.tasks.items()
     ]
-    labels = list(declarations.labels.items())
-    eligible = sorted(declarations.eligible)
-    started: str = run.apply_started(
-        event.event_id,
+    return (
         tasks,
-        eligible,
+        sorted(declarations.eligible),
         declarations.attempts_per_task,
-        labels,
+        list(declarations.labels.items()),
         declarations.harbor_rules,
-        moment,
-        position,
+        declarations.started,
     )
-    return started
 
 
 def fold_reader() -> Any:

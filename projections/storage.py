@@ -11,6 +11,12 @@ Everything else (the event count, keys per task, pass@k tallies, the redelivery 
 derived on restore (`run.rederive`), by the same code that maintains it live; trial and
 score counts are always summed from the tasks.
 
+Both folds store through these functions: a header is written of its parts (`StoredHeader`,
+which `header_of` gives of a Python run and `projections.native_store.header_of` of a native
+one), a native task's record natively (`NativeRun.task_record`, these bytes), and a restore
+reads and checks the parts (`stored_run`, `archived_run`: versions, upgrades, errors) before
+either fold's run is made of them (`run_of`; `projections.native_store.restored`).
+
 Format: orjson objects, version field "v" (2 added the log positions of trial and run-level
 events; 3 the archive; 4 a task's metrics as their packed records, `projections.packed.records`,
 where 3 had one array per field; 5 the events topic's id in the checkpoint record); arrays
@@ -65,7 +71,7 @@ import orjson
 
 from events.codec import decode
 from events.models import RunStarted
-from projections.fold.declarations import Declarations
+from projections.fold.declarations import Declarations, started_wire
 from projections.fold.run import RunState, rederive
 from projections.fold.task import TaskState
 from projections.packed.fingerprints import PAIR
@@ -120,18 +126,48 @@ def _unpack(typecode: str, text: str) -> array[Any]:
     return values
 
 
-def header_to_bytes(run: RunState) -> bytes:
-    header = _header_fields(run)
-    header["started"] = run.declarations.started_wire().decode() if run.declarations is not None else None
-    return orjson.dumps(header)
+class StoredHeader(NamedTuple):
+    """A run header's parts, from either fold's run (`header_of`; the native fold's:
+    `projections.native_store.header_of`), or as a restore read them."""
+
+    started_event_id: str | None
+    closed_reason: str | None
+    closed_position: int
+    first_at: float | None
+    last_at: float | None
+    run_events: bytes
+    run_positions: bytes
+    started: bytes | None
+    """The run.started as the declarations keep it (`Declarations.started`: compressed when
+    large, decompressed only by a write of the whole header); None: none applied."""
 
 
-def _header_fields(run: RunState) -> dict[str, Any]:
+def header_of(run: RunState) -> StoredHeader:
+    """The header parts of the Python fold's `run`."""
+    return StoredHeader(
+        run.started_event_id,
+        run.closed_reason,
+        run.closed_position,
+        run.first_at,
+        run.last_at,
+        run.run_events,
+        run.run_positions,
+        run.declarations.started if run.declarations is not None else None,
+    )
+
+
+def header_to_bytes(header: StoredHeader) -> bytes:
+    stored = _header_fields(header)
+    stored["started"] = started_wire(header.started).decode() if header.started is not None else None
+    return orjson.dumps(stored)
+
+
+def _header_fields(header: StoredHeader) -> dict[str, Any]:
     """The header but its run.started (the declarations: O(tasks) bytes)."""
-    header: dict[str, Any] = {"v": VERSION, **{name: getattr(run, name) for name in _HEADER_FIELDS}}
-    header["run_events"] = _text(run.run_events)
-    header["run_positions"] = _text(run.run_positions)
-    return header
+    stored: dict[str, Any] = {"v": VERSION, **{name: getattr(header, name) for name in _HEADER_FIELDS}}
+    stored["run_events"] = _text(header.run_events)
+    stored["run_positions"] = _text(header.run_positions)
+    return stored
 
 
 def task_to_bytes(task: TaskState) -> bytes:
@@ -216,28 +252,59 @@ def _columns_of(part: dict[str, Any], what: str) -> MetricColumns:
         raise ValueError(f"stored {what} is damaged ({error}); wipe the store and replay the topic") from None
 
 
+class StoredRun(NamedTuple):
+    """A run's stored parts, read and checked (`stored_run`, `archived_run`): what either
+    fold's run is made of (`run_of`; the native fold's: `projections.native_store.restored`)."""
+
+    run_id: str
+    header: StoredHeader | None
+    """None: no run-level event was applied."""
+    declarations: Declarations | None
+    """Read from the header's run.started, which they keep (None: none applied)."""
+    tasks: dict[str, TaskState]
+    """The stored tasks, in the store's order: a declared task nothing arrived for has none,
+    and the run makes it."""
+
+
 def restore(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> RunState:
     """The run as its stored parts say (`header` None: no run-level event was applied)."""
+    return run_of(stored_run(run_id, header, tasks))
+
+
+def stored_run(run_id: str, header: bytes | None, tasks: Iterable[TaskState]) -> StoredRun:
+    """`restore`'s parts, read and checked."""
     if marker_of(header) is not None:
         raise ValueError(f"run {run_id!r} is archived: restore it from its archive record (`restore_archived`)")
-    return _restored(run_id, orjson.loads(header) if header is not None else None, tasks)
+    return _parts(run_id, orjson.loads(header) if header is not None else None, tasks)
 
 
-def _restored(run_id: str, parsed: Any, tasks: Iterable[TaskState]) -> RunState:
-    run = RunState(run_id)
+def _parts(run_id: str, parsed: Any, tasks: Iterable[TaskState]) -> StoredRun:
+    header, declarations = None, None
     if parsed is not None:
         stored = _checked(parsed, f"run {run_id!r} header")
-        for name in _HEADER_FIELDS:
-            setattr(run, name, stored[name])
-        run.run_events = _items(stored["run_events"], PAIR.size, f"run {run_id!r} header events")
-        run.run_positions = _items(stored["run_positions"], POSITION.size, f"run {run_id!r} header positions")
         if stored["started"] is not None:
             wire = stored["started"].encode()
             started = decode(wire)
             if not isinstance(started, RunStarted):
                 raise ValueError(f"stored run.started of run {run_id!r} is a {started.type}; wipe the store and replay")
-            run.declarations = Declarations.of(started, wire)
-    run.tasks = {task.task_id: task for task in tasks}
+            declarations = Declarations.of(started, wire)
+        header = StoredHeader(
+            **{name: stored[name] for name in _HEADER_FIELDS},
+            run_events=_items(stored["run_events"], PAIR.size, f"run {run_id!r} header events"),
+            run_positions=_items(stored["run_positions"], POSITION.size, f"run {run_id!r} header positions"),
+            started=declarations.started if declarations is not None else None,
+        )
+    return StoredRun(run_id, header, declarations, {task.task_id: task for task in tasks})
+
+
+def run_of(stored: StoredRun) -> RunState:
+    """The Python fold's run of stored parts: the rest derived from them (`rederive`)."""
+    run = RunState(stored.run_id)
+    if stored.header is not None:
+        for name in (*_HEADER_FIELDS, "run_events", "run_positions"):
+            setattr(run, name, getattr(stored.header, name))
+    run.declarations = stored.declarations
+    run.tasks = dict(stored.tasks)
     if run.declarations is not None:
         for task_id in run.declarations.tasks:  # a declared task nothing arrived for has no record
             run.tasks.setdefault(task_id, TaskState(task_id))
@@ -277,12 +344,12 @@ def archive_to_bytes(header: bytes, tasks: Iterable[tuple[str, bytes]]) -> bytes
     return zlib.compress(orjson.dumps(document), 6)
 
 
-def marker_to_bytes(ref: ArchiveRef, run: RunState | None = None) -> bytes:
-    """What a retired run's header key holds instead of its header; with `run` (a late event
-    changed it), also its header but the run.started, which the archive record keeps."""
+def marker_to_bytes(ref: ArchiveRef, header: StoredHeader | None = None) -> bytes:
+    """What a retired run's header key holds instead of its header; with `header` (a late
+    event changed the run), also the header but the run.started, which the archive record keeps."""
     marker: dict[str, Any] = {"archived": ref._asdict(), "v": VERSION}
-    if run is not None:
-        marker["header"] = _header_fields(run)
+    if header is not None:
+        marker["header"] = _header_fields(header)
     return orjson.dumps(marker)
 
 
@@ -303,6 +370,13 @@ def restore_archived(
     header its `marker` holds (but the run.started) and the task records written beside the
     marker (`residue`). `ArchiveMismatch` if the record is not the one the marker names (its
     digest differs)."""
+    return run_of(archived_run(run_id, ref, archive, marker, residue))
+
+
+def archived_run(
+    run_id: str, ref: ArchiveRef, archive: bytes, marker: bytes | None = None, residue: Iterable[TaskState] = ()
+) -> StoredRun:
+    """`restore_archived`'s parts, read and checked."""
     if digest_of(archive) != ref.digest:
         raise ArchiveMismatch(
             f"the archive record of run {run_id!r} at partition {ref.partition}, offset {ref.offset} is not the "
@@ -317,7 +391,7 @@ def restore_archived(
     late = orjson.loads(marker).get("header") if marker is not None else None
     if late is not None:
         header = {**_checked(late, f"run {run_id!r} marker"), "started": _checked(header, "run header")["started"]}
-    return _restored(run_id, header, tasks.values())
+    return _parts(run_id, header, tasks.values())
 
 
 class StoredCheckpoint(NamedTuple):

@@ -82,8 +82,7 @@ class Declarations:
 
     def started_wire(self) -> bytes:
         """The run.started as encoded (what the run header stores)."""
-        # An encoded event is a JSON object; a zlib stream never starts with its "{".
-        return self.started if self.started[:1] == b"{" else zlib.decompress(self.started)
+        return started_wire(self.started)
 
     @classmethod
     def of(cls, event: RunStarted, wire: bytes | None = None) -> Declarations:
@@ -109,6 +108,13 @@ class Declarations:
             # Level 1: task specs repeat, so it packs them about as small as level 6 does, in half the time.
             started=zlib.compress(encoded, 1) if len(encoded) >= COMPRESSED_FROM else encoded,
         )
+
+
+def started_wire(kept: bytes) -> bytes:
+    """The run.started as encoded, of its bytes as `Declarations.started` keeps them (either
+    fold's: the native fold keeps the same)."""
+    # An encoded event is a JSON object; a zlib stream never starts with its "{".
+    return kept if kept[:1] == b"{" else zlib.decompress(kept)
 
 
 def _declaration_of(spec: TaskSpec) -> TaskDeclaration:

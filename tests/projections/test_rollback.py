@@ -19,7 +19,7 @@ from projections.fold.run import RunState
 from projections.held import Held
 from projections.kernels import fingerprint
 from projections.step import Stepped, step
-from projections.storage import header_to_bytes, task_to_bytes
+from projections.storage import header_of, header_to_bytes, task_to_bytes
 from tests import builders
 from tests.projections.faults import Fault, fault_at
 from tests.strategies import run_logs
@@ -30,7 +30,7 @@ def image(run: RunState, log: Sequence[InputEvent]) -> tuple[Any, ...]:
     `projections.storage` encodes them, and the state derived from them (the summary is a
     function of these; the tests compare the summaries of the rest of the log too)."""
     return (
-        header_to_bytes(run),
+        header_to_bytes(header_of(run)),
         [(task_id, task_to_bytes(task)) for task_id, task in run.tasks.items()],
         (run.event_count, run.after_close, run.trials_completed, run.trials_failed, run.score_count),
         [run.applied.contains(*fingerprint(event.event_id), run.run_events, run.fingerprints) for event in log],

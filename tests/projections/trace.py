@@ -23,7 +23,7 @@ from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState
 from projections.held import Held, summaries_of
 from projections.step import step
-from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from projections.storage import header_of, header_to_bytes, restore, task_from_bytes, task_to_bytes
 
 FRAME = struct.Struct("<I")
 
@@ -47,7 +47,7 @@ def trace(log: bytes) -> bytes:
     stored = {}
     for run_id, held in sorted(runs.items()):
         run = held.run
-        header = header_to_bytes(run) if run.run_events else None
+        header = header_to_bytes(header_of(run)) if run.run_events else None
         tasks = {task_id: task_to_bytes(task) for task_id, task in sorted(run.tasks.items())}
         again = restore(run_id, header, [task_from_bytes(task_id, data) for task_id, data in tasks.items()])
         stored[run_id] = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from projections.held import header_parts, task_record, task_records
 from projections.storage import (
     ArchiveRef,
     archive_to_bytes,
@@ -27,7 +28,6 @@ from projections.storage import (
     header_to_bytes,
     marker_of,
     marker_to_bytes,
-    task_to_bytes,
 )
 from worker.runtime.cache import CachedRun, RunCache
 from worker.runtime.keys import checkpoint_key, header_key, task_id_of, task_key, task_prefix
@@ -117,22 +117,18 @@ class PartitionChanges:
             if _whole(entry):
                 continue  # every part is written below
             if task_id is not None:
-                records.append((task_key(run_id, task_id), task_to_bytes(entry.run.tasks[task_id])))
+                records.append((task_key(run_id, task_id), task_record(entry.run, task_id)))
             elif entry.retired is not None:
-                records.append((header_key(run_id), marker_to_bytes(entry.retired, entry.run)))
+                records.append((header_key(run_id), marker_to_bytes(entry.retired, header_parts(entry.run))))
             else:
-                records.append((header_key(run_id), header_to_bytes(entry.run)))
+                records.append((header_key(run_id), header_to_bytes(header_parts(entry.run))))
         for entry in self.changed_runs.values():
             if _whole(entry):
                 run = entry.run
                 # A stored task is one some event named (`touched`); a declared task nothing
                 # arrived for has no record, as before it was retired.
-                records += [
-                    (task_key(run.run_id, task.task_id), task_to_bytes(task))
-                    for task in run.tasks.values()
-                    if task.touched
-                ]
-                records.append((header_key(run.run_id), header_to_bytes(run)))
+                records += [(task_key(run.run_id, task_id), record) for task_id, record in task_records(run)]
+                records.append((header_key(run.run_id), header_to_bytes(header_parts(run))))
                 entry.retired, entry.retired_with, entry.whole = None, None, False
         retirements = self._retirements(partition, store)
         if not self.handled and not retirements:

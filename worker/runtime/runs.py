@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from projections.fold.run import RunState
-from projections.held import FoldState
+from projections.held import FoldState, run_of_parts
 from projections.native_state import NativeState
-from projections.storage import ArchiveRef, NewerStore, marker_of, restore, restore_archived, task_from_bytes
+from projections.storage import ArchiveRef, NewerStore, archived_run, marker_of, stored_run, task_from_bytes
 from worker.runtime.cache import CachedRun, RunCache
 from worker.runtime.keys import header_key, task_id_of, task_prefix
 
@@ -81,12 +81,13 @@ class RunStore:
         ]
         ref = marker_of(header)
         if ref is None:
-            run = restore(run_id, header, tasks) if header is not None or tasks else RunState(run_id)
-            return CachedRun(run, partition)
+            if header is None and not tasks:
+                return CachedRun(self._new(run_id), partition)
+            return CachedRun(run_of_parts(stored_run(run_id, header, tasks), self.native), partition)
         archive = archives.get(run_id)
         if archive is None:
             raise ArchiveNeeded(f"run {run_id!r} is retired and its archive record was not fetched")
-        run = restore_archived(run_id, ref, archive, header, tasks)
+        run = run_of_parts(archived_run(run_id, ref, archive, header, tasks), self.native)
         return CachedRun(run, partition, retired=ref, retired_with=run.declarations)
 
     def _new(self, run_id: str) -> FoldState:

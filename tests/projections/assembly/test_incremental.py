@@ -26,7 +26,7 @@ from projections.assembly.summary import summary, summary_bytes
 from projections.fold.run import RunState, apply
 from projections.held import Held
 from projections.step import step
-from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from projections.storage import header_of, header_to_bytes, restore, task_from_bytes, task_to_bytes
 from tests.builders import closed, score, started, task_spec
 from tests.projections.oracle import assert_spec, summary_after
 from tests.strategies import run_logs
@@ -35,7 +35,7 @@ from tests.strategies import run_logs
 def restored(run: RunState) -> RunState:
     """The run as a store gives it back: no contribution kept."""
     tasks = [task_from_bytes(task_id, task_to_bytes(task)) for task_id, task in run.tasks.items()]
-    return restore(run.run_id, header_to_bytes(run) if run.run_events else None, tasks)
+    return restore(run.run_id, header_to_bytes(header_of(run)) if run.run_events else None, tasks)
 
 
 def assert_oracles(kept: bytes, lines: Iterable[bytes], run_id: str = "run") -> None:

@@ -11,7 +11,7 @@ from projections.assembly.attempts import task_attempts
 from projections.fold.run import RunState, apply
 from projections.kernels import trial_index
 from projections.packed.trial_ids import NONE, appended, count, joined, listed
-from projections.storage import header_to_bytes, restore, task_from_bytes, task_to_bytes
+from projections.storage import header_of, header_to_bytes, restore, task_from_bytes, task_to_bytes
 from tests.builders import score, trial
 
 # Ids made mostly of the characters the held form escapes, so that they meet each other.
@@ -58,6 +58,6 @@ def test_a_task_keeps_ids_with_nul_and_soh_apart_through_its_scores_and_its_stor
     expected = [*[(trial_id, float(at % 2)) for at, trial_id in enumerate(trial_ids)], ("a", 1.0)]
     attempts = task_attempts(task)["reward.score"]
     assert [(trial_id, value) for trial_id, value, _ in attempts] == expected
-    stored = restore("run", header_to_bytes(run), [task_from_bytes("t", task_to_bytes(task))]).tasks["t"]
+    stored = restore("run", header_to_bytes(header_of(run)), [task_from_bytes("t", task_to_bytes(task))]).tasks["t"]
     assert stored.trials == task.trials
     assert task_attempts(stored)["reward.score"] == attempts

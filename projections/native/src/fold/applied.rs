@@ -52,9 +52,27 @@ impl Applied {
         }
     }
 
+    /// The index of a run's kept fingerprints (each applied event's once), with room for
+    /// `capacity` (`AppliedEvents.of_kept`): what a restore rebuilds.
+    pub fn of_kept<'a>(capacity: usize, kept: impl Iterator<Item = &'a [u8]>) -> Self {
+        let mut applied = Applied { keys: Keys::sized(capacity, capacity > NARROW_KEYS) };
+        applied.index(kept);
+        applied
+    }
+
+    /// The memory of the table (`AppliedEvents.table_bytes`).
+    pub fn table_bytes(&self) -> usize {
+        self.keys.width() * if self.keys.wide() { 8 } else { 4 }
+    }
+
     /// Index the kept fingerprints again with 8-byte keys, in a table with room for `capacity`.
     fn widen<'a>(&mut self, capacity: usize, kept: impl Iterator<Item = &'a [u8]>) {
         self.keys = Keys::sized(capacity, true);
+        self.index(kept);
+    }
+
+    /// Put the keys of the `kept` fingerprints, none indexed yet.
+    fn index<'a>(&mut self, kept: impl Iterator<Item = &'a [u8]>) {
         for pairs in kept {
             for pair in pairs.chunks_exact(16) {
                 self.keys.put(u64::from_le_bytes(pair[..8].try_into().expect("8 bytes")));

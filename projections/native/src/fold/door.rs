@@ -4,7 +4,7 @@
 
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::records::Cell;
 use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
 use super::sharing::Shared;
+use super::stored::{self, StoredHeader, StoredTask};
 use super::task::{Declared, DeclaredParts, Key, KeyTally, Reducer, Status, Tallies, TaskState, View};
 use super::{progress, summary};
 
@@ -230,6 +231,73 @@ type TaskView<'py> = (
     Option<Vec<(i64, String, String)>>,
 );
 
+/// A run.started's declarations as the Python fold reads them (`projections.native_replay`):
+/// each declared task's (task_id, its `DeclaredKeys`, its `ViewArgs`) in declaration order,
+/// the eligible keys, `attempts_per_task` as planned (which sizes the index of applied
+/// events), the labels in the run.started's order, the Harbor rules as named there, and the
+/// run.started as `Declarations.started` keeps it.
+type DeclarationArgs<'py> = (
+    Vec<(String, DeclaredKeys, Vec<ViewArgs>)>,
+    Vec<Key>,
+    Option<i64>,
+    Vec<(String, String)>,
+    Option<String>,
+    Bound<'py, PyBytes>,
+);
+
+fn declarations_of(
+    (tasks, eligible, attempts_per_task, labels, harbor_rules, started): DeclarationArgs<'_>,
+) -> PyResult<Declarations> {
+    let rules = HarborRules::of(harbor_rules.as_deref())
+        .ok_or_else(|| PyValueError::new_err(format!("not Harbor's rules: {harbor_rules:?}")))?;
+    let tasks = tasks
+        .into_iter()
+        .map(|(task_id, keys, views)| Ok((task_id, declared_of(keys, views)?)))
+        .collect::<PyResult<_>>()?;
+    let started = started.as_bytes().to_vec();
+    Ok(Declarations::new(tasks, eligible.into_iter().collect(), attempts_per_task, labels, rules, started))
+}
+
+/// A run header's fields as stored: (started_event_id, closed_reason, closed_position,
+/// first_at, last_at, run_events, run_positions).
+type HeaderArgs<'py> =
+    (Option<String>, Option<String>, i64, Option<f64>, Option<f64>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// A task as stored: (task_id, first_score, trial ids in order, (metric, output names,
+/// records, spilled cells) of each metric in order, failed trials, fingerprints, trial
+/// positions, first_at, last_at).
+type TaskArgs<'py> = (
+    String,
+    i64,
+    Vec<String>,
+    Vec<(String, Vec<String>, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)>,
+    Option<Vec<(i64, String, String)>>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Option<f64>,
+    Option<f64>,
+);
+
+fn stored_task(
+    (task_id, first_score, trials, metrics, failed_trials, events, trial_positions, first_at, last_at): TaskArgs<'_>,
+) -> StoredTask {
+    let bytes = |data: &Bound<'_, PyBytes>| data.as_bytes().to_vec();
+    StoredTask {
+        task_id,
+        first_score,
+        trials,
+        metrics: metrics
+            .into_iter()
+            .map(|(metric, names, records, spilled)| (metric, names, bytes(&records), spilled.as_ref().map(bytes)))
+            .collect(),
+        failed_trials,
+        events: bytes(&events),
+        trial_positions: bytes(&trial_positions),
+        first_at,
+        last_at,
+    }
+}
+
 /// What `write` writes, then `end`, as Python bytes.
 fn written<'py>(py: Python<'py>, write: impl FnOnce(&mut Vec<u8>), end: &[u8]) -> Bound<'py, PyBytes> {
     SUMMARY.with_borrow_mut(|out| {
@@ -330,30 +398,76 @@ impl NativeRun {
         Ok(Some(outcome_name(outcome)))
     }
 
-    /// `tasks`: each declared task's (task_id, its `DeclaredKeys`, its `ViewArgs`), in
-    /// declaration order; `attempts_per_task` as the run.started plans it (which sizes the
-    /// index of applied events); `labels` in the run.started's order; `harbor_rules` as named there.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (event_id, tasks, eligible, attempts_per_task, labels, harbor_rules, moment, position))]
+    /// A run.started (`event_id`) with its declarations as the Python fold reads them
+    /// (`DeclarationArgs`); `moment`: its `occurred_at` in epoch seconds.
+    #[pyo3(signature = (event_id, declarations, moment, position))]
     fn apply_started(
         &mut self,
         event_id: &str,
-        tasks: Vec<(String, DeclaredKeys, Vec<ViewArgs>)>,
-        eligible: Vec<Key>,
-        attempts_per_task: Option<i64>,
-        labels: Vec<(String, String)>,
-        harbor_rules: Option<&str>,
+        declarations: DeclarationArgs<'_>,
         moment: Option<f64>,
         position: Option<i64>,
     ) -> PyResult<&'static str> {
-        let rules = HarborRules::of(harbor_rules)
-            .ok_or_else(|| PyValueError::new_err(format!("not Harbor's rules: {harbor_rules:?}")))?;
-        let tasks = tasks
-            .into_iter()
-            .map(|(task_id, keys, views)| Ok((task_id, declared_of(keys, views)?)))
-            .collect::<PyResult<_>>()?;
-        let declarations = Declarations::new(tasks, eligible.into_iter().collect(), attempts_per_task, labels, rules);
+        let declarations = declarations_of(declarations)?;
         Ok(outcome_name(self.run.apply(event_id, &Event::Started { declarations }, moment, position)))
+    }
+
+    /// Run `run_id` of its stored parts as `projections.storage` read them (`projections.native_store`):
+    /// `header` (None: no run-level event applied) and `declarations` (None: no run.started)
+    /// as `HeaderArgs` and `DeclarationArgs`, `tasks` as `TaskArgs`, in the store's order.
+    /// A ValueError if a part cannot be what it claims.
+    #[staticmethod]
+    #[pyo3(signature = (run_id, header, declarations, tasks))]
+    fn restored(
+        run_id: &str,
+        header: Option<HeaderArgs<'_>>,
+        declarations: Option<DeclarationArgs<'_>>,
+        tasks: Vec<TaskArgs<'_>>,
+    ) -> PyResult<Self> {
+        let header =
+            header.map(|(started_event_id, closed_reason, closed_position, first_at, last_at, events, positions)| {
+                StoredHeader {
+                    started_event_id,
+                    closed_reason,
+                    closed_position,
+                    first_at,
+                    last_at,
+                    run_events: events.as_bytes().to_vec(),
+                    run_positions: positions.as_bytes().to_vec(),
+                }
+            });
+        let declarations = declarations.map(declarations_of).transpose()?;
+        let tasks = tasks.into_iter().map(stored_task).collect();
+        let run = stored::restored(run_id, header, declarations, tasks).map_err(PyValueError::new_err)?;
+        Ok(NativeRun { run })
+    }
+
+    /// Task `task_id`'s record, byte for byte `projections.storage.task_to_bytes` of the
+    /// Python fold's task; a KeyError if the run has no such task.
+    fn task_record<'py>(&self, py: Python<'py>, task_id: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let task = self.run.task(task_id).ok_or_else(|| PyKeyError::new_err(task_id.to_owned()))?;
+        let held = task.events.len() + task.trial_positions.len();
+        let records: usize = task.state.metrics.iter().map(|(_, columns)| columns.packed.len()).sum();
+        let mut out = Vec::with_capacity(256 + (held + records) * 4 / 3);
+        stored::write_task(&mut out, task);
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// The ids of the tasks some event named, in the run's order: those a store holds a
+    /// record of (a declared task nothing arrived for has none).
+    fn touched_tasks(&self) -> Vec<String> {
+        self.run.tasks.iter().filter(|task| task.touched()).map(|task| task.state.task_id.clone()).collect()
+    }
+
+    /// The run.started as its declarations keep it (`Declarations.started`: compressed when
+    /// large); None: no run.started applied.
+    fn started<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.run.declarations.as_ref().map(|declarations| PyBytes::new(py, &declarations.started))
+    }
+
+    /// The bytes the run holds in memory, estimated from above (`stored::footprint`).
+    fn footprint(&self) -> usize {
+        stored::footprint(&self.run)
     }
 
     /// The run's `run.summary` as `projections.assembly.summary.summary_bytes` encodes it.

@@ -2,7 +2,8 @@
 //! (`projections/fold`, `projections/packed`): a task's packed records (`records`) and its
 //! state and key rules (`task`); a run's state and `apply` (`run`); its `run.summary` and
 //! `run.progress` encoded (`summary`, `progress`, over the eligible keys' figures of
-//! `key_figures`, written as orjson writes JSON: `json`). `door` reaches them from Python.
+//! `key_figures`, written as orjson writes JSON: `json`); its stored form, as
+//! `projections.storage` writes and reads it (`stored`). `door` reaches them from Python.
 
 pub mod applied;
 pub mod door;
@@ -13,6 +14,7 @@ pub mod records;
 pub mod run;
 pub mod sharing;
 pub mod snug;
+pub mod stored;
 pub mod summary;
 pub mod task;
 pub mod task_index;

@@ -71,7 +71,7 @@ pub struct MetricColumns {
 }
 
 /// The output names of the metrics lately given one.
-static NAMES: Recent<Vec<String>> = Recent::new();
+pub(super) static NAMES: Recent<Vec<String>> = Recent::new();
 static NO_NAMES: LazyLock<Shared<Vec<String>>> = LazyLock::new(Shared::default);
 
 impl Default for MetricColumns {

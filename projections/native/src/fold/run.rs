@@ -51,6 +51,9 @@ pub struct Declarations {
     pub harbor_rules: HarborRules,
     /// Per metric_type, the output names any task declares, of any kind (made by `new`).
     pub outputs: Shared<BTreeMap<String, BTreeSet<String>>>,
+    /// The run.started they were read from, as `projections.fold.declarations.Declarations.started`
+    /// keeps it (its encoding, compressed when large): what the run header stores.
+    pub started: Vec<u8>,
 }
 
 /// The eligible keys and the outputs of the runs lately started.
@@ -64,6 +67,7 @@ impl Declarations {
         attempts_per_task: Option<i64>,
         labels: Vec<(String, String)>,
         harbor_rules: HarborRules,
+        started: Vec<u8>,
     ) -> Self {
         let mut outputs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (metric, output) in tasks.iter().flat_map(|(_, declared)| &declared.declared) {
@@ -76,6 +80,7 @@ impl Declarations {
             labels,
             harbor_rules,
             outputs: OUTPUTS.shared(&outputs),
+            started,
         }
     }
 }
@@ -179,11 +184,11 @@ pub struct RunState {
     pub first_at: Option<f64>,
     pub last_at: Option<f64>,
     /// The keys of the applied fingerprints: a candidate, confirmed among the kept pairs.
-    applied: Applied,
+    pub(super) applied: Applied,
     pub run_events: Vec<u8>,
     pub run_positions: Vec<u8>,
     pub tasks: Vec<Task>,
-    task_index: TaskIndex,
+    pub(super) task_index: TaskIndex,
     pub passk: Tallies,
     pub trials_completed: i64,
     pub trials_failed: i64,
@@ -379,6 +384,44 @@ impl RunState {
                 }
             }
         }
+    }
+
+    /// Put the stored `tasks` in, in their order, then each declared task none of them is
+    /// (nothing arrived for it: it has no record), and derive all the rest from the parts as
+    /// `projections.storage.restore` does (`projections.fold.run.rederive`): the run-wide
+    /// counts, the index of applied events, every task's keys and the pass@k tallies, the
+    /// revision. The header's fields and declarations are set before. O(run).
+    pub fn restore_tasks(&mut self, tasks: Vec<Task>) {
+        self.tasks = tasks;
+        self.task_index = TaskIndex::default();
+        self.task_index.reserve(self.tasks.len());
+        for (at, task) in self.tasks.iter().enumerate() {
+            self.task_index.insert(&task.state.task_id, at);
+        }
+        let declared: Vec<String> = self
+            .declarations
+            .iter()
+            .flat_map(|declarations| &declarations.tasks)
+            .map(|(task_id, _)| task_id.clone())
+            .collect();
+        for task_id in declared {
+            if self.task(&task_id).is_none() {
+                self.tasks.push(Task::new(&task_id));
+                self.task_index.insert(&task_id, self.tasks.len() - 1);
+            }
+        }
+        let failed = |task: &Task| task.failed_trials.as_ref().map_or(0, Vec::len) as i64;
+        self.trials_failed = self.tasks.iter().map(failed).sum();
+        self.trials_completed =
+            self.tasks.iter().map(|task| (task.trial_positions.len() / POSITION) as i64 - failed(task)).sum();
+        self.score_count =
+            self.tasks.iter().flat_map(|task| &task.state.metrics).map(|(_, columns)| columns.len() as i64).sum();
+        let events = kept_pairs(&self.run_events, &self.tasks).map(|pairs| pairs.len() / PAIR).sum::<usize>();
+        self.event_count = events as i64;
+        self.applied = Applied::of_kept(events, kept_pairs(&self.run_events, &self.tasks));
+        self.rekey();
+        self.last_position = None;
+        self.after_close = if self.closed() { self.applied_after(self.closed_position) } else { 0 };
     }
 
     /// The applied events whose log position is after `position`.

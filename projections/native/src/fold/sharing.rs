@@ -17,6 +17,11 @@ impl<T> Shared<T> {
     pub fn new(value: T) -> Self {
         Shared(Arc::new(value))
     }
+
+    /// Whether no one else holds it (neither another part nor `Recent`): its own bytes.
+    pub fn unique(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
 }
 
 impl<T: Clone> Shared<T> {

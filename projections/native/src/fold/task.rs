@@ -151,7 +151,7 @@ pub type Declared = Shared<DeclaredParts>;
 static NO_KEYS: LazyLock<Shared<Vec<Key>>> = LazyLock::new(Shared::default);
 static NO_EXCLUDED: BTreeSet<Key> = BTreeSet::new();
 /// The metric names lately given a task.
-static METRICS: Recent<String> = Recent::new();
+pub(super) static METRICS: Recent<String> = Recent::new();
 
 #[derive(Clone, Debug)]
 pub struct TaskState {

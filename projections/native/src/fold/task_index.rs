@@ -37,6 +37,17 @@ impl TaskIndex {
         }
     }
 
+    /// The bytes its tables hold (`stored::footprint`): a slot an entry and its control byte,
+    /// at most 7 in 8 slots used.
+    pub fn heap_bytes(&self) -> usize {
+        let collided: usize = self.collided.keys().map(String::capacity).sum();
+        (self.by_hash.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
+            + self.collided.capacity() * (std::mem::size_of::<(String, u32)>() + 1))
+            * 8
+            / 7
+            + collided
+    }
+
     pub fn reserve(&mut self, more: usize) {
         self.by_hash.reserve(more);
     }

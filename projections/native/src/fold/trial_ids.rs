@@ -32,6 +32,11 @@ impl TrialIds {
         self.ends.reserve_exact(count);
     }
 
+    /// The bytes its buffers hold (`stored::footprint`).
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity() + self.ends.capacity() * std::mem::size_of::<u32>()
+    }
+
     /// Add `trial_id` after the others: its index.
     pub fn push(&mut self, trial_id: &str) -> usize {
         let room = self.text.len() + trial_id.len();
