@@ -38,7 +38,7 @@ import projections
 from events.codec import decode
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState, apply
-from projections.native_replay import NATIVE
+from projections.native_events import NATIVE
 from worker.commands.replay import replay
 from worker.runtime.collector import quiet_collector
 

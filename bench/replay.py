@@ -51,7 +51,8 @@ from projections.closed_caches import CLOSED_CACHES_BYTES
 from projections.fold.run import RunState, apply
 from projections.fold.savepoint import Savepoint
 from projections.held import Held
-from projections.native_replay import NATIVE, NativeReplayer
+from projections.native_events import NATIVE
+from projections.native_replay import NativeReplayer
 from projections.replayer import Replayer
 from projections.step import step
 from worker.commands.replay import replay

@@ -36,7 +36,7 @@ from events.synthetic import synthetic_run
 from projections.assembly.contributions import SummaryCache
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState, apply
-from projections.native_replay import NATIVE, native_apply
+from projections.native_events import NATIVE, native_apply
 from projections.packed.trial_ids import count
 from worker.runtime.collector import quiet_collector
 
@@ -74,7 +74,7 @@ def python_fold() -> Fold:
 
 
 def native_fold() -> Fold:
-    """The native fold's run (`projections.native_replay`), each summary made from scratch."""
+    """The native fold's run (`projections.native_events`), each summary made from scratch."""
     assert NATIVE is not None, "the native fold is not built"
     run = NATIVE.NativeRun("r")
     # A task's third field (`NativeRun.tasks`): its trial ids.

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from typing import Final
 
 from projections.footprint import cache_footprint
-from projections.held import HeldRun
+from projections.held import Held
 
 CLOSED_CACHES_BYTES: Final = 64 * 1024 * 1024
 """The default budget, by `cache_footprint`'s estimate (which is from above)."""
@@ -36,7 +36,7 @@ class ClosedCaches:
         """The estimates of the caches held, as taken when each run was last revised."""
         self.dropped = 0
         """Caches dropped so far."""
-        self._held: OrderedDict[str, tuple[HeldRun, int]] = OrderedDict()
+        self._held: OrderedDict[str, tuple[Held, int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._held)
@@ -44,7 +44,7 @@ class ClosedCaches:
     def __contains__(self, run_id: str) -> bool:
         return run_id in self._held
 
-    def revised(self, held: HeldRun) -> None:
+    def revised(self, held: Held) -> None:
         """After an event was applied to `held`'s run: a closed run's cache is now the most
         recently revised, and the oldest are dropped while the caches are over budget."""
         run = held.run

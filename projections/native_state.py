@@ -8,9 +8,7 @@ from __future__ import annotations
 from typing import Any, Final, final
 
 from projections.fold.declarations import Declarations
-from projections.kernels import native_fold
-
-NATIVE: Final = native_fold()
+from projections.native_events import NATIVE
 
 
 @final

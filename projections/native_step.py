@@ -17,7 +17,7 @@ from typing import Final, final
 from events.models import RunStarted
 from projections.fold.declarations import Declarations
 from projections.fold.run import Outcome, started_twice
-from projections.native_replay import fold_reader, native_apply
+from projections.native_events import fold_reader, native_apply
 from projections.native_state import NativeState
 from projections.step import Rejected, RunLookup, Stepped, checked, failure_detail
 

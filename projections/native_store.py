@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from projections.fold.task import TaskState
-from projections.native_replay import NATIVE, declaration_args
+from projections.native_events import NATIVE, declaration_args
 from projections.packed.trial_ids import listed
 from projections.storage import StoredHeader, StoredRun
 

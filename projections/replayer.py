@@ -83,6 +83,7 @@ class Replayer:
             return ()
         self.stats.applied += 1
         held = self.runs[run.run_id]
+        run = held.run
         self.closed_caches.revised(held)
         if stepped.summary is None and not self.progress_every:
             return ()

@@ -10,6 +10,7 @@ import pytest
 from events.codec import MAX_EVENT_BYTES
 from events.synthetic import synthetic_run
 from projections.assembly.summary import summary
+from projections.native_state import NativeState
 from tests.faults.poison import KINDS, OVERSIZED_BYTES, STATEFUL, Poison, poison, poisons
 from worker.runtime.outputs import Publish
 from worker.runtime.processor import Processor, Record
@@ -43,6 +44,8 @@ def valid_messages() -> list[tuple[bytes | None, bytes]]:
 def final_summary(processor: Processor) -> bytes:
     held = processor.cache.get(RUN)
     assert held is not None
+    if isinstance(held.run, NativeState):
+        return bytes(held.run.native.summary_bytes())
     return orjson.dumps(summary(held.run))
 
 

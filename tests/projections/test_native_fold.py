@@ -23,14 +23,15 @@ from pydantic import TypeAdapter
 from events.codec import decode, encode
 from events.models import InputEvent, RunStarted, ScoreEmitted
 from events.synthetic import synthetic_run
-from projections import native_replay
+from projections import native_events
 from projections.assembly.summary import summary_bytes
 from projections.fold import run as run_module
 from projections.fold.declarations import Key
 from projections.fold.key_tallies import KeyTally
 from projections.fold.run import RunState
 from projections.fold.task import TaskState
-from projections.native_replay import NativeReplayer, native_apply
+from projections.native_events import native_apply
+from projections.native_replay import NativeReplayer
 from projections.packed.trial_ids import listed
 from projections.replayer import Replayer
 from tests import builders
@@ -392,10 +393,10 @@ def test_a_float_s_python_repr_at_the_layout_s_edges() -> None:
 
 
 def fold_reader() -> Any:
-    """The replayer's reader of messages (`projections.native_replay.fold_reader`); the test
+    """The replayer's reader of messages (`projections.native_events.fold_reader`); the test
     fails, saying what to do, where the native fold is not built."""
     kernels()
-    return native_replay.fold_reader()
+    return native_events.fold_reader()
 
 
 @settings(max_examples=200)

@@ -19,7 +19,8 @@ from events.models import InputEvent
 from projections.assembly.progress import progress
 from projections.fold import run as run_module
 from projections.fold.run import RunState
-from projections.native_replay import NativeReplayer, native_apply, replayer
+from projections.native_events import native_apply
+from projections.native_replay import NativeReplayer, replayer
 from tests import builders
 from tests.native import kernels
 from tests.projections.test_native_fold import (

@@ -6,6 +6,7 @@ changed tasks and summary revisions, byte for byte."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from hypothesis import given, settings
@@ -82,9 +83,14 @@ def test_the_native_step_gives_the_python_step_s_outcomes_and_summaries(
         )
         assert seen(got) == seen(want), (offset, value, key)
     assert python.keys() == native.keys()
-    assert {run_id: held.run.native.summary_bytes() for run_id, held in native.items()} == {
+    assert {run_id: _native(held).summary_bytes() for run_id, held in native.items()} == {
         run_id: _summary(held) for run_id, held in python.items()
     }
+
+
+def _native(held: Held) -> Any:
+    assert isinstance(held.run, NativeState)
+    return held.run.native
 
 
 def _summary(held: Held) -> bytes:

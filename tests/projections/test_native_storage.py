@@ -26,7 +26,8 @@ from projections import native_store
 from projections.fold import run as run_module
 from projections.fold.run import RunState
 from projections.fold.task import TaskState
-from projections.native_replay import NativeReplayer, native_apply
+from projections.native_events import native_apply
+from projections.native_replay import NativeReplayer
 from projections.packed.trial_ids import joined
 from projections.storage import (
     ArchiveMismatch,

@@ -25,7 +25,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from projections.fold.run import Outcome
-from projections.native_state import NATIVE
+from projections.native_events import NATIVE
 from projections.native_step import NativeStepper
 from projections.step import Rejected, RollbackFailed, RunLookup, Stepped, step
 from projections.storage import (

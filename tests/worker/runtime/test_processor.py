@@ -15,7 +15,7 @@ import pytest
 from events.codec import encode
 from events.models import InputEvent
 from projections.footprint import footprint
-from projections.native_state import NATIVE
+from projections.native_events import NATIVE
 from projections.storage import checkpoint_to_bytes
 from tests import builders
 from tests.worker.runtime.engine_harness import Store
