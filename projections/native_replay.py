@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from events.models import InputEvent
-from projections.closed_caches import CLOSED_CACHES_BYTES
+from projections.closed_caches import CLOSED_CACHES_BYTES, ClosedCaches
 from projections.fold.run import started_twice
 from projections.native_events import NATIVE, fold_reader, native_apply
 from projections.replayer import STDOUT, Output, Replayer, ReplayStats, message_of, rejected
@@ -28,15 +28,18 @@ from projections.step import Stepped, checked
 class NativeReplayer:
     """Every run seen so far, held by the native fold, and what each line makes replay write."""
 
-    def __init__(self, progress_every: int | None = None) -> None:
+    def __init__(self, progress_every: int | None = None, closed_caches_bytes: int = CLOSED_CACHES_BYTES) -> None:
         """`progress_every`: a run's progress is written every that many applied events of
-        it, and at its close, as `Replayer` writes it (None or 0: never)."""
+        it, and at its close, as `Replayer` writes it (None or 0: never).
+        `closed_caches_bytes`: the budget of the closed runs' summary caches (`ClosedCaches`),
+        kept after each line, or each run of lines the native reader applies at once."""
         assert NATIVE is not None, "the native fold is not built"
         self._native = NATIVE
         self.progress_every = progress_every
         self.runs: dict[str, Any] = {}
         """Run id -> its `NativeRun`."""
         self.stats = ReplayStats()
+        self.closed_caches = ClosedCaches(closed_caches_bytes)
         self._reader = fold_reader()
 
     def feed(self, number: int, line: bytes) -> Sequence[Output]:
@@ -68,6 +71,7 @@ class NativeReplayer:
         if closed:
             self.stats.summaries += 1
             outputs.append((number, STDOUT, run.summary_bytes() + b"\n"))
+            self.closed_caches.used(run_id, run)
         return outputs
 
     def feed_lines(self, first: int, lines: list[bytes]) -> list[Output]:
@@ -76,7 +80,10 @@ class NativeReplayer:
         outputs: list[Output] = []
         at = 0
         while at < len(lines):
-            stop, written, counts = self._reader.replay_lines(self.runs, lines, at, self.progress_every)
+            revised: list[str] = []
+            stop, written, counts = self._reader.replay_lines(self.runs, lines, at, self.progress_every, revised)
+            for run_id in revised:
+                self.closed_caches.used(run_id, self.runs[run_id])
             outputs.extend((first + index, STDOUT, output) for index, output in written)
             applied, redelivered, ignored, summaries = counts
             self.stats.applied += applied
@@ -131,7 +138,7 @@ def replayer(
 ) -> LineReplayer:
     """The fold a replay of a file goes through: the native one where it is built, unless
     `native` is False (a benchmark's baseline); else the Python fold (`closed_caches_bytes`
-    bounds its closed runs' summary caches: the native fold keeps none)."""
+    bounds the closed runs' summary caches in either)."""
     if native and NATIVE is not None:
-        return NativeReplayer(progress_every)
+        return NativeReplayer(progress_every, closed_caches_bytes)
     return Replayer(progress_every, closed_caches_bytes)

@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use rustc_hash::FxHashMap;
 
 use crate::statistics::{column, figures_of, Column, ColumnFigures};
 
@@ -55,8 +56,11 @@ pub fn hat_estimates(n: u64, c: u64) -> Vec<f64> {
 /// (summary task order: it orders the compensated sums). `passk.by_k`.
 pub fn by_k(measured: &[(u64, u64)], estimator: Estimator) -> Vec<Vec<f64>> {
     let mut columns: Vec<Vec<f64>> = Vec::new();
+    // A run's tasks share a handful of (n, c): each one's figures are made once.
+    let mut made: FxHashMap<(u64, u64), Vec<f64>> = FxHashMap::default();
     for &(n, c) in measured {
-        for (index, figure) in estimator(n, c).into_iter().enumerate() {
+        let figures = made.entry((n, c)).or_insert_with(|| estimator(n, c));
+        for (index, &figure) in figures.iter().enumerate() {
             if index == columns.len() {
                 columns.push(Vec::new());
             }

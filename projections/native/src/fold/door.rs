@@ -14,6 +14,7 @@ use super::records::Cell;
 use super::run::{Declarations, Event, HarborRules, Outcome, RunState};
 use super::sharing::Shared;
 use super::stored::{self, StoredHeader, StoredTask};
+use super::summary_cache::SummaryCache;
 use super::task::{Declared, DeclaredParts, Key, KeyTally, Reducer, Status, Tallies, TaskState, View};
 use super::{progress, summary};
 
@@ -315,13 +316,26 @@ fn written<'py>(py: Python<'py>, write: impl FnOnce(&mut Vec<u8>), end: &[u8]) -
 #[pyclass(module = "projections._kernels")]
 pub struct NativeRun {
     run: RunState,
+    /// Made by the first summary, kept for the revisions after it until dropped (`drop_cache`).
+    cache: Option<SummaryCache>,
+}
+
+impl NativeRun {
+    fn of(run: RunState) -> Self {
+        NativeRun { run, cache: None }
+    }
+
+    /// The run's `run.summary`, through its summary cache (made when it has none).
+    fn write_summary(&mut self, out: &mut Vec<u8>) {
+        summary::write_summary(out, &self.run, self.cache.get_or_insert_with(SummaryCache::default));
+    }
 }
 
 #[pymethods]
 impl NativeRun {
     #[new]
     fn new(run_id: &str) -> Self {
-        NativeRun { run: RunState::new(run_id) }
+        NativeRun::of(RunState::new(run_id))
     }
 
     /// Apply a decoded event (a model of `events.models`) other than a run.started, whose
@@ -439,7 +453,7 @@ impl NativeRun {
         let declarations = declarations.map(declarations_of).transpose()?;
         let tasks = tasks.into_iter().map(stored_task).collect();
         let run = stored::restored(run_id, header, declarations, tasks).map_err(PyValueError::new_err)?;
-        Ok(NativeRun { run })
+        Ok(NativeRun::of(run))
     }
 
     /// Task `task_id`'s record, byte for byte `projections.storage.task_to_bytes` of the
@@ -465,14 +479,26 @@ impl NativeRun {
         self.run.declarations.as_ref().map(|declarations| PyBytes::new(py, &declarations.started))
     }
 
-    /// The bytes the run holds in memory, estimated from above (`stored::footprint`).
+    /// The bytes the run holds in memory, its summary cache's with them, estimated from above
+    /// (`stored::footprint`, `SummaryCache::footprint`).
     fn footprint(&self) -> usize {
-        stored::footprint(&self.run)
+        stored::footprint(&self.run) + self.cache_size()
     }
 
-    /// The run's `run.summary` as `projections.assembly.summary.summary_bytes` encodes it.
-    fn summary_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        written(py, |out| summary::write_summary(out, &self.run), b"")
+    /// The bytes its summary cache holds, estimated from above (0: none).
+    fn cache_size(&self) -> usize {
+        self.cache.as_ref().map_or(0, SummaryCache::footprint)
+    }
+
+    /// Drop its summary cache: the next summary makes it again from the state, to the same bytes.
+    fn drop_cache(&mut self) {
+        self.cache = None;
+    }
+
+    /// The run's `run.summary` as `projections.assembly.summary.summary_bytes` encodes it,
+    /// through the run's summary cache, made by the first.
+    fn summary_bytes<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        written(py, |out| self.write_summary(out), b"")
     }
 
     /// The run's `run.progress` number `seq` as `events.codec.encode_payload` encodes
@@ -593,6 +619,7 @@ impl FoldReader {
     /// name, the task it names); None where the message is left to Python, and where `key`
     /// is not the event's run id (Python words the mismatch), before any lookup.
     #[pyo3(signature = (lookup, raw, key, position))]
+    #[allow(clippy::type_complexity)]
     fn apply_keyed<'py>(
         &self,
         lookup: &Bound<'py, PyAny>,
@@ -624,8 +651,9 @@ impl FoldReader {
     /// `projections.replayer.Replayer` writes it: with `progress_every`, the run's progress
     /// where its event count is a multiple of it or the run is closed, then the run's summary
     /// where it is closed; the lines applied, redelivered and ignored, and the summaries
-    /// written). A blank line is skipped.
-    #[pyo3(signature = (runs, lines, start, progress_every=None))]
+    /// written). A blank line is skipped. `revised`: where the id of each run whose summary was
+    /// written is appended, as often as it was (its summary cache is then the most recently used).
+    #[pyo3(signature = (runs, lines, start, progress_every=None, revised=None))]
     #[allow(clippy::type_complexity)]
     fn replay_lines<'py>(
         &self,
@@ -633,6 +661,7 @@ impl FoldReader {
         lines: &Bound<'py, PyList>,
         start: usize,
         progress_every: Option<i64>,
+        revised: Option<&Bound<'py, PyList>>,
     ) -> PyResult<(usize, Vec<(usize, Bound<'py, PyBytes>)>, (u64, u64, u64, u64))> {
         let py = runs.py();
         let every = progress_every.filter(|&every| every != 0);
@@ -647,17 +676,21 @@ impl FoldReader {
             }
             let end = bytes.iter().rposition(|&byte| byte != b'\n' && byte != b'\r').map_or(0, |at| at + 1);
             match self.applied(runs, &mut held, &bytes[..end], None)? {
-                Some((run, Outcome::Applied)) => {
+                Some((held, Outcome::Applied)) => {
                     applied += 1;
-                    let state = run.borrow();
-                    let run = &state.run;
-                    if every.is_some_and(|every| run.closed() || run.event_count % every == 0) {
-                        let progress = |out: &mut Vec<u8>| progress::write_progress(out, run, run.event_count, None);
+                    let mut native = held.borrow_mut();
+                    let (closed, count) = (native.run.closed(), native.run.event_count);
+                    if every.is_some_and(|every| closed || count % every == 0) {
+                        let run = &native.run;
+                        let progress = |out: &mut Vec<u8>| progress::write_progress(out, run, count, None);
                         outputs.push((index, written(py, progress, b"\n")));
                     }
-                    if run.closed() {
+                    if closed {
                         summaries += 1;
-                        outputs.push((index, written(py, |out| summary::write_summary(out, run), b"\n")));
+                        outputs.push((index, written(py, |out| native.write_summary(out), b"\n")));
+                        if let Some(revised) = revised {
+                            revised.append(PyString::new(py, &native.run.run_id))?;
+                        }
                     }
                 }
                 Some((_, Outcome::Redelivery)) => redelivered += 1,

@@ -145,6 +145,8 @@ pub struct Task {
     pub last_at: Option<f64>,
     /// (log position, error type, trial_id) of its failed trial.finished events.
     pub failed_trials: Option<Vec<(i64, String, String)>>,
+    /// The run's `stamp` when an event was last applied to it (0: none since it was made).
+    pub stamp: u64,
 }
 
 impl Task {
@@ -156,6 +158,7 @@ impl Task {
             first_at: None,
             last_at: None,
             failed_trials: None,
+            stamp: 0,
         }
     }
 
@@ -193,6 +196,11 @@ pub struct RunState {
     pub trials_completed: i64,
     pub trials_failed: i64,
     pub score_count: i64,
+    /// The applied events since the run was made, which a summary cache compares a task's
+    /// `stamp` with (`summary_cache`).
+    pub stamp: u64,
+    /// The `stamp` when something run-wide last changed (a run-level event, keys decided afresh).
+    pub layout: u64,
 }
 
 fn saw(first: &mut Option<f64>, last: &mut Option<f64>, moment: Option<f64>) {
@@ -255,6 +263,7 @@ impl RunState {
         let (run_events, tasks) = (&self.run_events, &self.tasks);
         self.applied.put(hi, || kept_pairs(run_events, tasks));
         self.event_count += 1;
+        self.stamp += 1;
         let at = position.unwrap_or(self.event_count);
         if let Some(last) = self.last_position {
             self.last_position = Some(last.max(at));
@@ -266,6 +275,7 @@ impl RunState {
             Event::Score { task_id, trial_id, metric, status, outputs } => {
                 let index = self.touch(task_id);
                 let task = &mut self.tasks[index];
+                task.stamp = self.stamp;
                 snug::extend(&mut task.events, &pair);
                 saw(&mut task.first_at, &mut task.last_at, moment);
                 task.state.record_score(trial_id, metric, *status, outputs, at, &mut self.passk);
@@ -274,6 +284,7 @@ impl RunState {
             Event::Trial { task_id, trial_id, completed, error_type } => {
                 let index = self.touch(task_id);
                 let task = &mut self.tasks[index];
+                task.stamp = self.stamp;
                 snug::extend(&mut task.events, &pair);
                 saw(&mut task.first_at, &mut task.last_at, moment);
                 snug::extend(&mut task.trial_positions, &at.to_le_bytes());
@@ -301,6 +312,7 @@ impl RunState {
     }
 
     fn header(&mut self, pair: &[u8; 16], moment: Option<f64>, at: i64) {
+        self.layout = self.stamp;
         saw(&mut self.first_at, &mut self.last_at, moment);
         snug::extend(&mut self.run_events, pair);
         snug::extend(&mut self.run_positions, &at.to_le_bytes());
@@ -358,6 +370,7 @@ impl RunState {
 
     /// Every task's keys and the pass@k tallies decided afresh (`rekey_run`).
     pub fn rekey(&mut self) {
+        self.layout = self.stamp;
         let declarations = self.declarations.as_ref();
         self.passk = declarations
             .map(|declarations| declarations.eligible.iter().map(|key| (key.clone(), KeyTally::default())).collect())

@@ -209,6 +209,7 @@ pub fn task_of(stored: StoredTask) -> Result<Task, String> {
         first_at: stored.first_at,
         last_at: stored.last_at,
         failed_trials: stored.failed_trials,
+        stamp: 0,
     })
 }
 

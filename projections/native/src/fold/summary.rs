@@ -3,8 +3,9 @@
 //! the summary, harbor, verdicts and statistics objects of SEMANTICS.md sections 1-6 and 8,
 //! in the contract's key order, written as orjson writes them (`json`).
 //!
-//! Built from the state alone, every revision afresh (the Python fold's summary cache gives
-//! the bytes a rebuild gives, so a rebuild is the reference). The floats come from the same
+//! Written from the run's summary cache (`summary_cache`), brought up to date with the state
+//! first: what each task adds is kept there between revisions, the rest (the task order, the
+//! pass@k columns, Harbor's tallies and exception_stats) is made here each time. The floats come from the same
 //! operations in the same order as the Python's: metric values in run log order, views and
 //! pass@k in summary task order, the sums compensated (`sums`), the figures of `ranges`,
 //! `passk`, `statistics` and `harbor`; the pass@k columns and the statistics object are
@@ -16,9 +17,9 @@ use std::sync::LazyLock;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::json::{float, integer, known, null, optional_wire, string, wire, Items};
-use super::key_figures::{eligible_by_name, key_columns_of, key_name, write_statistics, KeyColumns};
-use super::records::OK;
-use super::run::{HarborRules, RunState, Task};
+use super::key_figures::{eligible_by_name, key_columns_of, write_statistics, KeyColumns};
+use super::run::RunState;
+use super::summary_cache::{Reward, SummaryCache, TaskPart};
 use super::task::{Declared, Key};
 use crate::floats::{python_repr, write_repr};
 use crate::harbor;
@@ -28,51 +29,6 @@ use crate::ranges::{center_and_spread, percentiles_by, Center, Spread, PERCENTIL
 /// (`"p10":` ...), made once.
 static PERCENTILE_NAMES: LazyLock<Vec<String>> =
     LazyLock::new(|| PERCENTILES.iter().map(|p| format!("\"p{p}\":")).collect());
-
-/// (trial_id, value, run sequence number of the score that made it): one attempt.
-type Attempt<'a> = (&'a str, Option<f64>, i64);
-
-/// (key name's place among `Gathered::reward_names`, value by `label_of`, run sequence number,
-/// trial_id) of each attempt with a value, in that order once gathered: Harbor's reward_stats.
-type Rewards<'a> = Vec<(u32, u64, i64, &'a str)>;
-
-/// A value's place among reward_stats' labels: its bits, every NaN's the same (each is
-/// labelled "nan"), so two values share a label exactly when their `python_repr` is the same.
-fn label_of(value: f64) -> u64 {
-    if value.is_nan() {
-        f64::NAN.to_bits()
-    } else {
-        value.to_bits()
-    }
-}
-
-/// A task's attempt lists by key name, names sorted (`attempts.task_attempts`).
-type Lists<'a> = Vec<(String, Vec<Attempt<'a>>)>;
-
-fn attempt_lists(task: &Task) -> Lists<'_> {
-    let state = &task.state;
-    let mut keys: Vec<(String, &Key)> = state.keys.iter().map(|key| (key_name(key), key)).collect();
-    keys.sort_by(|left, right| left.0.cmp(&right.0));
-    let mut lists: Lists<'_> = Vec::with_capacity(keys.len());
-    for (name, (metric, output)) in keys {
-        let attempts = state
-            .metric(metric)
-            .map(|columns| {
-                columns
-                    .attempts(output)
-                    .map(|(trial, value, seq)| (&state.trials[trial as usize], value, seq))
-                    .collect()
-            })
-            .unwrap_or_default();
-        // Two keys of one name ("a.b" "c" and "a" "b.c"): as the reference's dict, the later
-        // replaces the earlier's list in its place (sorted, they are neighbours).
-        match lists.last_mut() {
-            Some(last) if last.0 == name => last.1 = attempts,
-            _ => lists.push((name, attempts)),
-        }
-    }
-    lists
-}
 
 /// Declared tasks in declaration order, then tasks named only by scores by first score
 /// (`attempts.summary_tasks`): indices into the run's tasks.
@@ -88,59 +44,6 @@ pub(super) fn summary_tasks(run: &RunState) -> Vec<usize> {
     others.sort_by_key(|&at| run.tasks[at].state.first_score);
     ordered.extend(others);
     ordered
-}
-
-/// A metric's scores over the run: all of them, the failed ones, and its outputs.
-struct Metric<'a> {
-    name: &'a str,
-    scores: usize,
-    failed: usize,
-    /// The output names declared (any kind) or carried by any score, sorted once gathered.
-    outputs: Vec<Output<'a>>,
-}
-
-/// One output of a metric over the run: the scores carrying it, and (seq, value) of its
-/// numeric values, in log order once sorted.
-struct Output<'a> {
-    name: &'a str,
-    carried: usize,
-    numeric: Vec<(i64, f64)>,
-}
-
-/// The place among `items` of the first that `is`, `made` and added last when none is (a
-/// run's metrics, a metric's outputs and its key names are a handful each).
-fn place_of<T>(items: &mut Vec<T>, is: impl Fn(&T) -> bool, made: impl FnOnce() -> T) -> usize {
-    items.iter().position(is).unwrap_or_else(|| {
-        items.push(made());
-        items.len() - 1
-    })
-}
-
-impl<'a> Metric<'a> {
-    fn output(&mut self, name: &'a str) -> &mut Output<'a> {
-        let at = place_of(
-            &mut self.outputs,
-            |output| output.name == name,
-            || Output { name, carried: 0, numeric: Vec::new() },
-        );
-        &mut self.outputs[at]
-    }
-}
-
-/// The metric named `name` among `metrics`, added when new.
-fn metric_of<'a, 'b>(metrics: &'b mut Vec<Metric<'a>>, name: &'a str) -> &'b mut Metric<'a> {
-    let at =
-        place_of(metrics, |metric| metric.name == name, || Metric { name, scores: 0, failed: 0, outputs: Vec::new() });
-    &mut metrics[at]
-}
-
-/// The finite ones of `values`, in their order, and sorted (a stable sort: 0.0 and -0.0 keep
-/// their order, as Python's `sorted`).
-fn finite_and_sorted(values: impl IntoIterator<Item = f64>) -> (Vec<f64>, Vec<f64>) {
-    let finite: Vec<f64> = values.into_iter().filter(|value| value.is_finite()).collect();
-    let mut ordered = finite.clone();
-    ordered.sort_by(|left, right| left.partial_cmp(right).expect("finite values compare"));
-    (finite, ordered)
 }
 
 /// A range aggregate record (`aggregates.aggregate_of`) of the finite values of its center.
@@ -176,61 +79,20 @@ fn aggregate(out: &mut Vec<u8>, name: &str, middle: &Center, spreads: Option<&Sp
     record.end();
 }
 
-/// The range aggregate of `values` among `total` (the non-finite ones count as NaN).
-fn range_aggregate(out: &mut Vec<u8>, name: &str, values: impl IntoIterator<Item = f64>, total: usize) {
-    let (finite, ordered) = finite_and_sorted(values);
-    let (middle, spreads) = center_and_spread(&finite, total);
-    aggregate(out, name, &middle, spreads.as_ref(), &ordered);
+/// The range aggregate of `values` among `total` (the non-finite ones count as NaN): the
+/// finite ones in their order, and `ordered` the same sorted.
+fn range_aggregate(out: &mut Vec<u8>, name: &str, values: &[f64], ordered: &[f64], total: usize) {
+    let (middle, spreads) = center_and_spread(values, total);
+    aggregate(out, name, &middle, spreads.as_ref(), ordered);
 }
 
-fn verdict(n: i64, c: i64) -> &'static str {
-    if n == 0 {
-        "unmeasured"
-    } else if c == n {
-        "solved"
-    } else if c == 0 {
-        "failed"
-    } else {
-        "flaky"
-    }
-}
-
-/// A view's values for one declared task (`view_values.view_values`): per view, in declared
-/// order, (its name, the task's trials, the values its trials reduce to, in trial order).
-fn task_views<'a>(task: &Task, declared: &'a Declared) -> Vec<(&'a str, usize, Vec<f64>)> {
-    let state = &task.state;
-    let trials = state.trials.len();
-    if trials == 0 {
-        return Vec::new();
-    }
-    // Per signal: per trial index, its value in the trial's last completed or partial score
-    // of the signal's metric (none where that score lacks it).
-    let mut signals: Vec<(&Key, Vec<Option<f64>>)> = Vec::new();
-    let mut views = Vec::with_capacity(declared.views.len());
-    for view in &declared.views {
-        for key in &view.signals {
-            if !signals.iter().any(|(held, _)| *held == key) {
-                let values = state.metric(&key.0).map(|columns| columns.latest_semantic(&key.1, trials));
-                signals.push((key, values.unwrap_or_else(|| vec![None; trials])));
-            }
-        }
-        let by_signal: Vec<&[Option<f64>]> = view
-            .signals
-            .iter()
-            .map(|key| signals.iter().find(|(held, _)| *held == key).map(|(_, values)| &values[..]).expect("gathered"))
-            .collect();
-        let mut values = Vec::with_capacity(by_signal.len());
-        let mut reduced = Vec::new();
-        for trial in 0..if by_signal.is_empty() { 0 } else { trials } {
-            values.clear();
-            values.extend(by_signal.iter().map_while(|of| of[trial]));
-            if values.len() == by_signal.len() {
-                reduced.extend(view.reducer.reduce(&values));
-            }
-        }
-        views.push((view.name.as_str(), trials, reduced));
-    }
-    views
+/// The finite ones of `values`, in their order, and sorted (a stable sort: 0.0 and -0.0 keep
+/// their order, as Python's `sorted`).
+fn finite_and_sorted(values: impl IntoIterator<Item = f64>) -> (Vec<f64>, Vec<f64>) {
+    let finite: Vec<f64> = values.into_iter().filter(|value| value.is_finite()).collect();
+    let mut ordered = finite.clone();
+    ordered.sort_by(|left, right| left.partial_cmp(right).expect("finite values compare"));
+    (finite, ordered)
 }
 
 /// `heapq.merge` of the lists, item by item as CPython's: each list is taken to be sorted
@@ -297,72 +159,6 @@ fn merged<T: Ord + Copy>(lists: &[Vec<T>]) -> Vec<T> {
     out
 }
 
-/// What every task of the run adds up to (`contributions.refreshed`): the tasks named only by
-/// trial.finished events too, which add no score.
-#[derive(Default)]
-struct Gathered<'a> {
-    /// The metrics of the outputs' aggregates and of `metric_coverage`, sorted by name: those
-    /// with a score or a declared output.
-    metrics: Vec<Metric<'a>>,
-    trials: HashSet<&'a str>,
-    /// The trial ids with a completed or partial score, of any task and metric.
-    graded: HashSet<&'a str>,
-    /// The key names with an attempt that has a value, as they first come.
-    reward_names: Vec<&'a str>,
-    rewards: Rewards<'a>,
-}
-
-fn gather<'a>(run: &'a RunState, lists: &'a [Lists<'a>]) -> Gathered<'a> {
-    let mut gathered = Gathered::default();
-    for (task, task_lists) in run.tasks.iter().zip(lists) {
-        let state = &task.state;
-        gathered.trials.extend(state.trials.iter());
-        let mut graded = vec![false; state.trials.len()];
-        for (metric, columns) in &state.metrics {
-            // A metric's scores name it among the outputs' metrics, whatever outputs they carry.
-            let counts = metric_of(&mut gathered.metrics, metric);
-            counts.scores += columns.len();
-            counts.failed += columns.failed();
-            for (at, output) in columns.names.iter().enumerate() {
-                let cells = columns.cells(at);
-                let output = counts.output(output);
-                output.carried += cells.len();
-                output.numeric.extend(columns.numeric(&cells));
-            }
-            for row in columns.rows().filter(|row| row.status == OK) {
-                graded[row.trial as usize] = true;
-            }
-        }
-        let trials = state.trials.iter().zip(graded).filter(|(_, graded)| *graded);
-        gathered.graded.extend(trials.map(|(trial_id, _)| trial_id));
-        for (name, attempts) in task_lists {
-            let mut valued =
-                attempts.iter().filter_map(|&(trial_id, value, seq)| Some((trial_id, value?, seq))).peekable();
-            if valued.peek().is_none() {
-                continue;
-            }
-            let place = place_of(&mut gathered.reward_names, |held| held == name, || name) as u32;
-            gathered.rewards.extend(valued.map(|(trial_id, value, seq)| (place, label_of(value), seq, trial_id)));
-        }
-    }
-    if let Some(declarations) = &run.declarations {
-        for (metric, names) in &declarations.outputs {
-            let counts = metric_of(&mut gathered.metrics, metric);
-            names.iter().for_each(|name| _ = counts.output(name));
-        }
-    }
-    // No two attempts of a key name share a seq (each is a score's own).
-    gathered.rewards.sort_unstable_by_key(|&(name, label, seq, _)| (name, label, seq));
-    gathered.metrics.sort_unstable_by(|left, right| left.name.cmp(right.name));
-    for metric in &mut gathered.metrics {
-        metric.outputs.sort_unstable_by(|left, right| left.name.cmp(right.name));
-        for output in &mut metric.outputs {
-            output.numeric.sort_by_key(|&(seq, _)| seq);
-        }
-    }
-    gathered
-}
-
 /// A run and what its summary is made of.
 struct Parts<'a> {
     run: &'a RunState,
@@ -370,21 +166,18 @@ struct Parts<'a> {
     order: Vec<usize>,
     /// Eligible key name -> its key (the reference's dict: a later key of the same name wins).
     eligible: &'a BTreeMap<String, &'a Key>,
-    /// Each of the run's tasks' attempt lists.
-    lists: &'a [Lists<'a>],
-    gathered: Gathered<'a>,
+    cache: &'a SummaryCache,
     keys: Vec<KeyColumns<'a>>,
 }
 
 /// The `run.summary` of the run as `projections.assembly.summary.summary_bytes` encodes it,
-/// appended to `out`.
-pub fn write_summary(out: &mut Vec<u8>, run: &RunState) {
+/// appended to `out`, from `cache` brought up to date with the run.
+pub fn write_summary(out: &mut Vec<u8>, run: &RunState, cache: &mut SummaryCache) {
+    cache.refresh(run);
     let order = summary_tasks(run);
     let eligible = eligible_by_name(run);
-    let lists: Vec<Lists<'_>> = run.tasks.iter().map(attempt_lists).collect();
-    let gathered = gather(run, &lists);
     let keys = key_columns_of(run, &order, &eligible);
-    let parts = Parts { run, order, eligible: &eligible, lists: &lists, gathered, keys };
+    let parts = Parts { run, order, eligible: &eligible, cache, keys };
     let declarations = run.declarations.as_ref();
 
     let mut payload = Items::object(out);
@@ -405,14 +198,14 @@ pub fn write_summary(out: &mut Vec<u8>, run: &RunState) {
     let mut summary = Items::object(payload.known(known!("summary")));
     parts.scores(summary.known(known!("scores")));
     parts.coverage(summary.known(known!("metric_coverage")));
-    parts.attempts(summary.known(known!("task_metric_attempts")));
+    parts.per_task(summary.known(known!("task_metric_attempts")), |part| &part.attempts);
     let tasks = declarations.map_or(parts.order.len(), |declarations| declarations.tasks.len());
     integer(summary.known(known!("task_count")), tasks);
-    integer(summary.known(known!("trial_count")), parts.gathered.trials.len());
+    integer(summary.known(known!("trial_count")), cache.trial_count());
     integer(summary.known(known!("score_count")), run.score_count);
     summary.end();
     parts.harbor(payload.known(known!("harbor")));
-    parts.verdicts(payload.known(known!("verdicts")));
+    parts.per_task(payload.known(known!("verdicts")), |part| &part.verdicts);
     write_statistics(payload.known(known!("statistics")), &parts.keys);
     payload.end();
 }
@@ -421,26 +214,29 @@ impl Parts<'_> {
     /// `summary.scores`: the metric outputs' aggregates (values in run log order), the views'
     /// (values in declared task order), then pass@k's (SEMANTICS.md section 4).
     fn scores(&self, out: &mut Vec<u8>) {
-        let (run, gathered) = (self.run, &self.gathered);
+        let (run, cache) = (self.run, self.cache);
         let mut scores = Items::array(out);
-        for metric in &gathered.metrics {
-            for output in &metric.outputs {
-                let values = output.numeric.iter().map(|&(_, value)| value);
-                range_aggregate(scores.item(), &format!("{}.{}", metric.name, output.name), values, metric.scores);
+        for (metric, totals) in cache.metrics.iter().filter(|(_, totals)| totals.shown()) {
+            for (output, values) in totals.outputs.iter().filter(|(_, values)| values.shown()) {
+                let finite: Vec<f64> =
+                    values.by_seq.iter().map(|&(_, value)| value).filter(|value| value.is_finite()).collect();
+                let ordered: Vec<f64> = values.sorted.iter().map(|&(value, _)| value).collect();
+                range_aggregate(scores.item(), &format!("{metric}.{output}"), &finite, &ordered, totals.scores);
             }
         }
         // Per view name, the trials of the declared tasks that have it and their values.
         let mut views: BTreeMap<&str, (usize, Vec<f64>)> = BTreeMap::new();
-        for (task_id, declared) in run.declarations.as_ref().map_or(&[][..], |declarations| &declarations.tasks) {
-            let task = run.task(task_id).expect("a declared task is the run's");
-            for (name, trials, values) in task_views(task, declared) {
+        for (task_id, _) in run.declarations.as_ref().map_or(&[][..], |declarations| &declarations.tasks) {
+            let at = run.task_index.get(task_id, &run.tasks).expect("a declared task is the run's");
+            for (name, trials, values) in &cache.parts[at].views {
                 let view = views.entry(name).or_default();
                 view.0 += trials;
                 view.1.extend(values);
             }
         }
-        for (name, (total, values)) in &views {
-            range_aggregate(scores.item(), &format!("view.{name}"), values.iter().copied(), *total);
+        for (name, (total, values)) in views {
+            let (finite, ordered) = finite_and_sorted(values);
+            range_aggregate(scores.item(), &format!("view.{name}"), &finite, &ordered, total);
         }
         for key in &self.keys {
             for column in &key.at_k {
@@ -456,16 +252,16 @@ impl Parts<'_> {
     /// `summary.metric_coverage` (section 5), over the metric aggregates' output names.
     fn coverage(&self, out: &mut Vec<u8>) {
         let mut metric_coverage = Items::object(out);
-        for metric in &self.gathered.metrics {
-            let mut by_output = Items::object(metric_coverage.key(metric.name));
-            for output in &metric.outputs {
-                let mut figures = Items::object(by_output.key(output.name));
-                integer(figures.known(known!("total")), metric.scores);
-                integer(figures.known(known!("scored")), output.carried);
-                integer(figures.known(known!("failed")), metric.failed);
+        for (metric, totals) in self.cache.metrics.iter().filter(|(_, totals)| totals.shown()) {
+            let mut by_output = Items::object(metric_coverage.key(metric));
+            for (output, values) in totals.outputs.iter().filter(|(_, values)| values.shown()) {
+                let mut figures = Items::object(by_output.key(output));
+                integer(figures.known(known!("total")), totals.scores);
+                integer(figures.known(known!("scored")), values.carried);
+                integer(figures.known(known!("failed")), totals.failed);
                 integer(
                     figures.known(known!("missing")),
-                    metric.scores as i64 - output.carried as i64 - metric.failed as i64,
+                    totals.scores as i64 - values.carried as i64 - totals.failed as i64,
                 );
                 figures.end();
             }
@@ -474,51 +270,23 @@ impl Parts<'_> {
         metric_coverage.end();
     }
 
-    /// `summary.task_metric_attempts` (section 1).
-    fn attempts(&self, out: &mut Vec<u8>) {
-        let mut task_metric_attempts = Items::object(out);
+    /// Per summary task, its encoded object `of` its part: `summary.task_metric_attempts`
+    /// (section 1), `verdicts` (section 3).
+    fn per_task(&self, out: &mut Vec<u8>, of: impl Fn(&TaskPart) -> &Vec<u8>) {
+        let mut by_task = Items::object(out);
         for &at in &self.order {
-            let mut by_key = Items::object(task_metric_attempts.key(&self.run.tasks[at].state.task_id));
-            for (name, attempts) in &self.lists[at] {
-                let mut list = Items::array(by_key.key(name));
-                for &(trial_id, value, _) in attempts {
-                    let mut attempt = Items::object(list.item());
-                    string(attempt.known(known!("trial_id")), trial_id);
-                    optional_wire(attempt.known(known!("value")), value);
-                    attempt.end();
-                }
-                list.end();
-            }
-            by_key.end();
+            by_task.key(&self.run.tasks[at].state.task_id).extend_from_slice(of(&self.cache.parts[at]));
         }
-        task_metric_attempts.end();
-    }
-
-    /// `verdicts` (section 3): per summary task, each of its eligible keys'.
-    fn verdicts(&self, out: &mut Vec<u8>) {
-        let mut verdicts = Items::object(out);
-        for &at in &self.order {
-            let state = &self.run.tasks[at].state;
-            let mut by_key = Items::object(verdicts.key(&state.task_id));
-            for (name, _) in &self.lists[at] {
-                let Some(&key) = self.eligible.get(name) else { continue };
-                if let Some(place) = state.keys.iter().position(|held| held == key) {
-                    let (n, c) = state.counts[place];
-                    string(by_key.key(name), verdict(n, c));
-                }
-            }
-            by_key.end();
-        }
-        verdicts.end();
+        by_task.end();
     }
 
     /// The `harbor` object (`harbor_stats.harbor_stats`), SEMANTICS.md section 6.
     fn harbor(&self, out: &mut Vec<u8>) {
         let run = self.run;
         let mut harbor = Items::object(out);
-        integer(harbor.known(known!("n_trials")), self.gathered.graded.len());
+        integer(harbor.known(known!("n_trials")), self.cache.graded_count());
         integer(harbor.known(known!("n_errors")), run.trials_failed);
-        reward_stats(harbor.known(known!("reward_stats")), &self.gathered.reward_names, &self.gathered.rewards);
+        reward_stats(harbor.known(known!("reward_stats")), &self.cache.rewards, &self.cache.trial_ids);
         exception_stats(harbor.known(known!("exception_stats")), run);
         self.harbor_pass_at_k(harbor.known(known!("pass_at_k")));
         harbor.end();
@@ -527,29 +295,15 @@ impl Parts<'_> {
     /// Harbor's pass_at_k: per eligible key, Harbor's (n, c) of each summary task that has
     /// attempts counting under the run's rules; a key with a value neither null, 0 nor 1 has none.
     fn harbor_pass_at_k(&self, out: &mut Vec<u8>) {
-        let rules =
-            self.run.declarations.as_ref().map_or(HarborRules::default(), |declarations| declarations.harbor_rules);
-        let null_is_zero = rules == HarborRules::V025;
         let mut binary: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
         let mut broken: HashSet<&str> = HashSet::default();
         for &at in &self.order {
-            for (name, attempts) in &self.lists[at] {
-                let (mut n, mut c) = (0, 0);
-                for &(_, value, _) in attempts {
-                    match value {
-                        None => n += u64::from(null_is_zero),
-                        Some(value) => {
-                            n += 1;
-                            if value == 1.0 {
-                                c += 1;
-                            } else if value != 0.0 {
-                                broken.insert(name);
-                            }
-                        }
-                    }
+            for (name, n, c, unbinary) in &self.cache.parts[at].harbor {
+                if *unbinary {
+                    broken.insert(name);
                 }
-                if self.eligible.contains_key(name) && n > 0 {
-                    binary.entry(name).or_default().push((n, c));
+                if *n > 0 && self.eligible.contains_key(name) {
+                    binary.entry(name).or_default().push((*n, *c));
                 }
             }
         }
@@ -569,40 +323,37 @@ impl Parts<'_> {
     }
 }
 
-/// Harbor's reward_stats: labels by the first seq of their list (then the label), keys by
-/// that of their first label (then the name), each list in seq order.
-fn reward_stats(out: &mut Vec<u8>, names: &[&str], attempts: &Rewards<'_>) {
-    // One label: (its key name's place, its value's bits, its first seq, its attempts' range).
-    let mut labels: Vec<(u32, u64, i64, std::ops::Range<usize>)> = Vec::new();
-    for (at, &(name, label, seq, _)) in attempts.iter().enumerate() {
-        match labels.last_mut() {
-            Some(last) if last.0 == name && last.1 == label => last.3.end = at + 1,
-            _ => labels.push((name, label, seq, at..at + 1)),
-        }
-    }
+/// Harbor's reward_stats: per key name, its labels by the first seq of their list (then the
+/// label), keys by that of their first label (then the name), each list in seq order.
+fn reward_stats(out: &mut Vec<u8>, rewards: &BTreeMap<String, Vec<Reward>>, trial_ids: &[u8]) {
     let repr = |bits: u64| python_repr(f64::from_bits(bits));
-    labels.sort_by(|left, right| {
-        (left.0, left.2).cmp(&(right.0, right.2)).then_with(|| repr(left.1).cmp(&repr(right.1)))
-    });
-    // One key name: (the first seq of its first label, the name, its labels' range).
-    let mut keys: Vec<(i64, &str, u32, std::ops::Range<usize>)> = Vec::new();
-    for (at, &(name, _, seq, _)) in labels.iter().enumerate() {
-        match keys.last_mut() {
-            Some(last) if last.2 == name => last.3.end = at + 1,
-            _ => keys.push((seq, names[name as usize], name, at..at + 1)),
+    // One label: (its value's bits, its first seq, the range of its rewards).
+    type Label = (u64, i64, std::ops::Range<usize>);
+    // One key name: (the first seq of its first label, the name, its labels).
+    let mut keys: Vec<(i64, &str, Vec<Label>)> = Vec::with_capacity(rewards.len());
+    for (name, held) in rewards {
+        let mut labels: Vec<Label> = Vec::new();
+        for (at, &(label, seq, _, _)) in held.iter().enumerate() {
+            match labels.last_mut() {
+                Some(last) if last.0 == label => last.2.end = at + 1,
+                _ => labels.push((label, seq, at..at + 1)),
+            }
         }
+        labels.sort_by(|left, right| left.1.cmp(&right.1).then_with(|| repr(left.0).cmp(&repr(right.0))));
+        keys.push((labels[0].1, name, labels));
     }
     keys.sort_by(|left, right| (left.0, left.1).cmp(&(right.0, right.1)));
     let mut reward_stats = Items::object(out);
     let mut label = Vec::with_capacity(24);
-    for (_, name, _, range) in keys {
+    for (_, name, labels) in keys {
+        let held = &rewards[name];
         let mut by_label = Items::object(reward_stats.key(name));
-        for (_, bits, _, trials) in &labels[range] {
+        for (bits, _, range) in labels {
             label.clear();
-            write_repr(&mut label, f64::from_bits(*bits));
+            write_repr(&mut label, f64::from_bits(bits));
             let mut ids = Items::array(by_label.key(std::str::from_utf8(&label).expect("a float's repr is ASCII")));
-            for &(_, _, _, trial_id) in &attempts[trials.clone()] {
-                string(ids.item(), trial_id);
+            for &(_, _, start, end) in &held[range] {
+                ids.item().extend_from_slice(&trial_ids[start as usize..end as usize]);
             }
             ids.end();
         }
