@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use super::json::{float, integer, known, null, optional_float, string, Items};
 use super::key_figures::{eligible_by_name, key_columns_of, key_name, write_statistics};
 use super::run::RunState;
-use super::summary::summary_tasks;
+use super::summary::{declared_tasks, summary_tasks};
 use super::task::KeyTally;
 
 /// Python's `round(value, digits)`: the double nearest the decimal of `digits` places that
@@ -60,7 +60,7 @@ pub fn write_progress(out: &mut Vec<u8>, run: &RunState, seq: i64, elapsed: Opti
     } else {
         0
     };
-    let order = summary_tasks(run);
+    let order = summary_tasks(run, &declared_tasks(run));
     let with_attempts = order.iter().filter(|&&at| run.tasks[at].state.counts.iter().any(|&(n, _)| n != 0)).count();
     let eligible = eligible_by_name(run);
     let keys = key_columns_of(run, &order, &eligible);

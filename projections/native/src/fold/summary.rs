@@ -30,18 +30,24 @@ use crate::ranges::{center_and_spread, percentiles_by, Center, Spread, PERCENTIL
 static PERCENTILE_NAMES: LazyLock<Vec<String>> =
     LazyLock::new(|| PERCENTILES.iter().map(|p| format!("\"p{p}\":")).collect());
 
-/// Declared tasks in declaration order, then tasks named only by scores by first score
-/// (`attempts.summary_tasks`): indices into the run's tasks.
-pub(super) fn summary_tasks(run: &RunState) -> Vec<usize> {
-    let index: HashMap<&str, usize> =
-        run.tasks.iter().enumerate().map(|(at, task)| (task.state.task_id.as_str(), at)).collect();
+/// The run's declared tasks in declaration order: indices into the run's tasks.
+pub(super) fn declared_tasks(run: &RunState) -> Vec<usize> {
     let declared: &[(String, Declared)] = run.declarations.as_ref().map_or(&[], |declarations| &declarations.tasks);
-    let mut ordered: Vec<usize> = declared.iter().map(|(task_id, _)| index[task_id.as_str()]).collect();
-    let named: HashSet<&str> = declared.iter().map(|(task_id, _)| task_id.as_str()).collect();
-    let mut others: Vec<usize> = (0..run.tasks.len())
-        .filter(|&at| run.tasks[at].state.first_score >= 0 && !named.contains(run.tasks[at].state.task_id.as_str()))
-        .collect();
+    declared
+        .iter()
+        .map(|(task_id, _)| run.task_index.get(task_id, &run.tasks).expect("a declared task is the run's"))
+        .collect()
+}
+
+/// The `declared` tasks (`declared_tasks`), then tasks named only by scores by first score
+/// (`attempts.summary_tasks`): indices into the run's tasks.
+pub(super) fn summary_tasks(run: &RunState, declared: &[usize]) -> Vec<usize> {
+    let mut named = vec![false; run.tasks.len()];
+    declared.iter().for_each(|&at| named[at] = true);
+    let mut others: Vec<usize> =
+        (0..run.tasks.len()).filter(|&at| !named[at] && run.tasks[at].state.first_score >= 0).collect();
     others.sort_by_key(|&at| run.tasks[at].state.first_score);
+    let mut ordered = declared.to_vec();
     ordered.extend(others);
     ordered
 }
@@ -174,7 +180,7 @@ struct Parts<'a> {
 /// appended to `out`, from `cache` brought up to date with the run.
 pub fn write_summary(out: &mut Vec<u8>, run: &RunState, cache: &mut SummaryCache) {
     cache.refresh(run);
-    let order = summary_tasks(run);
+    let order = summary_tasks(run, &cache.declared);
     let eligible = eligible_by_name(run);
     let keys = key_columns_of(run, &order, &eligible);
     let parts = Parts { run, order, eligible: &eligible, cache, keys };
@@ -214,7 +220,7 @@ impl Parts<'_> {
     /// `summary.scores`: the metric outputs' aggregates (values in run log order), the views'
     /// (values in declared task order), then pass@k's (SEMANTICS.md section 4).
     fn scores(&self, out: &mut Vec<u8>) {
-        let (run, cache) = (self.run, self.cache);
+        let cache = self.cache;
         let mut scores = Items::array(out);
         for (metric, totals) in cache.metrics.iter().filter(|(_, totals)| totals.shown()) {
             for (output, values) in totals.outputs.iter().filter(|(_, values)| values.shown()) {
@@ -226,8 +232,7 @@ impl Parts<'_> {
         }
         // Per view name, the trials of the declared tasks that have it and their values.
         let mut views: BTreeMap<&str, (usize, Vec<f64>)> = BTreeMap::new();
-        for (task_id, _) in run.declarations.as_ref().map_or(&[][..], |declarations| &declarations.tasks) {
-            let at = run.task_index.get(task_id, &run.tasks).expect("a declared task is the run's");
+        for &at in &cache.declared {
             for (name, trials, values) in &cache.parts[at].views {
                 let view = views.entry(name).or_default();
                 view.0 += trials;

@@ -21,6 +21,7 @@ use super::json::{known, optional_wire, string, Items};
 use super::key_figures::{eligible_by_name, key_name};
 use super::records::OK;
 use super::run::{HarborRules, RunState, Task};
+use super::summary::declared_tasks;
 use super::task::{Declared, Key};
 
 /// (value's label by `label_of`, run sequence number, the span of its trial id's JSON string
@@ -299,6 +300,8 @@ pub struct SummaryCache {
     pub rewards: BTreeMap<String, Vec<Reward>>,
     /// The JSON strings of the trial ids of the tasks' parts, one after another (`TaskPart::spans`).
     pub trial_ids: Vec<u8>,
+    /// The declared tasks (`summary::declared_tasks`): the declarations are run-wide.
+    pub declared: Vec<usize>,
 }
 
 /// The items `list` shares from its start with `other`.
@@ -336,7 +339,7 @@ impl SummaryCache {
     /// else the tasks changed since remade.
     pub fn refresh(&mut self, run: &RunState) {
         if self.parts.is_empty() || run.layout > self.seen || self.parts.len() > run.tasks.len() {
-            *self = SummaryCache::default();
+            *self = SummaryCache { declared: declared_tasks(run), ..SummaryCache::default() };
             if let Some(declarations) = &run.declarations {
                 for (metric, names) in declarations.outputs.iter() {
                     let totals = self.metrics.entry(metric.clone()).or_default();
@@ -484,6 +487,7 @@ impl SummaryCache {
                 + counts.keys().map(|trial_id| string(trial_id)).sum::<usize>()
         };
         held += map(&self.trials) + map(&self.graded) + vec(self.trial_ids.capacity(), 1);
+        held += vec(self.declared.capacity(), size_of::<usize>());
         // A BTreeMap's entry, its share of a node (half full at worst) with it.
         for (name, totals) in &self.metrics {
             held += 2 * size_of::<(String, MetricTotals)>() + string(name);
