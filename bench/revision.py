@@ -13,8 +13,8 @@ summary at close either way).
 The revision is `summary_bytes` with the run's summary cache, what the worker and replay
 publish. (Reading the bytes back into dicts, as `summary` does, costs 50 to 120 ms of
 allocation on a 7.4 MB summary, varying from call to call: it is no part of a revision.)
-Then the same through the native fold, where it is built, which makes each revision from
-scratch (`evalstream replay` of a file goes through it).
+Then the same through the native fold, where it is built, each revision through the run's
+native summary cache (`evalstream replay` of a file goes through it).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def python_fold() -> Fold:
 
 
 def native_fold() -> Fold:
-    """The native fold's run (`projections.native_events`), each summary made from scratch."""
+    """The native fold's run (`projections.native_events`), its summaries through its own cache."""
     assert NATIVE is not None, "the native fold is not built"
     run = NATIVE.NativeRun("r")
     # A task's third field (`NativeRun.tasks`): its trial ids.
@@ -152,7 +152,7 @@ def main() -> None:
     native = measure(args.tasks, args.attempts, args.rounds, args.seed, native_fold())
     assert native["trials"] == figures["trials"], "the native fold holds other trials than the Python fold"
     assert native["digests"] == figures["digests"], "the native fold's summaries are not the Python fold's"
-    print("the native fold (each revision from scratch, its bytes checked equal):")
+    print("the native fold (each revision through its summary cache, its bytes checked equal):")
     print(f"  fold of the whole run (models):   {native['fold'] * 1e3:9.1f} ms CPU")
     print(f"  summary at close:                 {native['at_close'] * 1e3:9.1f} ms CPU")
     print(

@@ -69,8 +69,9 @@ def assert_progress_after_every_event(
     events: list[InputEvent], elapsed: list[float | None], places: list[int | None] | None = None
 ) -> None:
     """After every event of `events` (applied or not), the progress with the span and with
-    each of `elapsed` is the Python fold's."""
-    run, native = RunState(events[0].run_id), kernels().NativeRun(events[0].run_id)
+    each of `elapsed` is the Python fold's (`run_logs(late=True)` may give no event at all)."""
+    run_id = events[0].run_id if events else "run"
+    run, native = RunState(run_id), kernels().NativeRun(run_id)
     for seq, (event, position) in enumerate(zip(events, places or [None] * len(events), strict=True), start=1):
         native_apply(native, event, position)
         run_module.apply(run, event, position)

@@ -49,8 +49,15 @@ def late_event(draw: st.DrawFn, tasks: list[str], earlier: list[InputEvent], num
     if kind == "again":
         return draw(st.sampled_from(earlier))
     if kind == "started":
-        kinds = {f"{metric}.{output}": draw(st.sampled_from(KINDS)) for metric, outputs in METRICS.items() for output in outputs}
-        specs = [builders.task_spec(task_id, kinds) for task_id in draw(st.lists(st.sampled_from(tasks), min_size=1, unique=True))]
+        kinds = {
+            f"{metric}.{output}": draw(st.sampled_from(KINDS))
+            for metric, outputs in METRICS.items()
+            for output in outputs
+        }
+        specs = [
+            builders.task_spec(task_id, kinds)
+            for task_id in draw(st.lists(st.sampled_from(tasks), min_size=1, unique=True))
+        ]
         return builders.started("run", specs, attempts_per_task=draw(st.integers(1, 4)), event_id=event_id)
     metric = draw(st.sampled_from(sorted(METRICS)))
     status = draw(st.sampled_from(["completed", "partial", "trial", "metric"]))
