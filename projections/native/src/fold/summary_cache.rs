@@ -292,10 +292,11 @@ pub struct SummaryCache {
     pub parts: Vec<TaskPart>,
     /// The metrics of the outputs' aggregates and of `metric_coverage`, by name.
     pub metrics: BTreeMap<String, MetricTotals>,
-    /// Trial id -> the tasks holding it (`trial_count` counts the ids).
-    trials: HashMap<Box<str>, u32>,
-    /// Trial id -> the tasks where it has a completed or partial score (Harbor's n_trials).
-    graded: HashMap<Box<str>, u32>,
+    /// Trial id -> (the tasks holding it, those where it has a completed or partial score):
+    /// `trial_count` counts the ids (a graded trial is one its task holds).
+    ids: HashMap<Box<str>, (u32, u32)>,
+    /// The ids graded in some task (Harbor's n_trials).
+    graded: usize,
     /// Per key name with an attempt that has a value, its rewards by (label, seq).
     pub rewards: BTreeMap<String, Vec<Reward>>,
     /// The JSON strings of the trial ids of the tasks' parts, one after another (`TaskPart::spans`).
@@ -309,30 +310,33 @@ fn shared<T>(list: &[T], other: &[T], same: impl Fn(&T, &T) -> bool) -> usize {
     list.iter().zip(other).take_while(|(left, right)| same(left, right)).count()
 }
 
-/// Count `trial_id` in or out of `counts`.
-fn count(counts: &mut HashMap<Box<str>, u32>, trial_id: &str, adding: bool) {
-    if adding {
-        match counts.get_mut(trial_id) {
-            Some(held) => *held += 1,
-            None => _ = counts.insert(trial_id.into(), 1),
-        }
-    } else if let Some(held) = counts.get_mut(trial_id) {
-        *held -= 1;
-        if *held == 0 {
-            counts.remove(trial_id);
-        }
+/// Count `trial_id` in or out of `ids`, as a task's trial or its graded trial; `graded`: the
+/// ids graded in some task.
+fn count(ids: &mut HashMap<Box<str>, (u32, u32)>, graded: &mut usize, trial_id: &str, is_graded: bool, adding: bool) {
+    if adding && !ids.contains_key(trial_id) {
+        ids.insert(trial_id.into(), (0, 0));
+    }
+    let Some(held) = ids.get_mut(trial_id) else { return };
+    let tally = if is_graded { &mut held.1 } else { &mut held.0 };
+    let before = *tally;
+    *tally = if adding { before + 1 } else { before - 1 };
+    if is_graded && (before == 0) != (*tally == 0) {
+        *graded = if adding { *graded + 1 } else { *graded - 1 };
+    }
+    if *held == (0, 0) {
+        ids.remove(trial_id);
     }
 }
 
 impl SummaryCache {
     /// The distinct trial ids of the run's tasks.
     pub fn trial_count(&self) -> usize {
-        self.trials.len()
+        self.ids.len()
     }
 
     /// The distinct trial ids with a completed or partial score.
     pub fn graded_count(&self) -> usize {
-        self.graded.len()
+        self.graded
     }
 
     /// Brought up to date with `run`: remade whole when something run-wide changed since,
@@ -399,9 +403,11 @@ impl SummaryCache {
         let adding = how != Count::Out;
         let trials = &run.tasks[at].state.trials;
         let from = other.trials.min(part.trials);
-        (from..part.trials).for_each(|trial| count(&mut self.trials, &trials[trial], adding));
+        (from..part.trials).for_each(|trial| count(&mut self.ids, &mut self.graded, &trials[trial], false, adding));
         let from = shared(&part.graded, &other.graded, |left, right| left == right);
-        part.graded[from..].iter().for_each(|&trial| count(&mut self.graded, &trials[trial as usize], adding));
+        for &trial in &part.graded[from..] {
+            count(&mut self.ids, &mut self.graded, &trials[trial as usize], true, adding);
+        }
         let sign = |held: &mut usize, by: usize| *held = if adding { *held + by } else { *held - by };
         for (metric, scores, failed, outputs) in &part.metrics {
             let others = other.metrics.iter().find(|held| held.0 == *metric);
@@ -481,12 +487,9 @@ impl SummaryCache {
             held += vec(part.views.capacity(), size_of::<(String, usize, Vec<f64>)>());
             held += part.views.iter().map(|(name, _, values)| string(name) + vec(values.capacity(), 8)).sum::<usize>();
         }
-        // A hash map's slot: its key, count and control byte, at most 8/7 of them in use.
-        let map = |counts: &HashMap<Box<str>, u32>| {
-            counts.capacity() * 8 / 7 * (size_of::<(Box<str>, u32)>() + 1)
-                + counts.keys().map(|trial_id| string(trial_id)).sum::<usize>()
-        };
-        held += map(&self.trials) + map(&self.graded) + vec(self.trial_ids.capacity(), 1);
+        // A hash map's slot: its key, counts and control byte, at most 8/7 of them in use.
+        held += self.ids.capacity() * 8 / 7 * (size_of::<(Box<str>, (u32, u32))>() + 1);
+        held += self.ids.keys().map(|trial_id| string(trial_id)).sum::<usize>() + vec(self.trial_ids.capacity(), 1);
         held += vec(self.declared.capacity(), size_of::<usize>());
         // A BTreeMap's entry, its share of a node (half full at worst) with it.
         for (name, totals) in &self.metrics {
