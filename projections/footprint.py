@@ -37,7 +37,7 @@ CONTRIBUTION_EVENT_BYTES: Final = 200
 
 def footprint(run: FoldState, cache: SummaryCache | None = None) -> int:
     """An estimate from above of the bytes `run` and its summary `cache` hold in memory (the
-    native fold's runs measure what they hold, and keep no summary cache)."""
+    native fold's runs measure what they hold, their own summary cache with it)."""
     if isinstance(run, NativeState):
         measured: int = run.native.footprint()
         return measured + (len(run.declarations.started) if run.declarations is not None else 0)

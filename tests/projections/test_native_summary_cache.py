@@ -7,7 +7,11 @@ the native replayer's bound on its closed runs' caches (`projections.closed_cach
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from typing import Any
+
+import pytest
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,7 +29,7 @@ from tests import builders
 from tests.native import kernels
 from tests.projections.test_closed_caches import UNBOUNDED, logs_of_runs_with_late_events
 from tests.projections.test_native_fold import assert_same_summary
-from tests.projections.test_native_storage import natively, read, stored
+from tests.projections.test_native_storage import natively, natively_folded, read, stored
 from tests.strategies import KINDS, METRICS, run_logs
 from tests.strategies import values as run_values
 
@@ -146,3 +150,23 @@ def test_the_native_replayer_keeps_its_closed_runs_caches_within_the_budget_and_
         if run.closed():
             # A closed run has a cache only if held.
             assert (run.cache_size() > 0) == (run_id in caches)
+
+
+@pytest.mark.parametrize(("tasks", "attempts"), [(2, 5), (40, 5), (500, 8)])
+def test_a_summary_cache_s_estimate_is_never_below_its_measured_memory_nor_far_above(tasks: int, attempts: int) -> None:
+    """The cache's bytes come from Python's raw allocator, which tracemalloc traces: what a
+    summary leaves held (the cache it makes) is within its estimate (`cache_size`), which the
+    run's footprint counts and the closed runs' budget weighs."""
+    run = natively_folded(NativeReplayer(), tasks, attempts, close=True, events=None)
+    run.summary_bytes()  # the output's buffer, and the names runs share, made outside
+    run.drop_cache()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        run.summary_bytes()
+        gc.collect()
+        measured = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert measured <= run.cache_size() <= 2 * measured

@@ -487,23 +487,24 @@ impl SummaryCache {
             held += vec(part.views.capacity(), size_of::<(String, usize, Vec<f64>)>());
             held += part.views.iter().map(|(name, _, values)| string(name) + vec(values.capacity(), 8)).sum::<usize>();
         }
-        // A hash map's slot: its key, counts and control byte, at most 8/7 of them in use.
-        held += self.ids.capacity() * 8 / 7 * (size_of::<(Box<str>, (u32, u32))>() + 1);
+        // A hash map's buckets, a power of two with at most 7/8 of them in use, each its slot
+        // and a control byte, and a group of control bytes more.
+        let buckets = (self.ids.capacity() * 8 / 7 + 1).next_power_of_two();
+        held += buckets * (size_of::<(Box<str>, (u32, u32))>() + 1) + 16 + BLOCK;
         held += self.ids.keys().map(|trial_id| string(trial_id)).sum::<usize>() + vec(self.trial_ids.capacity(), 1);
         held += vec(self.declared.capacity(), size_of::<usize>());
-        // A BTreeMap's entry, its share of a node (half full at worst) with it.
+        // A BTreeMap's entries: a whole node for a few, else each its share of a node (half
+        // full at worst) of eleven.
+        let tree = |entries: usize, size: usize| if entries == 0 { 0 } else { entries.max(6) * 2 * size + BLOCK };
+        held += tree(self.metrics.len(), size_of::<(String, MetricTotals)>());
         for (name, totals) in &self.metrics {
-            held += 2 * size_of::<(String, MetricTotals)>() + string(name);
+            held += string(name) + tree(totals.outputs.len(), size_of::<(String, OutputTotals)>());
             for (name, output) in &totals.outputs {
-                held += 2 * size_of::<(String, OutputTotals)>() + string(name);
-                held += vec(output.by_seq.capacity(), 16) + vec(output.sorted.capacity(), 16);
+                held += string(name) + vec(output.by_seq.capacity(), 16) + vec(output.sorted.capacity(), 16);
             }
         }
-        held += self
-            .rewards
-            .iter()
-            .map(|(name, rewards)| 2 * size_of::<(String, Vec<Reward>)>() + string(name) + vec(rewards.capacity(), 24))
-            .sum::<usize>();
+        held += tree(self.rewards.len(), size_of::<(String, Vec<Reward>)>());
+        held += self.rewards.iter().map(|(name, rewards)| string(name) + vec(rewards.capacity(), 24)).sum::<usize>();
         held
     }
 }
