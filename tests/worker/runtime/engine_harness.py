@@ -22,6 +22,7 @@ from typing import Any
 
 from aiokafka.errors import MessageSizeTooLargeError, ProducerFenced
 
+from projections.native_events import NATIVE
 from worker.runtime.archive import Found, Gone, Read
 from worker.runtime.engine import Engine
 from worker.runtime.outputs import Headers, Publish
@@ -353,6 +354,7 @@ def worker(
     progress_interval: float = 0.2,
     retire: bool = True,
     on_checkpoint: Callable[[float], None] = lambda seconds: None,
+    native: bool = NATIVE is not None,
 ) -> Worker:
     store = store if store is not None else Store()
     clock = [0.0]
@@ -363,6 +365,7 @@ def worker(
         flush_every=flush_every,
         cache_runs=cache_runs,
         retire=retire,
+        native=native,
     )
     consumer = Consumer(messages)
     claims = Claims(broker, store)
