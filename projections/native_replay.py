@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from events.models import InputEvent
 from projections.closed_caches import CLOSED_CACHES_BYTES, ClosedCaches
 from projections.fold.run import started_twice
 from projections.native_events import NATIVE, fold_reader, native_apply
@@ -45,16 +44,30 @@ class NativeReplayer:
     def feed(self, number: int, line: bytes) -> Sequence[Output]:
         """What line `number` of a file makes replay write."""
         value = message_of(line)
-        if value is None:
-            return ()
-        applied = self.apply(value)
+        return () if value is None else self._written(number, self.apply(value))
+
+    def apply_keyed(self, offset: int, value: bytes, where: str, key: bytes | None) -> Sequence[Output]:
+        """What the events topic's message at `offset`, keyed `key`, makes replay write: the
+        worker's key check, and its offset as its position (`Replayer.apply_keyed`); `where`
+        names it in a rejection."""
+        read = self._reader.apply_keyed(self._run, value, key, offset)
+        if read is not None:
+            assert key is not None  # read only when the key is the event's run id
+            return self._written(offset, (key.decode(), read[0]), where)
+        event = checked(value, keyed=True, key=key)
+        if isinstance(event, Stepped):
+            return self._written(offset, event, where)
+        return self._written(offset, (event.run_id, native_apply(self._run(event.run_id), event, offset)), where)
+
+    def _written(self, number: int, applied: tuple[str, str] | Stepped, where: str | None = None) -> Sequence[Output]:
+        """What replay writes of message `number`, given what applying it did."""
         if isinstance(applied, Stepped):
             assert applied.rejected is not None
-            return self._rejected(number, applied.rejected.code, applied.rejected.detail)
+            return self._rejected(number, applied.rejected.code, applied.rejected.detail, where)
         run_id, outcome = applied
         if outcome == "refused":
             started = self.runs[run_id].header()["started_event_id"]
-            return self._rejected(number, "refused", started_twice(run_id, started))
+            return self._rejected(number, "refused", started_twice(run_id, started), where)
         if outcome != "applied":
             self.stats.redeliveries += outcome == "redelivery"
             self.stats.ignored += outcome == "ignored"
@@ -104,17 +117,18 @@ class NativeReplayer:
         event = checked(value)
         if isinstance(event, Stepped):
             return event
-        return event.run_id, self._apply(event)
+        return event.run_id, native_apply(self._run(event.run_id), event, None)
 
-    def _apply(self, event: InputEvent) -> str:
-        run = self.runs.get(event.run_id)
+    def _run(self, run_id: str) -> Any:
+        """The `NativeRun` of `run_id`, made when new."""
+        run = self.runs.get(run_id)
         if run is None:
-            run = self.runs[event.run_id] = self._native.NativeRun(event.run_id)
-        return native_apply(run, event, None)
+            run = self.runs[run_id] = self._native.NativeRun(run_id)
+        return run
 
-    def _rejected(self, number: int, code: str, detail: str) -> Sequence[Output]:
+    def _rejected(self, number: int, code: str, detail: str, where: str | None) -> Sequence[Output]:
         self.stats.skipped += 1
-        return [rejected(number, code, detail)]
+        return [rejected(number, code, detail, where)]
 
     def finish(self) -> ReplayStats:
         # A run whose only events were refused has nothing applied: not a run.
@@ -123,12 +137,16 @@ class NativeReplayer:
 
 
 class LineReplayer(Protocol):
-    """What a replay of a file asks of the fold: the outputs of each line or run of lines,
-    then the stats."""
+    """What a replay asks of the fold: the outputs of each line or run of lines of a file, or
+    of each message of the events topic, then the stats."""
+
+    stats: ReplayStats
 
     def feed(self, number: int, line: bytes) -> Sequence[Output]: ...
 
     def feed_lines(self, first: int, lines: list[bytes]) -> list[Output]: ...
+
+    def apply_keyed(self, offset: int, value: bytes, where: str, key: bytes | None) -> Sequence[Output]: ...
 
     def finish(self) -> ReplayStats: ...
 
@@ -136,7 +154,7 @@ class LineReplayer(Protocol):
 def replayer(
     progress_every: int | None = None, closed_caches_bytes: int = CLOSED_CACHES_BYTES, *, native: bool = True
 ) -> LineReplayer:
-    """The fold a replay of a file goes through: the native one where it is built, unless
+    """The fold a replay goes through: the native one where it is built, unless
     `native` is False (a benchmark's baseline); else the Python fold (`closed_caches_bytes`
     bounds the closed runs' summary caches in either)."""
     if native and NATIVE is not None:

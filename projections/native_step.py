@@ -7,7 +7,8 @@ bytes, with no model built; any other is decoded in Python (`projections.step.ch
 event applied to the native run through its model. The native apply checks everything before
 it changes a run, so there is nothing to roll back: a conversion that raises has changed
 nothing, and the message is rejected as "internal-error" as `step` rejects it. A panic inside
-the native fold (a bug) is not an `Exception`: it stops the caller, as `RollbackFailed` does.
+the native fold (a bug, which may have left the run half changed) raises `RollbackFailed`, as
+the Python fold's step does when it cannot put a run back: whoever holds the run stops.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Final, final
 from events.models import RunStarted
 from projections.fold.declarations import Declarations
 from projections.fold.run import Outcome, started_twice
-from projections.native_events import fold_reader, native_apply
+from projections.native_events import NATIVE, fold_reader, native_apply
 from projections.native_state import NativeState
-from projections.step import Rejected, RunLookup, Stepped, checked, failure_detail
+from projections.step import Rejected, RollbackFailed, RunLookup, Stepped, checked, failure_detail
 
 _OUTCOMES: Final = {outcome.value: outcome for outcome in Outcome}
 
@@ -30,9 +31,19 @@ class NativeStepper:
     is a `NativeState`."""
 
     def __init__(self) -> None:
+        assert NATIVE is not None, "the native fold is not built"
         self._reader = fold_reader()
+        self._panic: type[BaseException] = NATIVE.PanicException
 
     def step(self, value: bytes, runs: RunLookup, *, position: int | None, key: bytes | None) -> Stepped:
+        try:
+            return self._step(value, runs, position, key)
+        except self._panic as error:  # a BaseException, which interrupts are too
+            # An event is routed by its key once it reads as one, so the key names the run.
+            run_id = (key or b"").decode(errors="replace")
+            raise RollbackFailed(run_id, f"the native fold failed inside an apply ({error})") from error
+
+    def _step(self, value: bytes, runs: RunLookup, position: int | None, key: bytes | None) -> Stepped:
         read = self._reader.apply_keyed(lambda run_id: _state(runs, run_id).native, value, key, position)
         if read is not None:
             assert key is not None  # read only when the key is the event's run id

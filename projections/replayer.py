@@ -96,6 +96,10 @@ class Replayer:
             outputs.append((number, STDOUT, stepped.summary + b"\n"))
         return outputs
 
+    def apply_keyed(self, offset: int, value: bytes, where: str, key: bytes | None) -> Sequence[Output]:
+        """What the events topic's message at `offset`, keyed `key`, makes replay write."""
+        return self.apply(offset, value, where, key=key, keyed=True)
+
     def _run(self, run_id: str) -> Held:
         held = self.runs.get(run_id)
         if held is None:

@@ -107,7 +107,11 @@ def step(
         try:
             saved.rollback(run)
         except Exception as failed:
-            raise RollbackFailed(event.run_id, error, failed) from failed
+            raise RollbackFailed(
+                event.run_id,
+                f"an event could not be applied ({type(error).__name__}: {error}), and the run could not be put back "
+                f"as it was before it ({type(failed).__name__}: {failed})",
+            ) from failed
         return Stepped(run, None, Rejected("internal-error", failure_detail(event, error)), failure=error)
     except BaseException:  # an interrupt: the run stays consistent for whoever goes on with it
         saved.rollback(run)
@@ -131,15 +135,13 @@ def checked(value: bytes, *, keyed: bool = False, key: bytes | None = None) -> I
 
 
 class RollbackFailed(Exception):
-    """A step failed, and so did putting its run back: the run's state is no longer one any
-    log gives, and nothing may fold into it or store it. Whoever holds it must stop."""
+    """A step failed, and its run could not be put back (the Python fold's rollback raised, or
+    the native fold failed inside an apply): the run's state is no longer one any log gives,
+    and nothing may fold into it or store it. Whoever holds it must stop."""
 
-    def __init__(self, run_id: str, error: Exception, failed: Exception) -> None:
-        super().__init__(
-            f"run {run_id!r}: an event could not be applied ({type(error).__name__}: {error}), and the run could not "
-            f"be put back as it was before it ({type(failed).__name__}: {failed}). This is a bug in evalstream: "
-            "report it with the run's events"
-        )
+    def __init__(self, run_id: str, what: str) -> None:
+        """`what`: what failed, and how."""
+        super().__init__(f"run {run_id!r}: {what}. This is a bug in evalstream: report it with the run's events")
         self.run_id = run_id
 
 

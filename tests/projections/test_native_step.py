@@ -1,7 +1,8 @@
-"""The worker's step through the native fold (`projections.native_step.NativeStepper`) against
-`projections.step.step` through the Python fold, message by message, on keyed logs of many
-runs with hostile lines and wrong keys: the same rejections (code and wording), outcomes,
-changed tasks and summary revisions, byte for byte."""
+"""Keyed messages (the events topic's) through the native fold against the Python fold, message
+by message, on logs of many runs with hostile lines and wrong keys: the worker's step
+(`projections.native_step.NativeStepper` against `projections.step.step`: the same
+rejections, outcomes, changed tasks and summary revisions, byte for byte) and replay of the
+topic (`NativeReplayer.apply_keyed` against `Replayer.apply_keyed`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from projections.assembly.contributions import SummaryCache
 from projections.assembly.summary import summary_bytes
 from projections.fold.run import RunState
 from projections.held import FoldState
+from projections.native_replay import NativeReplayer
 from projections.native_state import NativeState
 from projections.native_step import NativeStepper
+from projections.replayer import Replayer
 from projections.step import Stepped, step
 from tests.strategies import mixed_logs
 
@@ -96,3 +99,29 @@ def _native(held: Held) -> Any:
 def _summary(held: Held) -> bytes:
     assert isinstance(held.run, RunState)
     return summary_bytes(held.run, SummaryCache())
+
+
+@settings(max_examples=100)
+@given(
+    mixed_logs(late=True),
+    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(HOSTILE)), max_size=5),
+    st.lists(st.integers(0, 10_000), max_size=4),
+    st.sampled_from([None, 1, 3]),
+)
+def test_the_topic_replayed_natively_writes_what_the_python_fold_writes(
+    log: bytes, hostile: list[tuple[int, bytes]], rekeyed: list[int], progress_every: int | None
+) -> None:
+    """`evalstream replay --from-topic`'s fold: each keyed message at its offset, through
+    `NativeReplayer.apply_keyed` and `Replayer.apply_keyed`, writes the same rejections (named
+    by `where`), progress and summaries, with the same stats."""
+    messages = log.splitlines()
+    for place, line in hostile:
+        messages.insert(place % (len(messages) + 1), line)
+    keys = [key_of(value) for value in messages]
+    for place in rekeyed:
+        keys[place % len(keys)] = None if place % 2 else b"another-run"
+    native, python = NativeReplayer(progress_every), Replayer(progress_every)
+    for offset, (value, key) in enumerate(zip(messages, keys, strict=True), start=5):
+        where = f"events[0]@{offset}"
+        assert native.apply_keyed(offset, value, where, key) == python.apply_keyed(offset, value, where, key)
+    assert native.finish() == python.finish()

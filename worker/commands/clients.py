@@ -12,7 +12,8 @@ from events.clients.kafka import TopicMissing, running
 from events.clients.subscriber import AsyncProgressSubscriber, AsyncSummarySubscriber
 from events.codec import MAX_EVENT_BYTES
 from projections.closed_caches import CLOSED_CACHES_BYTES
-from projections.replayer import Replayer, ReplayStats
+from projections.native_replay import replayer
+from projections.replayer import ReplayStats
 from worker.commands.replay import route_key, write
 from worker.settings import Settings
 from worker.topic_reader import topic_reader
@@ -109,7 +110,7 @@ async def replay_topic(
     consumer = await topic_reader(settings, settings.events_topic, wait=0)
     if consumer is None:
         raise TopicMissing(settings.events_topic)
-    replayer = Replayer(progress_every, closed_caches_bytes)
+    folding = replayer(progress_every, closed_caches_bytes)
     wanted = None if run_id is None else run_id.encode()
     try:
         partitions = sorted(consumer.assignment(), key=lambda tp: tp.partition)
@@ -121,12 +122,12 @@ async def replay_topic(
                 for record in (await consumer.getmany(partition, timeout_ms=500)).get(partition, []):
                     if record.offset >= ends[partition]:
                         break
-                    replayer.stats.lines += 1
+                    folding.stats.lines += 1
                     if wanted is not None and record.key != wanted:
                         continue
                     where = f"{partition.topic}[{partition.partition}]@{record.offset}"
-                    outputs = replayer.apply(record.offset, record.value or b"", where, key=record.key, keyed=True)
+                    outputs = folding.apply_keyed(record.offset, record.value or b"", where, record.key)
                     write(outputs, out, err)
     finally:
         await consumer.stop()
-    return replayer.finish()
+    return folding.finish()

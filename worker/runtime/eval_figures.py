@@ -1,6 +1,7 @@
 """The eval's own figures on `/metrics`: each open run's progress, pass@1 per key with its
 95% interval, dead trials and ETA, as of its last progress event (`worker.runtime.progress`
-hands each one over as it is published; nothing is computed for a scrape).
+hands each one over, encoded, as it is published; a scrape reads the figures of the runs it
+shows from them, so that the worker's hot path decodes nothing).
 
 Series (gauges; `run`: the run id, `key`: a pass@k key, `<metric>.<output>`):
 `evalstream_run_trials_finished{run}`, `evalstream_run_trials_dead{run}`,
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 MAX_RUNS = 100
@@ -33,7 +35,6 @@ MAX_KEYS = 20
 
 @dataclass(frozen=True, slots=True)
 class RunFigures:
-    partition: int
     finished: int
     dead: int
     expected: int | None
@@ -48,7 +49,7 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def figures_of(payload: Mapping[str, Any], partition: int) -> RunFigures:
+def figures_of(payload: Mapping[str, Any]) -> RunFigures:
     """A `run.progress` payload's figures."""
     trials = payload["trials"]
     keys = []
@@ -58,7 +59,6 @@ def figures_of(payload: Mapping[str, Any], partition: int) -> RunFigures:
         first: Mapping[str, Any] = next((entry for entry in intervals if entry["k"] == 1), {})
         keys.append((key, mean, _number(first.get("ci95_low")), _number(first.get("ci95_high"))))
     return RunFigures(
-        partition,
         trials["finished"],
         trials["failed"],
         trials["expected"],
@@ -69,16 +69,16 @@ def figures_of(payload: Mapping[str, Any], partition: int) -> RunFigures:
 
 class EvalFigures:
     def __init__(self) -> None:
-        self.runs: OrderedDict[str, RunFigures] = OrderedDict()
+        self.runs: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+        """Run id -> (its partition, its last progress event), of open runs."""
         self.dropped = 0
 
-    def update(self, payload: Mapping[str, Any], partition: int) -> None:
-        """Take a run's progress event: its figures while it is open, none once it closed."""
-        run_id = payload["run_id"]
-        if payload["status"] != "open":
+    def update(self, run_id: str, event: bytes, closed: bool, partition: int) -> None:
+        """Take a run's progress event (encoded): its figures while it is open, none once it closed."""
+        if closed:
             self.runs.pop(run_id, None)
             return
-        self.runs[run_id] = figures_of(payload, partition)
+        self.runs[run_id] = (partition, event)
         self.runs.move_to_end(run_id)
         while len(self.runs) > MAX_RUNS:
             self.runs.popitem(last=False)
@@ -87,8 +87,8 @@ class EvalFigures:
     def forget(self, partitions: Iterable[int] | None = None) -> None:
         """Drop the runs of these partitions (all: None): another worker reports them now."""
         dropped = None if partitions is None else set(partitions)
-        for run_id, figures in list(self.runs.items()):
-            if dropped is None or figures.partition in dropped:
+        for run_id, (partition, _) in list(self.runs.items()):
+            if dropped is None or partition in dropped:
                 del self.runs[run_id]
 
     def collect(self) -> Iterator[Metric]:
@@ -104,7 +104,8 @@ class EvalFigures:
         mean = gauge("pass_at_1", "pass@1 of a key of an open run, as its summary would say now", both)
         low = gauge("pass_at_1_low", "Low end of the 95% interval of pass@1", both)
         high = gauge("pass_at_1_high", "High end of the 95% interval of pass@1", both)
-        for run_id, figures in self.runs.items():
+        for run_id, (_, event) in self.runs.items():
+            figures = figures_of(orjson.loads(event))
             finished.add_metric([run_id], figures.finished)
             dead.add_metric([run_id], figures.dead)
             if figures.expected:

@@ -1,8 +1,9 @@
 """What the worker decides about the records it consumes, without Kafka and without I/O.
 
 For each batch of records of one events partition: which offsets are new to the state
-(`admit`), what each message does (`projections.step`, the step replay takes too), and what
-to publish (dead letters and summary revisions in record order, then coalesced progress:
+(`admit`), what each message does (`projections.step`, the step replay takes too, or
+`projections.native_step` where the runs are held in the native fold), and what to publish
+(dead letters and summary revisions in record order, then coalesced progress:
 `worker.runtime.progress`). The runs live in a bounded cache over the stored state
 (`worker.runtime.runs`); each partition gathers the parts its events changed
 (`worker.runtime.changes`), which `snapshot` turns into the records of one checkpoint.

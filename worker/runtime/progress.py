@@ -26,8 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-import orjson
-
 from projections.held import progress_bytes, task_count
 from worker.runtime.cache import CachedRun
 from worker.runtime.eval_figures import EvalFigures
@@ -112,5 +110,5 @@ class Progress:
         # seq = events applied so far: increasing per run, and the same after a restart.
         seq = run.event_count
         event = progress_bytes(entry, seq)
-        self.figures.update(orjson.loads(event), entry.partition)
+        self.figures.update(run.run_id, event, run.closed, entry.partition)
         return Publish("progress", run.run_id.encode(), event, event_id=f"{run.run_id}/progress/{seq}")

@@ -47,6 +47,9 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<fold::door::NativeTask>()?;
     module.add_class::<fold::door::NativeRun>()?;
     module.add_class::<fold::door::FoldReader>()?;
+    // What a panic in the fold raises in Python (a BaseException): named here so that the
+    // native step can tell a bug in the fold from an interrupt.
+    module.add("PanicException", module.py().get_type::<pyo3::panic::PanicException>())?;
     module.add_function(wrap_pyfunction!(event_fingerprint, module)?)?;
     module.add_function(wrap_pyfunction!(sums::running_sum, module)?)?;
     module.add_function(wrap_pyfunction!(sums::finite_running_sum, module)?)?;

@@ -9,6 +9,7 @@ import gc
 import random
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -26,6 +27,7 @@ from hypothesis import strategies as st
 
 from events.codec import encode
 from events.models import InputEvent
+from projections.native_events import NATIVE
 from projections.storage import checkpoint_from_bytes, marker_of
 from tests import builders
 from tests.strategies import run_logs
@@ -836,28 +838,34 @@ def test_a_run_changed_while_its_retirement_is_being_written_writes_every_part_b
     assert outputs(broker.committed) == want
 
 
+@pytest.mark.parametrize("fold", ["python", *(["native"] if NATIVE is not None else [])])
 def test_a_run_that_could_not_be_put_back_stops_the_worker_with_nothing_of_it_committed(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, fold: str
 ) -> None:
-    """A step failed and its rollback too: the worker stops (naming the run) before anything
-    of the batch is committed, and the partition's records are handled no more."""
+    """A step failed and its rollback too (the Python fold), or the native fold failed inside
+    an apply (a panic): the worker stops (naming the run) before anything of the batch is
+    committed, and the partition's records are handled no more."""
+    from projections import native_events, native_step
     from projections import step as step_module
 
     messages = _messages(_events(trials=2))
     broker = Broker()
-    solo = worker(broker, messages, flush_every=1)
-    real_apply = step_module.apply  # type: ignore[attr-defined]
+    if fold == "python":
+        real_apply = step_module.apply  # type: ignore[attr-defined]
 
-    def apply(run: object, event: InputEvent, position: int | None) -> object:
-        if getattr(event, "trial_id", None) == "t-1":
-            raise RuntimeError("apply broke")
-        return real_apply(run, event, position)  # type: ignore[arg-type]
+        def apply(run: object, event: InputEvent, position: int | None) -> object:
+            if getattr(event, "trial_id", None) == "t-1":
+                raise RuntimeError("apply broke")
+            return real_apply(run, event, position)  # type: ignore[arg-type]
 
-    def rollback(self: object, run: object) -> None:
-        raise RuntimeError("rollback broke")
+        def rollback(self: object, run: object) -> None:
+            raise RuntimeError("rollback broke")
 
-    monkeypatch.setattr("projections.step.apply", apply)
-    monkeypatch.setattr("projections.step.Savepoint.rollback", rollback)
+        monkeypatch.setattr("projections.step.apply", apply)
+        monkeypatch.setattr("projections.step.Savepoint.rollback", rollback)
+    else:
+        monkeypatch.setattr(native_step, "fold_reader", lambda: Panicking(native_events.fold_reader()))
+    solo = worker(broker, messages, flush_every=1, native=fold == "native")
 
     async def go() -> None:
         await claimed(solo.engine)
@@ -899,3 +907,16 @@ def test_closed_runs_a_worker_stopped_before_retiring_are_retired_by_the_next_cl
     store = Store()
     store.apply(0, [(write.key or b"", write.value) for write in broker.changelog(0)], 0)
     assert set(store.partitions[0]) == {b'h"run-a"', b'h"run-c"', b"o0"}, "only markers are left"
+
+
+class Panicking:
+    """The native fold's reader, panicking on trial t-1's events as a bug in it would."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+
+    def apply_keyed(self, lookup: Any, raw: bytes, key: bytes | None, position: int | None) -> Any:
+        if b'"t-1"' in raw:
+            assert NATIVE is not None
+            raise NATIVE.PanicException("apply broke")
+        return self.reader.apply_keyed(lookup, raw, key, position)
