@@ -12,7 +12,6 @@ import tracemalloc
 from typing import Any
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter

@@ -8,10 +8,12 @@
 //!
 //! A task's part is remade when an event was applied to the task since the cache was last
 //! brought up to date (`Task::stamp` past `seen`): the part as it was is taken out of the
-//! totals and the part as it is put in. Whatever is run-wide (a run.started, a run.closed,
-//! keys decided afresh) moves the run's `layout` stamp, and the cache is made again whole.
-//! The cache holds no reference into the run: trials are named by (task, trial index), which
-//! stay the same as a run grows (tasks and a task's trials are only appended to).
+//! totals and the part as it is put in, what the two share from the start of each list left
+//! in place (a task's rows are only appended to, so a late event moves only what it adds).
+//! Whatever is run-wide (a run.started, a run.closed, keys decided afresh) moves the run's
+//! `layout` stamp, and the cache is made again whole. The cache holds no reference into the
+//! run: a part names its trials by their index in the task, which stays the same as the run
+//! grows (tasks and a task's trials are only appended to), and keeps their ids' JSON strings.
 
 use std::collections::BTreeMap;
 
