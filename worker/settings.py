@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from events.clients.security import Security
 from events.outputs import SUMMARY_MAX_BYTES
-from projections.kernels import native_fold
 from worker.failure import CommandError
 
 N = TypeVar("N", int, float)
@@ -49,6 +48,10 @@ def _number(name: str, default: str, kind: Callable[[str], N], wanted: str) -> N
 def _fold(name: str) -> bool:
     """Whether EVALSTREAM_FOLD (`name`) asks for the native fold: "native", "python", or unset
     (native where it is built)."""
+    # Imported here, not with this module: importing the fold picks its build (compiled or
+    # source, `projections/__init__.py`), which the test process chooses after importing this.
+    from projections.kernels import native_fold
+
     built = native_fold() is not None
     if name == "native" and not built:
         raise CommandError(
