@@ -197,7 +197,8 @@ def main() -> None:
             )
             print(f"the same log as a backlog:  {piled}  worker/ceiling = {piled.rate / top:.3f}")
             print(
-                f"  (target, as a backlog: >= 0.1 of the ceiling, >= 2x the no-op agent: {_verdict(piled.rate, top, noop)})"
+                "  (target, as a backlog: >= 0.1 of the ceiling, >= 2x the no-op agent: "
+                f"{_verdict(piled.rate, top, noop)})"
             )
             for pace in (float(r) for r in args.rates.split(",") if r):
                 target = 250 if pace <= 1000 else 500  # the targets: 1,000 and 10,000 events/s
