@@ -7,10 +7,10 @@ again from the state, to the same bytes. So the state never holds it, and whoeve
 run holds its cache beside it: `Held` in replay, the worker's `CachedRun`.
 
 The worker holds its runs in either fold (`FoldState`: the Python fold's `RunState`, or the
-native fold's `NativeState`, whose `NativeRun` keeps its own summary cache and counts it in
-its footprint), and asks of both what only the
-fold knows through the functions here: a run's progress, its stored parts, a run made of
-stored parts, and its task count. Both give the same bytes.
+native fold's `NativeState`, whose `NativeRun` keeps its own summary cache and counts it in its
+footprint), and asks of both what only the fold knows through the functions here: a run's
+progress, its stored parts, a run made of stored parts, and its task count. Both give the same
+bytes.
 """
 
 from __future__ import annotations
