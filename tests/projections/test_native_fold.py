@@ -330,7 +330,8 @@ def logs_of_any_names(draw: st.DrawFn) -> list[InputEvent]:
     """A closed run whose ids, names, labels and error types are any text."""
     run_id = draw(names)
     tasks = draw(st.lists(names, min_size=1, max_size=3, unique=True))
-    metric, output = draw(names), draw(names)
+    # The task spec's key is "<metric>.<output>", split at its first dot: a metric has none.
+    metric, output = draw(names.filter(lambda name: "." not in name)), draw(names)
     trials = draw(st.lists(names, min_size=1, max_size=3, unique=True))
     labels = draw(st.dictionaries(names, names, max_size=3))
     view = {"name": draw(names), "reducer": "mean", "signals": [{"metric": metric, "output": output}]}
