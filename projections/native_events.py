@@ -2,7 +2,7 @@
 (`projections.native_replay`) and the worker (`projections.native_step`): the reader of
 messages from their bytes (`fold_reader`), and a decoded event applied through its model
 (`native_apply`), a run.started with the declarations the Python fold reads
-(`declaration_args`).
+(`declaration_args`), and the wording of a refused second run.started (`refused_started`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from events.codec import MAX_EVENT_BYTES
 from events.models import EVENT_ID_MAX, NAME_MAX, RUN_ID_MAX, InputEvent, RunStarted
 from events.nonfinite import NONFINITE_STRINGS
 from projections.fold.declarations import Declarations, Key
-from projections.fold.run import moment_of
+from projections.fold.run import moment_of, started_twice
 from projections.kernels import native_fold
 
 NATIVE: Final = native_fold()
@@ -32,6 +32,11 @@ def native_apply(run: Any, event: InputEvent, position: int | None, declarations
         declarations = Declarations.of(event)
     started: str = run.apply_started(event.event_id, declaration_args(declarations), moment, position)
     return started
+
+
+def refused_started(run_id: str, run: Any) -> str:
+    """Why a second run.started of the `NativeRun` `run` was refused, as the Python fold says it."""
+    return started_twice(run_id, run.header()["started_event_id"])
 
 
 ViewArgs = tuple[str, str, list[tuple[str, str, float]]]

@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from projections.closed_caches import CLOSED_CACHES_BYTES, ClosedCaches
-from projections.fold.run import started_twice
-from projections.native_events import NATIVE, fold_reader, native_apply
+from projections.native_events import NATIVE, fold_reader, native_apply, refused_started
 from projections.replayer import STDOUT, Output, Replayer, ReplayStats, message_of, rejected
 from projections.step import Stepped, checked
 
@@ -66,8 +65,7 @@ class NativeReplayer:
             return self._rejected(number, applied.rejected.code, applied.rejected.detail, where)
         run_id, outcome = applied
         if outcome == "refused":
-            started = self.runs[run_id].header()["started_event_id"]
-            return self._rejected(number, "refused", started_twice(run_id, started), where)
+            return self._rejected(number, "refused", refused_started(run_id, self.runs[run_id]), where)
         if outcome != "applied":
             self.stats.redeliveries += outcome == "redelivery"
             self.stats.ignored += outcome == "ignored"

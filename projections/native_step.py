@@ -13,16 +13,14 @@ the Python fold's step does when it cannot put a run back: whoever holds the run
 
 from __future__ import annotations
 
-from typing import Final, final
+from typing import final
 
 from events.models import RunStarted
 from projections.fold.declarations import Declarations
-from projections.fold.run import Outcome, started_twice
-from projections.native_events import NATIVE, fold_reader, native_apply
+from projections.fold.run import Outcome
+from projections.native_events import NATIVE, fold_reader, native_apply, refused_started
 from projections.native_state import NativeState
 from projections.step import Rejected, RollbackFailed, RunLookup, Stepped, checked, failure_detail
-
-_OUTCOMES: Final = {outcome.value: outcome for outcome in Outcome}
 
 
 @final
@@ -44,11 +42,16 @@ class NativeStepper:
             raise RollbackFailed(run_id, f"the native fold failed inside an apply ({error})") from error
 
     def _step(self, value: bytes, runs: RunLookup, position: int | None, key: bytes | None) -> Stepped:
-        read = self._reader.apply_keyed(lambda run_id: _state(runs, run_id).native, value, key, position)
+        looked_up: list[NativeState] = []  # the run the reader asked for, if it asked
+
+        def native_run(run_id: str) -> object:
+            looked_up.append(_state(runs, run_id))
+            return looked_up[-1].native
+
+        read = self._reader.apply_keyed(native_run, value, key, position)
         if read is not None:
-            assert key is not None  # read only when the key is the event's run id
             outcome_name, task_id = read
-            state = _state(runs, key.decode())
+            (state,) = looked_up  # the reader applies a message to the one run it looked up
         else:
             event = checked(value, keyed=True, key=key)
             if isinstance(event, Stepped):
@@ -62,10 +65,9 @@ class NativeStepper:
             if declarations is not None and outcome_name == Outcome.APPLIED.value:
                 state.declarations = declarations
             task_id = getattr(event, "task_id", None)
-        outcome = _OUTCOMES[outcome_name]
+        outcome = Outcome(outcome_name)
         if outcome is Outcome.REFUSED:
-            started = state.native.header()["started_event_id"]
-            return Stepped(state, None, Rejected("refused", started_twice(state.run_id, started)))
+            return Stepped(state, None, Rejected("refused", refused_started(state.run_id, state.native)))
         if outcome is not Outcome.APPLIED:
             return Stepped(state, outcome)
         summary = state.native.summary_bytes() if state.closed else None
