@@ -69,7 +69,7 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from events.codec import decode
+from events.codec import DecodeError, decode
 from events.models import RunStarted
 from projections.fold.declarations import Declarations, started_wire
 from projections.fold.run import RunState, rederive
@@ -284,7 +284,12 @@ def _parts(run_id: str, parsed: Any, tasks: Iterable[TaskState]) -> StoredRun:
         stored = _checked(parsed, f"run {run_id!r} header")
         if stored["started"] is not None:
             wire = stored["started"].encode()
-            started = decode(wire)
+            try:
+                started = decode(wire)
+            except DecodeError as error:
+                raise ValueError(
+                    f"stored run.started of run {run_id!r} is not a valid event ({error}); wipe the store and replay"
+                ) from None
             if not isinstance(started, RunStarted):
                 raise ValueError(f"stored run.started of run {run_id!r} is a {started.type}; wipe the store and replay")
             declarations = Declarations.of(started, wire)

@@ -300,6 +300,10 @@ DAMAGE = {
         ValueError,
         damaged_header(lambda document: document.update(started=encode(closed("run")).decode())),
     ),
+    "started-not-valid": (
+        ValueError,
+        damaged_header(lambda document: document.update(started='{"type": "run.started", "run_id": 7}')),
+    ),
     "a-marker-where-a-header-is": (ValueError, marker_instead),
     "archive-changed": (ArchiveMismatch, archived(lambda record: record[:-1] + bytes([record[-1] ^ 1]), False)),
     "newer-archive": (NewerStore, archived(newer_archive)),
