@@ -42,16 +42,11 @@ class NativeStepper:
             raise RollbackFailed(run_id, f"the native fold failed inside an apply ({error})") from error
 
     def _step(self, value: bytes, runs: RunLookup, position: int | None, key: bytes | None) -> Stepped:
-        looked_up: list[NativeState] = []  # the run the reader asked for, if it asked
-
-        def native_run(run_id: str) -> object:
-            looked_up.append(_state(runs, run_id))
-            return looked_up[-1].native
-
-        read = self._reader.apply_keyed(native_run, value, key, position)
+        read = self._reader.apply_keyed(lambda run_id: _state(runs, run_id).native, value, key, position)
         if read is not None:
+            assert key is not None  # read only when the key is the event's run id
             outcome_name, task_id = read
-            (state,) = looked_up  # the reader applies a message to the one run it looked up
+            state = _state(runs, key.decode())
         else:
             event = checked(value, keyed=True, key=key)
             if isinstance(event, Stepped):
