@@ -17,6 +17,12 @@ from worker.failure import CommandError
 
 N = TypeVar("N", int, float)
 
+PROGRESS_INTERVAL = 0.15
+"""Seconds between two progress windows of a partition, by default. The window is most of the
+latency from an event to the progress that shows it: an event handled just after a window
+closes waits the whole next one. At 0.2 s the p99 at 1,000 events/s came within a few percent
+of 250 ms, and past it on a busier machine."""
+
 __all__ = ["SUMMARY_MAX_BYTES", "Settings"]  # the summaries limit is the contract's (events.outputs)
 
 
@@ -82,7 +88,7 @@ class Settings:
     dashboard_port: int = field(default_factory=lambda: _int("DASHBOARD_PORT", "6067"))
     dashboard_recent: int = field(default_factory=lambda: _int("DASHBOARD_RECENT_RUNS", "200"))
     """Closed runs the dashboard keeps in memory (the last to move); older ones it reads back."""
-    progress_interval: float = field(default_factory=lambda: _float("PROGRESS_INTERVAL", "0.2"))
+    progress_interval: float = field(default_factory=lambda: _float("PROGRESS_INTERVAL", str(PROGRESS_INTERVAL)))
     """Seconds between two progress windows of an events partition (longer while many tasks'
     progress waits: `worker.runtime.progress`)."""
     flush_interval: float = field(default_factory=lambda: _float("FLUSH_INTERVAL", "0.1"))

@@ -43,6 +43,7 @@ from worker.runtime.keys import HEADER_PREFIX, checkpoint_key, run_id_of
 from worker.runtime.outputs import Publish, Source, dead_letter
 from worker.runtime.progress import Progress
 from worker.runtime.runs import ArchiveNeeded, RunStore, StoredState
+from worker.settings import PROGRESS_INTERVAL
 
 log = logging.getLogger("evalstream.worker")
 
@@ -110,7 +111,7 @@ class Processor:
         store: StoredState | None = None,
         *,
         topic: str = "events",
-        progress_interval: float = 0.2,
+        progress_interval: float = PROGRESS_INTERVAL,
         flush_every: int = 1000,
         cache_runs: int = 10_000,
         cache_bytes: int = 64 * 2**20,

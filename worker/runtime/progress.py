@@ -33,7 +33,7 @@ from worker.runtime.outputs import Publish
 
 PROGRESS_TASKS = 5000
 """Tasks of progress computed per interval at most, a run's fixed part counted as
-`PROGRESS_RUN_TASKS` more (~3 ms of work per 0.2 s, however big the runs)."""
+`PROGRESS_RUN_TASKS` more (~3 ms of work a window, however big the runs)."""
 PROGRESS_RUN_TASKS = 16
 """The fixed part of a run's progress event (its statistics' columns, its verdicts, its
 encoding), in tasks: what a run of one or two tasks costs is what 10 to 20 more tasks of a big
