@@ -9,24 +9,22 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import partial
+from typing import Final
 
 import orjson
 
 import projections
 from events.synthetic import interleave, synthetic_run
-from projections.assembly.contributions import SummaryCache
 from projections.fold.run import RunState
 from projections.held import FoldState
-from projections.step import RunLookup, Stepped, step
+from projections.step import Stepped, step
+from tests.projections.test_native_step import Held
 
 Step = Callable[..., Stepped]
 
-
-@dataclass(eq=False)
-class Held:
-    run: FoldState
-    summaries: SummaryCache | None = None
+python_step: Final = partial(step, keyed=True)
+"""The Python fold's step as the worker takes it (keyed messages), beside `NativeStepper.step`."""
 
 
 def keyed_log() -> list[tuple[bytes, bytes]]:
@@ -62,10 +60,6 @@ def garbage(stepper: Step, make: Callable[[str], FoldState]) -> int:
         return gc.collect()
     finally:
         gc.enable()
-
-
-def python_step(value: bytes, runs: RunLookup, *, position: int, key: bytes) -> Stepped:
-    return step(value, runs, position=position, key=key)
 
 
 def main() -> None:
