@@ -36,18 +36,21 @@ IDENTITY_KEY = b"\x00identity"
 
 WRITE_BUFFER_BYTES = 8 * 2**20
 WRITE_BUFFERS = 2
-BLOCK_CACHE_BYTES = 32 * 2**20
-"""Per partition. RocksDB's defaults (64 MiB write buffers, an 8 MiB block cache growing with
-the store under faust's 2 GiB) let RSS grow with the store for as long as the worker ran; the
-run cache in front of the store is what keeps hot runs in memory."""
+BLOCK_CACHE_BYTES = 8 * 2**20
+"""Per partition, and it holds the files' indexes and filters too, so the database's memory is
+bounded by it and the write buffers whatever its files. RocksDB's defaults (64 MiB write
+buffers, indexes and filters outside the cache) let RSS grow with the store for as long as the
+worker ran. The store is small (closed runs leave it) and rewritten all the time, so the cache
+fills with blocks of files compaction has since deleted: a larger one only took longer to
+fill (32 MiB took an hour of a 1,000 events/s stream). The run cache in front of the store is
+what keeps hot runs in memory, and the OS's page cache holds the files."""
 MEMORY_PROPERTIES = (
     "rocksdb.block-cache-usage",
     "rocksdb.cur-size-all-mem-tables",
     "rocksdb.estimate-table-readers-mem",
 )
-"""RocksDB's own account of the memory a database holds: its block cache, its write buffers,
-its table readers' indexes and filters (each bounded by the options above but the last,
-which grows with the files)."""
+"""RocksDB's own account of the memory a database holds: its block cache (with the indexes
+and filters), its write buffers, and what its table readers hold outside the cache."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,9 @@ def _options() -> rocksdict.Options:
     table = rocksdict.BlockBasedOptions()
     table.set_bloom_filter(3, block_based=True)
     table.set_block_cache(rocksdict.Cache(BLOCK_CACHE_BYTES))
+    table.set_cache_index_and_filter_blocks(True)
+    # The newest files' indexes and filters, read by every lookup, stay in the cache.
+    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
     options.set_block_based_table_factory(table)
     return options
 
@@ -123,7 +129,11 @@ class PartitionStore:
 
     def memory(self) -> int:
         """The bytes RocksDB says the database holds in memory (`MEMORY_PROPERTIES`)."""
-        return sum(self._db.property_int_value(name) or 0 for name in MEMORY_PROPERTIES)
+        return sum(self.memory_parts().values())
+
+    def memory_parts(self) -> dict[str, int]:
+        """Each of `MEMORY_PROPERTIES`, in bytes."""
+        return {name: self._db.property_int_value(name) or 0 for name in MEMORY_PROPERTIES}
 
     def apply(self, changes: Iterable[Change], offset: int, identity: Identity | None = None) -> None:
         """Put committed changelog records, in their changelog order, and the offset they

@@ -72,3 +72,18 @@ def test_the_memory_a_copy_holds_grows_with_what_it_holds_up_to_its_bounds(tmp_p
     assert empty < written <= store.memory()
     assert store.memory() <= 2 * (WRITE_BUFFERS * WRITE_BUFFER_BYTES + BLOCK_CACHE_BYTES) + 2**20
     store.close()
+
+
+def test_the_indexes_and_filters_of_its_files_live_in_the_bounded_block_cache(tmp_path: Path) -> None:
+    """A long-lived copy writes file after file; what RocksDB keeps of them outside the block
+    cache (the table readers) must not grow with the data, or the worker's memory would."""
+    store = LocalStore(tmp_path).partition(0)
+    value = bytes(range(256)) * 4
+    for batch in range(12):  # ~120 MB: a file each time the write buffers fill, compactions among them
+        store.apply([(f"t{batch}-{n:06}".encode(), value) for n in range(10_000)], batch)
+        assert sum(1 for _ in store.scan(b"t")) == 10_000 * (batch + 1)  # read back: indexes and filters loaded
+    parts = store.memory_parts()
+    # With indexes and filters outside the cache, readers held ~5 KB per MB of data (~600 KB here).
+    assert parts["rocksdb.estimate-table-readers-mem"] < 64 * 2**10
+    assert parts["rocksdb.block-cache-usage"] <= BLOCK_CACHE_BYTES + 2**20
+    store.close()
