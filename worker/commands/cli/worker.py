@@ -35,6 +35,7 @@ def add(commands: Commands) -> None:
 def handle(args: argparse.Namespace) -> int:
     import faust
 
+    from worker.runtime.allocator import hold_mmap_threshold
     from worker.runtime.app import build_app
     from worker.runtime.collector import quiet_collector
     from worker.runtime.permissions import PermissionsMissing, check_permissions
@@ -59,6 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     stopped: list[BaseException] = []
     app = build_app(settings, stopped)
     quiet_collector()
+    hold_mmap_threshold()
     worker = faust.Worker(app, loglevel=args.loglevel, override_logging=False)
     worker.spinner = None  # its cursor codes would go into the log; faust logs "Ready" instead
     try:
