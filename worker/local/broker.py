@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import fcntl
 import hashlib
 import os
 import shutil
@@ -140,7 +141,16 @@ def _tail(config: BrokerConfig, lines: int = 40) -> str:
 
 
 def ensure_jars(config: BrokerConfig) -> Path:
-    """Return the directory of broker jars, resolving them with Maven if needed."""
+    """Return the directory of broker jars, resolving them with Maven if needed. Processes
+    starting brokers at once on a fresh machine resolve them one at a time: the first writes
+    them, the others wait for it and find them there."""
+    config.jars_dir.mkdir(parents=True, exist_ok=True)
+    with (config.jars_dir / "resolving.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+        return _resolved_jars(config)
+
+
+def _resolved_jars(config: BrokerConfig) -> Path:
     lib, marker = config.jars_dir / "lib", config.jars_dir / "pom.sha256"
     digest = hashlib.sha256(POM_PATH.read_bytes()).hexdigest()
     if lib.is_dir() and marker.is_file() and marker.read_text().strip() == digest:

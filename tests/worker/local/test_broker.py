@@ -44,6 +44,41 @@ def test_a_missing_tool_is_named_with_the_fix(tmp_path: Path, monkeypatch: pytes
         broker.start(config, timeout=5)
 
 
+FAKE_MVN = """#!/bin/sh
+echo run >> "$MVN_CALLS"
+sleep 1
+for arg; do case "$arg" in -DoutputDirectory=*) out="${arg#-DoutputDirectory=}";; esac; done
+mkdir -p "$out" && touch "$out/kafka_2.13-0.jar"
+"""
+
+
+def test_processes_resolving_the_jars_at_once_resolve_them_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two benches or test sessions starting on a fresh machine: one resolves, the other waits
+    for it, instead of both writing (and removing) the same folder."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "mvn").write_text(FAKE_MVN)
+    (tmp_path / "bin" / "mvn").chmod(0o755)
+    calls = tmp_path / "calls"
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "MVN_CALLS": str(calls)}
+    resolve = (
+        "import sys; from pathlib import Path; from worker.local import broker; "
+        "config = broker.BrokerConfig(port=1, controller_port=2, state_dir=Path('.'), jars_dir=Path(sys.argv[1])); "
+        "print(broker.ensure_jars(config))"
+    )
+    jars = tmp_path / "jars"
+    both = [
+        subprocess.Popen([sys.executable, "-c", resolve, str(jars)], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [process.communicate(timeout=60)[0].strip() for process in both]
+    assert [process.returncode for process in both] == [0, 0]
+    assert outputs == [str(jars / "lib")] * 2
+    assert (jars / "lib" / "kafka_2.13-0.jar").is_file()
+    assert calls.read_text().splitlines() == ["run"]
+
+
 def broker_command(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`evalstream broker ARGS` as a user runs it, its state under `state`."""
     return subprocess.run(
